@@ -1,0 +1,55 @@
+//! `schedlab bench`: how fast the simulator is. Runs standard workloads and prints events
+//! per second and wall time; no pass/fail (wall time depends on the host).
+
+use std::time::Instant;
+
+use schedlab::{RunConfig, Simulation};
+
+/// (machine, cpus, policy, workload) of each benchmark run.
+const FULL: &[(&str, usize, &str, &str)] = &[
+    ("piii700-1m", 2, "fifo", "lat_pipe:rounds=200000"),
+    ("piii700-4way-1m", 4, "fifo", "bw_pipe:mb=200"),
+];
+
+const QUICK: &[(&str, usize, &str, &str)] = &[
+    ("piii700-1m", 2, "fifo", "lat_pipe:rounds=20000"),
+    ("piii700-4way-1m", 4, "fifo", "bw_pipe:mb=20"),
+];
+
+pub(crate) fn bench(quick: bool, json: bool) -> Result<(), String> {
+    let runs = if quick { QUICK } else { FULL };
+    let mut rows = Vec::new();
+    for &(machine, cpus, policy, workload) in runs {
+        let cfg = RunConfig {
+            machine: machine.into(),
+            cpus: Some(cpus),
+            policy: policy.into(),
+            workload: workload.into(),
+            seed: 1,
+        };
+        let mut sim = Simulation::new(cfg).map_err(|e| e.to_string())?;
+        let t0 = Instant::now();
+        sim.run(&mut |_, _| {}).map_err(|e| e.to_string())?;
+        let wall = t0.elapsed().as_secs_f64();
+        let r = sim.report().map_err(|e| e.to_string())?;
+        let eps = r.sim.events as f64 / wall;
+        if !json {
+            println!(
+                "{machine:<16} {cpus} cpus {policy:<10} {workload:<28} {:>11} events {:>8.3} s wall {:>7.2} M events/s  sim/wall {:.2}",
+                r.sim.events,
+                wall,
+                eps / 1e6,
+                r.sim.simulated_ns as f64 / 1e9 / wall
+            );
+        }
+        rows.push(serde_json::json!({
+            "machine": machine, "cpus": cpus, "policy": policy, "workload": workload,
+            "events": r.sim.events, "wall_s": wall, "events_per_s": eps,
+            "simulated_s": r.sim.simulated_ns as f64 / 1e9,
+        }));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows).expect("json"));
+    }
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! `schedlab`: the command line. A thin layer over the `schedlab` library: parse flags,
+//! build a validated configuration, run, print. Every error is one line on stderr,
+//! `schedlab: <what is wrong> (<what is accepted>)`, and exit status 2.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use schedlab::machine::PRESETS;
+use schedlab::policy::POLICIES;
+use schedlab::workload::WORKLOADS;
+use schedlab::{RunConfig, SimError, Simulation};
+
+mod bench;
+
+/// A laboratory for SMP CPU schedulers: the 2001-2003 Linux schedulers on a modelled
+/// multiprocessor, driven by the era's benchmarks.
+#[derive(Parser)]
+#[command(name = "schedlab", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate one workload under one policy on one machine.
+    Run(RunArgs),
+    /// List machines, policies, workloads or counters, with parameters and defaults.
+    List {
+        /// What to list.
+        what: ListWhat,
+    },
+    /// Measure the simulator: events/s and wall time for standard runs.
+    Bench {
+        /// Fewer and smaller runs.
+        #[arg(long)]
+        quick: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Machine preset (see `schedlab list machines`).
+    #[arg(long)]
+    machine: String,
+    /// CPUs to boot, as `maxcpus=` did (default: all of the preset's).
+    #[arg(long)]
+    cpus: Option<usize>,
+    /// Policy, NAME[:key=value,...] (see `schedlab list policies`).
+    #[arg(long)]
+    policy: String,
+    /// Workload, NAME[:key=value,...] (see `schedlab list workloads`).
+    #[arg(long)]
+    workload: String,
+    /// Seed of the run's random source.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ListWhat {
+    Machines,
+    Policies,
+    Workloads,
+    Counters,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("bad arguments")
+                .trim_start_matches("error: ");
+            eprintln!("schedlab: {first} (see schedlab --help)");
+            return ExitCode::from(2);
+        }
+    };
+    let res = match cli.cmd {
+        Cmd::Run(a) => run(a),
+        Cmd::List { what } => {
+            print!("{}", list(what));
+            Ok(())
+        }
+        Cmd::Bench { quick, format } => bench::bench(quick, format == Format::Json),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("schedlab: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(a: RunArgs) -> Result<(), String> {
+    let config = RunConfig {
+        machine: a.machine,
+        cpus: a.cpus,
+        policy: a.policy,
+        workload: a.workload,
+        seed: a.seed,
+    };
+    let mut sim = Simulation::new(config).map_err(|e| e.to_string())?;
+    let bar = progress_bar();
+    let result = sim.run(&mut |t, events| {
+        if let Some(b) = &bar {
+            b.set_message(format!(
+                "simulated {:.3} s, {} M events",
+                t as f64 / 1e9,
+                events / 1_000_000
+            ));
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    result.map_err(|e| match e {
+        SimError::Workload(m) => format!("workload failed: {m}"),
+        other => other.to_string(),
+    })?;
+    let report = sim.report().map_err(|e| e.to_string())?;
+    match a.format {
+        Format::Json => println!("{}", report.to_json()),
+        Format::Text => print!("{}", report.to_text()),
+    }
+    Ok(())
+}
+
+/// A spinner on stderr for long runs, only when stderr is a terminal.
+pub(crate) fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new_spinner();
+    b.enable_steady_tick(Duration::from_millis(200));
+    Some(b)
+}
+
+fn list(what: ListWhat) -> String {
+    let mut o = String::new();
+    match what {
+        ListWhat::Machines => {
+            for p in PRESETS {
+                o += &format!(
+                    "{:<16} {}\n                 {} CPUs, L2 {} KB, {} MB RAM (nproc {}, file-max {})\n",
+                    p.name,
+                    p.description,
+                    p.cpus,
+                    p.costs.l2_bytes / 1024,
+                    p.limits.ram_mb,
+                    p.limits.nproc,
+                    p.limits.file_max
+                );
+            }
+        }
+        ListWhat::Policies => {
+            for p in POLICIES {
+                o += &format!(
+                    "{:<10} {}\n{}\n",
+                    p.name,
+                    p.about,
+                    schedlab::spec::describe(p.params)
+                );
+            }
+        }
+        ListWhat::Workloads => {
+            for w in WORKLOADS {
+                o += &format!(
+                    "{:<10} {} -> {}\n{}\n",
+                    w.name,
+                    w.about,
+                    w.metric,
+                    schedlab::spec::describe(w.params)
+                );
+            }
+        }
+        ListWhat::Counters => o += COUNTERS,
+    }
+    o
+}
+
+const COUNTERS: &str = "\
+result                      the workload's figure, as the original benchmark reported it
+counters.context_switches   context switches, switches to and from idle included (nr_switches)
+counters.task_switches      switches whose incoming task is not an idle task
+counters.migrations         times a policy moved a task to another CPU's run queue
+counters.unaffine_switch_pct  % of task switches whose incoming task last ran on another CPU
+counters.ipis               reschedule IPIs sent
+counters.idle_pct           % of all CPU time spent idle
+counters.wakeups            successful try_to_wake_up calls
+counters.ticks              timer interrupts handled
+counters.syscalls           system calls made
+counters.forks              tasks created by fork or clone
+counters.cpu_time.*         % of all CPU time running tasks, in the scheduler, spinning, idle
+counters.locks.NAME         per lock name: acquisitions, contended_pct (acquisitions that spun),
+                            hold_ns_mean, wait_ns_mean (spin per acquisition), trylock_failures
+counters.policy.*           the policy's own counters (see its module documentation)
+sim.simulated_ns            simulated time at the end of the run
+sim.events                  events the engine handled
+sim.wall_ms                 host wall-clock time of the run (the only field that varies between equal runs)
+";

@@ -1,0 +1,424 @@
+//! How a CPU runs: the frame interpreter, interrupts, `schedule()` and the context switch.
+
+use crate::engine::Time;
+use crate::kernel::frame::Frame;
+use crate::kernel::task::{TaskId, TaskState};
+use crate::kernel::{Acct, Event};
+use crate::machine::CpuId;
+use crate::policy::SchedCtx;
+use crate::sim::Simulation;
+use crate::workload::program::{Env, Op};
+
+use super::frame::Sys;
+
+impl Simulation {
+    /// Handle one event at `self.k.now`.
+    pub(crate) fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Resume { cpu, gen } => {
+                let c = cpu as usize;
+                if self.k.cpus[c].gen == gen {
+                    self.k.cpus[c].user = None;
+                    self.run_cpu(c);
+                }
+            }
+            Event::Tick { cpu } => {
+                let next = self.k.now + self.k.tick_ns;
+                self.k.queue.push(next, Event::Tick { cpu });
+                self.k.cpus[cpu as usize].pending_ticks += 1;
+                self.interrupt(cpu as usize);
+            }
+            Event::Ipi { cpu } => {
+                self.k.cpus[cpu as usize].pending_ipi = true;
+                self.interrupt(cpu as usize);
+            }
+        }
+    }
+
+    /// An interrupt is pending on `cpu`: take it now if the CPU is halted or in user mode,
+    /// else leave it for the next frame boundary (the kernel runs with interrupts held).
+    fn interrupt(&mut self, cpu: CpuId) {
+        let now = self.k.now;
+        let idle_exit = if self.k.machine.costs().idle_poll {
+            0
+        } else {
+            self.k.machine.costs().idle_exit_ns
+        };
+        let c = &mut self.k.cpus[cpu];
+        if c.halted {
+            let idle = now - c.clock;
+            c.acct[Acct::Idle as usize] += idle + idle_exit;
+            c.clock = now + idle_exit;
+            c.halted = false;
+            self.run_cpu(cpu);
+        } else if let Some((start, end, ws)) = c.user {
+            if end > now {
+                // Rewind the user-mode computation to the interrupt (or to its start, if
+                // the CPU had run ahead through pure frames).
+                let at = now.max(start);
+                let left = end - at;
+                c.clock = at;
+                c.acct[Acct::Running as usize] -= left;
+                c.user = None;
+                c.gen += 1;
+                let curr = c.curr;
+                let t = &mut self.k.tasks[curr as usize];
+                t.stats.runtime_ns -= left;
+                t.kstack.push(Frame::Compute { left, ws });
+                self.run_cpu(cpu);
+            }
+        }
+    }
+
+    fn suspend(&mut self, cpu: CpuId) {
+        let c = &mut self.k.cpus[cpu];
+        c.gen = c.gen.wrapping_add(1);
+        let ev = Event::Resume {
+            cpu: cpu as u16,
+            gen: c.gen,
+        };
+        let at = c.clock;
+        self.k.queue.push(at, ev);
+    }
+
+    /// Run `cpu`'s frames until it must wait for global time, for user mode to end, or for
+    /// an interrupt (halted).
+    pub(crate) fn run_cpu(&mut self, cpu: CpuId) {
+        loop {
+            if self.stopped {
+                return;
+            }
+            let now = self.k.now;
+            let c = &self.k.cpus[cpu];
+            let synced = c.clock <= now;
+            let curr = c.curr;
+            if c.pending_ticks > 0 || c.pending_ipi {
+                if !synced {
+                    return self.suspend(cpu);
+                }
+                self.take_interrupts(cpu);
+            }
+            let top = self.k.tasks[curr as usize].kstack.last();
+            let pure = top.is_some_and(Frame::is_pure);
+            if !synced && !pure {
+                return self.suspend(cpu);
+            }
+            let Some(frame) = self.k.tasks[curr as usize].kstack.pop() else {
+                panic!(
+                    "cpu {cpu} at {now} ns: pid {} has an empty kernel stack",
+                    self.k.tasks[curr as usize].pid
+                );
+            };
+            match frame {
+                Frame::User => {
+                    if !self.user_op(cpu, curr) {
+                        return;
+                    }
+                }
+                Frame::Compute { left, ws } => {
+                    if left > 0 {
+                        self.compute(cpu, curr, left, ws);
+                        return;
+                    }
+                }
+                Frame::Sys(sys) => self.syscall(cpu, curr, sys),
+                Frame::SysExit => {
+                    if self.k.tasks[curr as usize].need_resched {
+                        let st = &mut self.k.tasks[curr as usize].kstack;
+                        st.push(Frame::SysExit);
+                        st.push(Frame::Schedule);
+                    }
+                }
+                Frame::IrqExit { user } => {
+                    if user && self.k.tasks[curr as usize].need_resched {
+                        self.k.tasks[curr as usize].kstack.push(Frame::Schedule);
+                    }
+                }
+                Frame::Wake { mut list, sync } => {
+                    if let Some(p) = list.pop() {
+                        if !list.is_empty() {
+                            self.k.tasks[curr as usize]
+                                .kstack
+                                .push(Frame::Wake { list, sync });
+                        }
+                        self.try_to_wake_up(cpu, p, sync);
+                    }
+                }
+                Frame::Schedule => self.schedule(cpu, curr),
+                Frame::Tail { prev } => {
+                    let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+                    self.policy.schedule_tail(&mut ctx, cpu, prev);
+                    self.assert_unlocked(cpu, "schedule_tail");
+                }
+                Frame::Tick { user } => self.tick(cpu, curr, user),
+                Frame::Ipi => {
+                    let ns = self.k.machine.costs().irq_ns;
+                    self.k.charge(cpu, ns, Acct::Sched);
+                }
+                Frame::Idle => {
+                    let st = &mut self.k.tasks[curr as usize];
+                    st.kstack.push(Frame::Idle);
+                    if st.need_resched {
+                        st.kstack.push(Frame::Schedule);
+                    } else {
+                        self.k.cpus[cpu].halted = true;
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn take_interrupts(&mut self, cpu: CpuId) {
+        let c = &mut self.k.cpus[cpu];
+        let ticks = std::mem::take(&mut c.pending_ticks);
+        let ipi = std::mem::take(&mut c.pending_ipi);
+        let curr = c.curr;
+        let st = &mut self.k.tasks[curr as usize].kstack;
+        let user = st.last().is_some_and(Frame::is_user);
+        st.push(Frame::IrqExit { user });
+        if ipi {
+            st.push(Frame::Ipi);
+        }
+        for _ in 0..ticks {
+            st.push(Frame::Tick { user });
+        }
+    }
+
+    /// Ask the program of `task` for its next operation and start it. Returns false when
+    /// the run must stop (the workload recorded an error or asked to stop).
+    fn user_op(&mut self, cpu: CpuId, task: TaskId) -> bool {
+        let t = &mut self.k.tasks[task as usize];
+        let ret = std::mem::take(&mut t.ret);
+        let mut env = Env {
+            ret,
+            now: self.k.cpus[cpu].clock,
+            pid: t.pid,
+            rng: &mut self.k.rng,
+            rec: &mut self.rec,
+        };
+        let prog = self.programs[task as usize]
+            .as_mut()
+            .expect("user task without a program");
+        let op = prog.next(&mut env);
+        if self.rec.error.is_some() || self.rec.stop {
+            self.k.tasks[task as usize].kstack.push(Frame::User);
+            self.stop_at = Some(self.k.cpus[cpu].clock.max(self.k.now));
+            self.stopped = true;
+            return false;
+        }
+        let sys = match op {
+            Op::Compute { ns, ws } => {
+                let st = &mut self.k.tasks[task as usize].kstack;
+                st.push(Frame::User);
+                st.push(Frame::Compute { left: ns, ws });
+                return true;
+            }
+            Op::Read { fd, len } => Sys::Read { fd, len, done: 0 },
+            Op::Write { fd, len } => Sys::Write {
+                fd,
+                len,
+                done: 0,
+                started: false,
+                waiting: false,
+            },
+            Op::Poll { fds } => Sys::Poll {
+                fds: fds.into_boxed_slice(),
+                registered: false,
+            },
+            Op::Yield => Sys::Yield,
+            Op::Sleep { ns } => Sys::Sleep { ns, armed: false },
+            Op::Fork { child } => Sys::Fork {
+                child,
+                thread: false,
+            },
+            Op::Clone { child } => Sys::Fork {
+                child,
+                thread: true,
+            },
+            Op::Exec { program } => Sys::Exec { program },
+            Op::Exit => Sys::Exit,
+            Op::Wait => Sys::Wait,
+            Op::Pipe => Sys::Open {
+                kind: super::chan::StreamKind::Pipe,
+            },
+            Op::SocketPair => Sys::Open {
+                kind: super::chan::StreamKind::Unix,
+            },
+            Op::TcpPair => Sys::Open {
+                kind: super::chan::StreamKind::Tcp,
+            },
+            Op::Close { fd } => Sys::Close { fd },
+            Op::Nice { inc } => Sys::Nice { inc },
+        };
+        let ns = self.k.machine.costs().syscall_ns;
+        self.k.charge(cpu, ns, Acct::Running);
+        self.k.stats.syscalls += 1;
+        let st = &mut self.k.tasks[task as usize].kstack;
+        st.push(Frame::User);
+        st.push(Frame::SysExit);
+        st.push(Frame::Sys(sys));
+        true
+    }
+
+    /// Start `left` ns of user-mode work over `ws` bytes: pay the cache refill, then stay
+    /// in user mode until the end (or an interrupt rewinds us).
+    fn compute(&mut self, cpu: CpuId, task: TaskId, left: Time, ws: u64) {
+        let costs = self.k.machine.costs();
+        let miss = self.k.cache.touch(cpu, task, ws);
+        let stall = miss.from_l2 * costs.l2_line_ns + miss.from_outside * costs.mem_line_ns;
+        let start = self.k.cpus[cpu].clock;
+        self.k.charge(cpu, stall + left, Acct::Running);
+        let c = &mut self.k.cpus[cpu];
+        c.user = Some((start, c.clock, ws));
+        // The User frame below the popped Compute frame continues after it.
+        self.suspend(cpu);
+    }
+
+    /// The kernel side of `try_to_wake_up`: only sleeping tasks reach the policy.
+    pub(crate) fn try_to_wake_up(&mut self, cpu: CpuId, p: TaskId, sync: bool) {
+        if !self.k.tasks[p as usize].state.is_sleeping() {
+            return;
+        }
+        let ns = self.k.machine.costs().wakeup_ns;
+        let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+        ctx.charge(ns);
+        self.policy.try_to_wake_up(&mut ctx, p, sync);
+        self.assert_unlocked(cpu, "try_to_wake_up");
+        self.k.tasks[p as usize].state = TaskState::Running;
+        self.k.stats.wakeups += 1;
+    }
+
+    fn tick(&mut self, cpu: CpuId, curr: TaskId, user: bool) {
+        let ns = self.k.machine.costs().tick_ns;
+        self.k.charge(cpu, ns, Acct::Sched);
+        self.k.stats.ticks += 1;
+        let jiffies = self.k.jiffies_at(self.k.cpus[cpu].clock);
+        let timers = &mut self.k.cpus[cpu].timers;
+        if timers.iter().any(|&(exp, _)| exp <= jiffies) {
+            // determinism: timers fire in the order they were armed.
+            let mut fired = Vec::new();
+            timers.retain(|&(exp, t)| {
+                if exp <= jiffies {
+                    fired.push(t);
+                    false
+                } else {
+                    true
+                }
+            });
+            fired.reverse();
+            self.k.tasks[curr as usize].kstack.push(Frame::Wake {
+                list: fired,
+                sync: false,
+            });
+        }
+        let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+        self.policy.scheduler_tick(&mut ctx, cpu, curr, user);
+        self.assert_unlocked(cpu, "scheduler_tick");
+    }
+
+    /// `schedule()` on `cpu` with `prev` its current task.
+    fn schedule(&mut self, cpu: CpuId, prev: TaskId) {
+        self.k.tasks[prev as usize].need_resched = false;
+        let ns = self.k.machine.costs().schedule_ns;
+        let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+        ctx.charge(ns);
+        let next = self.policy.schedule(&mut ctx, cpu, prev);
+        self.assert_unlocked(cpu, "schedule");
+        let t = &self.k.tasks[next as usize];
+        let ok = next == self.k.cpus[cpu].idle
+            || (t.state == TaskState::Running
+                && !t.is_idle
+                && (t.on_cpu.is_none() || next == prev)
+                && t.cpus_allowed & (1 << cpu) != 0);
+        assert!(
+            ok,
+            "{}: schedule() on cpu {cpu} at {} ns picked pid {} ({:?}, on cpu {:?})",
+            self.policy.name(),
+            self.k.now,
+            t.pid,
+            t.state,
+            t.on_cpu
+        );
+        if next != prev {
+            self.context_switch(cpu, prev, next);
+        }
+    }
+
+    fn context_switch(&mut self, cpu: CpuId, prev: TaskId, next: TaskId) {
+        let costs = self.k.machine.costs();
+        let n = &self.k.tasks[next as usize];
+        let mut cost = costs.switch_ns;
+        if !n.is_idle {
+            if n.mm != self.k.cpus[cpu].active_mm {
+                cost += costs.switch_mm_ns;
+            }
+            let from_outside = match n.last_ran {
+                Some(o) if o != cpu => self.k.machine.line_transfer_ns(o, cpu),
+                _ => costs.mem_line_ns,
+            };
+            let miss = self.k.cache.touch(cpu, next, costs.kernel_footprint_bytes);
+            cost += miss.from_l2 * costs.l2_line_ns + miss.from_outside * from_outside;
+        }
+        // The exiting task's parent learns of the zombie once it is off the CPU (2.4's
+        // release_task waits for that anyway).
+        let mut notify = Vec::new();
+        if self.k.tasks[prev as usize].state == TaskState::Zombie {
+            match self.k.tasks[prev as usize].parent {
+                Some(pp) => {
+                    self.k.tasks[pp as usize].zombies.push_back(prev);
+                    let wq = self.k.tasks[pp as usize].wait_chldexit;
+                    notify = self.k.take_waiters(cpu, wq, 0);
+                }
+                None => self.release(prev),
+            }
+        }
+        self.k.charge(cpu, cost, Acct::Sched);
+        let now = self.k.cpus[cpu].clock;
+        self.k.tasks[prev as usize].on_cpu = None;
+        let c = &mut self.k.cpus[cpu];
+        c.curr = next;
+        c.last_schedule = now;
+        c.nr_switches += 1;
+        self.k.stats.context_switches += 1;
+        let n = &mut self.k.tasks[next as usize];
+        n.on_cpu = Some(cpu);
+        if !n.is_idle {
+            self.k.cpus[cpu].active_mm = n.mm;
+            self.k.stats.task_switches += 1;
+            if n.last_ran.is_some_and(|l| l != cpu) {
+                self.k.stats.unaffine_switches += 1;
+            }
+            n.last_ran = Some(cpu);
+            n.stats.switches_in += 1;
+        }
+        if !notify.is_empty() {
+            n.kstack.push(Frame::Wake {
+                list: notify,
+                sync: false,
+            });
+        }
+        n.kstack.push(Frame::Tail { prev });
+    }
+
+    /// A reaped (or parentless) zombie becomes dead; its cache lines are forgotten.
+    pub(crate) fn release(&mut self, p: TaskId) {
+        let t = &mut self.k.tasks[p as usize];
+        debug_assert_eq!(t.state, TaskState::Zombie);
+        t.state = TaskState::Dead;
+        t.kstack.clear();
+        self.programs[p as usize] = None;
+        self.k.cache.forget(p);
+    }
+
+    fn assert_unlocked(&self, cpu: CpuId, hook: &str) {
+        if let Some(l) = self.k.locks.iter().find(|l| l.holder == Some(cpu)) {
+            panic!(
+                "{}: {hook} returned on cpu {cpu} at {} ns still holding {}",
+                self.policy.name(),
+                self.k.now,
+                l.name
+            );
+        }
+    }
+}

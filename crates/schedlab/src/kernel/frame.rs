@@ -1,0 +1,92 @@
+//! Continuation frames: the simulated kernel stack.
+//!
+//! Each task owns a stack of frames; a CPU always executes the top frame of its current
+//! task (the idle task included). `schedule()` is itself a frame, so a task that blocks
+//! keeps its unfinished system call below the `Schedule` frame and resumes it when it is
+//! switched back in — the way a real kernel stack does. Interrupts push their frames on
+//! the stack of whatever task they interrupt.
+
+use crate::engine::Time;
+use crate::workload::program::Program;
+
+use super::chan::{Fd, StreamKind};
+use super::task::TaskId;
+
+/// A system call in progress; re-entered after every sleep.
+pub enum Sys {
+    /// `read(fd, len)`; `done` bytes already copied (pipe `do_more_read`).
+    Read { fd: Fd, len: u64, done: u64 },
+    /// `write(fd, len)`; `started` once the `PIPE_BUF` atomicity wait is over;
+    /// `waiting` while counted in `PIPE_WAITING_WRITERS`.
+    Write {
+        fd: Fd,
+        len: u64,
+        done: u64,
+        started: bool,
+        waiting: bool,
+    },
+    /// `poll(fds)`; `registered` once on the fds' wait queues.
+    Poll { fds: Box<[Fd]>, registered: bool },
+    /// `sched_yield()`.
+    Yield,
+    /// `nanosleep(ns)`; `armed` once the timer is set.
+    Sleep { ns: Time, armed: bool },
+    /// `fork()` (`thread` = `clone(CLONE_VM)`).
+    Fork {
+        child: Box<dyn Program>,
+        thread: bool,
+    },
+    /// `execve()`.
+    Exec { program: Box<dyn Program> },
+    /// `exit()`.
+    Exit,
+    /// `wait()` for any child.
+    Wait,
+    /// `pipe()`, `socketpair()` or a loopback TCP connection.
+    Open { kind: StreamKind },
+    /// `close(fd)`.
+    Close { fd: Fd },
+    /// `nice(inc)`.
+    Nice { inc: i32 },
+}
+
+/// One continuation.
+pub enum Frame {
+    /// User mode: ask the program for its next operation.
+    User,
+    /// User-mode computation with `left` ns to go over a working set of `ws` bytes.
+    Compute { left: Time, ws: u64 },
+    /// A system call body.
+    Sys(Sys),
+    /// Return from a system call: reschedule if `need_resched`.
+    SysExit,
+    /// Deliver wake-ups, one `try_to_wake_up` each (stored in reverse: popped from the end).
+    Wake { list: Vec<TaskId>, sync: bool },
+    /// `schedule()`.
+    Schedule,
+    /// First thing a task does after being switched in: `schedule_tail(prev)`.
+    Tail { prev: TaskId },
+    /// Timer interrupt.
+    Tick { user: bool },
+    /// Reschedule IPI.
+    Ipi,
+    /// Return from interrupt: reschedule if returning to user mode with `need_resched`.
+    IrqExit { user: bool },
+    /// The idle loop.
+    Idle,
+}
+
+impl Frame {
+    /// Frames that touch no state shared with other CPUs may run ahead of global time.
+    pub fn is_pure(&self) -> bool {
+        matches!(
+            self,
+            Frame::User | Frame::Compute { .. } | Frame::SysExit | Frame::IrqExit { .. }
+        )
+    }
+
+    /// True for frames that mean "this task is in user mode".
+    pub fn is_user(&self) -> bool {
+        matches!(self, Frame::User | Frame::Compute { .. })
+    }
+}

@@ -1,0 +1,335 @@
+//! The simulated kernel: tasks, system calls, wait queues, pipes and sockets, the tick,
+//! and the glue that calls the scheduling policy.
+//!
+//! # How a CPU runs
+//!
+//! Every CPU executes the top [`frame::Frame`] of its current task's kernel stack (the
+//! idle task included). Frames that touch state other CPUs can see — system call bodies,
+//! wake-ups, `schedule()`, interrupt handlers — run only when the CPU's local clock equals
+//! global simulated time ("synced"); work charged by a frame advances the local clock and
+//! the CPU resumes with a `Resume` event when global time catches up. Pure frames (user
+//! mode bookkeeping, `ret_from_sys_call` checks) may run ahead. User-mode computation is
+//! interruptible: a tick or IPI that lands inside it rewinds the CPU to the interrupt time.
+//! Interrupts that land while the CPU is in the kernel are held pending and taken at the
+//! next frame boundary, as `spin_lock_irq` sections and the non-preemptible 2.4 kernel did.
+//!
+//! # Serialization rules (the modelled locks)
+//!
+//! * Run queues and everything a policy keeps are protected by the policy's own locks,
+//!   which it takes through [`crate::policy::SchedCtx`] (2.4: one `runqueue_lock`; MQ and
+//!   O(1): one lock per CPU, a second one only by trylock or in CPU order).
+//! * Policy hooks run atomically at the time their first lock is granted; see
+//!   [`crate::machine::spinlock`] for the ticket model and what it approximates.
+//! * Wait queues, pipes and sockets are not locked in the model (their locks are
+//!   uncontended per-object locks in the workloads we run); their costs are in the
+//!   per-call constants.
+//!
+//! # Task states
+//!
+//! A task is in exactly one [`task::TaskState`]. `Running` tasks are on a CPU
+//! (`on_cpu`) or in a policy's run queue; sleeping tasks are on wait queues or timers;
+//! zombies wait for their parent. A task is never on two CPUs; a CPU's time is always
+//! exactly one of running, scheduler, spinning or idle ([`Acct`]).
+
+pub mod chan;
+mod cpu;
+pub(crate) mod frame;
+mod syscall;
+pub mod task;
+pub mod waitq;
+
+use crate::engine::{EventQueue, SimRng, Time};
+use crate::machine::{CacheModel, CpuId, LockId, Machine, SpinLock};
+
+use chan::{File, Stream};
+use task::{Task, TaskId, TaskState};
+use waitq::{WaitQueue, WqId};
+
+/// What a CPU's time is spent on. Every nanosecond of every CPU is in exactly one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acct {
+    /// A task runs: user mode and system calls.
+    Running = 0,
+    /// Scheduler work: `schedule()`, wake-up placement, ticks, balancing, switches.
+    Sched = 1,
+    /// Spinning on a contended lock.
+    Spin = 2,
+    /// Idle (halted or coming out of halt).
+    Idle = 3,
+}
+
+/// Events of the simulation.
+#[allow(missing_docs)] // fields are named by their variant docs
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    /// A CPU's local clock has been reached: continue its frames. Stale if `gen` differs.
+    Resume { cpu: u16, gen: u32 },
+    /// Timer interrupt on a CPU.
+    Tick { cpu: u16 },
+    /// A reschedule IPI arrives.
+    Ipi { cpu: u16 },
+}
+
+/// Per-CPU state.
+pub struct Cpu {
+    /// Task running now (the idle task when idle).
+    pub curr: TaskId,
+    /// This CPU's idle task.
+    pub idle: TaskId,
+    /// Local clock: time up to which this CPU's work is accounted.
+    pub clock: Time,
+    /// Time by category, indexed by [`Acct`].
+    pub acct: [Time; 4],
+    /// Halted in the idle loop, waiting for an interrupt.
+    pub halted: bool,
+    /// When in user-mode compute: (start, end, working set).
+    pub user: Option<(Time, Time, u64)>,
+    /// Generation of the pending `Resume` event.
+    pub gen: u32,
+    /// Interrupts held while in the kernel.
+    pub pending_ticks: u32,
+    /// A reschedule IPI is held.
+    pub pending_ipi: bool,
+    /// Time of the last context switch (2.4 `last_schedule`).
+    pub last_schedule: Time,
+    /// The mm loaded in the MMU (lazy TLB: idle keeps the previous one).
+    pub active_mm: u32,
+    /// Sleep timers armed on this CPU: (expiry jiffy, task).
+    pub timers: Vec<(u64, TaskId)>,
+    /// Offset of this CPU's tick within the tick period.
+    pub tick_phase: Time,
+    /// Context switches on this CPU.
+    pub nr_switches: u64,
+}
+
+/// Whole-run counters the kernel keeps.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct KernelStats {
+    /// All context switches (`nr_switches`, idle included).
+    pub context_switches: u64,
+    /// Switches whose incoming task is not an idle task.
+    pub task_switches: u64,
+    /// Task switches whose incoming task last ran on another CPU.
+    pub unaffine_switches: u64,
+    /// Changes of a task's run-queue CPU made by the policy (`set_task_cpu`).
+    pub migrations: u64,
+    /// Reschedule IPIs sent.
+    pub ipis: u64,
+    /// Successful `try_to_wake_up`s.
+    pub wakeups: u64,
+    /// Timer ticks handled.
+    pub ticks: u64,
+    /// System calls.
+    pub syscalls: u64,
+    /// Tasks created (fork and clone).
+    pub forks: u64,
+}
+
+/// The kernel's state: everything but the policy and the programs.
+pub struct Kernel {
+    /// Global simulated time (the time of the event being handled).
+    pub now: Time,
+    /// The machine.
+    pub machine: Machine,
+    /// Timer frequency of the policy's kernel.
+    pub hz: u32,
+    /// Tick period.
+    pub tick_ns: Time,
+    pub(crate) queue: EventQueue<Event>,
+    /// The run's random source.
+    pub rng: SimRng,
+    /// Task table; ids are never reused.
+    pub tasks: Vec<Task>,
+    /// CPUs.
+    pub cpus: Vec<Cpu>,
+    /// Lock table.
+    pub locks: Vec<SpinLock>,
+    /// Caches.
+    pub cache: CacheModel,
+    /// Wait queues.
+    pub waitqs: Vec<WaitQueue>,
+    /// Streams.
+    pub streams: Vec<Stream>,
+    /// File table.
+    pub files: Vec<File>,
+    /// Open files (for `file-max`).
+    pub open_files: u64,
+    /// User tasks not yet exited.
+    pub live_tasks: u64,
+    pub(crate) next_pid: u32,
+    pub(crate) next_mm: u32,
+    /// Counters.
+    pub stats: KernelStats,
+}
+
+impl Kernel {
+    /// Charge `ns` of work in category `cat` to `cpu`, advancing its clock.
+    #[inline]
+    pub fn charge(&mut self, cpu: CpuId, ns: Time, cat: Acct) {
+        let c = &mut self.cpus[cpu];
+        c.clock += ns;
+        c.acct[cat as usize] += ns;
+        if cat == Acct::Running {
+            let curr = c.curr;
+            self.tasks[curr as usize].stats.runtime_ns += ns;
+        }
+    }
+
+    /// `jiffies` at time `t`.
+    #[inline]
+    pub fn jiffies_at(&self, t: Time) -> u64 {
+        t / self.tick_ns
+    }
+
+    /// The task struct of `p`.
+    #[inline]
+    pub fn task(&self, p: TaskId) -> &Task {
+        &self.tasks[p as usize]
+    }
+
+    /// Mutable task struct of `p`.
+    #[inline]
+    pub fn task_mut(&mut self, p: TaskId) -> &mut Task {
+        &mut self.tasks[p as usize]
+    }
+
+    /// Number of CPUs online.
+    #[inline]
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Create a lock named `name`.
+    pub fn new_lock(&mut self, name: &'static str) -> LockId {
+        self.locks.push(SpinLock::new(name));
+        (self.locks.len() - 1) as LockId
+    }
+
+    /// Create a wait queue.
+    pub fn new_waitq(&mut self) -> WqId {
+        self.waitqs.push(WaitQueue::default());
+        (self.waitqs.len() - 1) as WqId
+    }
+
+    /// Put `task` to sleep on `wq` (state `Interruptible`, non-exclusive entry).
+    pub(crate) fn sleep_on(&mut self, task: TaskId, wq: WqId) {
+        self.tasks[task as usize].state = TaskState::Interruptible;
+        self.waitqs[wq as usize].add(task, false);
+        self.tasks[task as usize].wq_regs.push(wq);
+    }
+
+    /// Remove `task` from every wait queue it registered on.
+    pub(crate) fn unregister_waits(&mut self, task: TaskId) {
+        let regs = std::mem::take(&mut self.tasks[task as usize].wq_regs);
+        for wq in &regs {
+            self.waitqs[*wq as usize].remove(task);
+        }
+        let mut regs = regs;
+        regs.clear();
+        self.tasks[task as usize].wq_regs = regs;
+    }
+
+    /// `__wake_up_common` walk: take the sleeping waiters of `wq` to wake (at most
+    /// `nr_exclusive` exclusive ones; 0 = all), charging the walk to `cpu`. The result is
+    /// in reverse wake order, ready for a [`frame::Frame::Wake`].
+    pub(crate) fn take_waiters(&mut self, cpu: CpuId, wq: WqId, nr_exclusive: u32) -> Vec<TaskId> {
+        let q = &mut self.waitqs[wq as usize];
+        if q.waiters.is_empty() {
+            return Vec::new();
+        }
+        let mut woken = Vec::new();
+        let mut kept = std::collections::VecDeque::with_capacity(q.waiters.len());
+        let mut exclusive_left = nr_exclusive;
+        let mut walked = 0u64;
+        let mut stop = false;
+        for w in q.waiters.drain(..) {
+            if stop {
+                kept.push_back(w);
+                continue;
+            }
+            walked += 1;
+            if self.tasks[w.task as usize].state.is_sleeping() {
+                woken.push(w.task);
+                if w.exclusive && nr_exclusive > 0 {
+                    exclusive_left -= 1;
+                    if exclusive_left == 0 {
+                        stop = true;
+                    }
+                }
+            } else {
+                kept.push_back(w);
+            }
+        }
+        q.waiters = kept;
+        for &t in &woken {
+            let regs = &mut self.tasks[t as usize].wq_regs;
+            if let Some(i) = regs.iter().position(|&r| r == wq) {
+                regs.swap_remove(i);
+            }
+        }
+        let cost = walked * self.machine.costs().waitq_entry_ns;
+        self.charge(cpu, cost, Acct::Running);
+        woken.reverse();
+        woken
+    }
+
+    /// Check the kernel-level invariants; `Err` names the first violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for (i, c) in self.cpus.iter().enumerate() {
+            let sum: Time = c.acct.iter().sum();
+            if sum != c.clock {
+                return Err(format!(
+                    "cpu {i}: running+scheduler+spinning+idle = {sum} ns but elapsed = {} ns",
+                    c.clock
+                ));
+            }
+            let t = &self.tasks[c.curr as usize];
+            if t.on_cpu != Some(i) {
+                return Err(format!(
+                    "cpu {i}: curr pid {} has on_cpu {:?}",
+                    t.pid, t.on_cpu
+                ));
+            }
+        }
+        for (id, t) in self.tasks.iter().enumerate() {
+            if let Some(c) = t.on_cpu {
+                if self.cpus[c].curr as usize != id {
+                    return Err(format!(
+                        "task pid {} claims cpu {c} which runs another task",
+                        t.pid
+                    ));
+                }
+                if t.state == TaskState::Dead {
+                    return Err(format!("dead task pid {} is on cpu {c}", t.pid));
+                }
+            }
+        }
+        for (i, s) in self.streams.iter().enumerate() {
+            if s.written != s.read + s.len {
+                return Err(format!(
+                    "stream {i}: {} bytes written but {} read and {} buffered",
+                    s.written, s.read, s.len
+                ));
+            }
+            let skb_bytes: u64 = s.skbs.iter().map(|&(d, _)| d).sum();
+            if s.kind != chan::StreamKind::Pipe && skb_bytes != s.len {
+                return Err(format!(
+                    "stream {i}: skbs hold {skb_bytes} bytes, len {}",
+                    s.len
+                ));
+            }
+        }
+        let runtime: Time = self.tasks.iter().map(|t| t.stats.runtime_ns).sum();
+        let running: Time = self
+            .cpus
+            .iter()
+            .map(|c| c.acct[Acct::Running as usize])
+            .sum();
+        if runtime != running {
+            return Err(format!(
+                "task runtimes sum to {runtime} ns but CPUs ran tasks for {running} ns"
+            ));
+        }
+        self.cache.check()
+    }
+}

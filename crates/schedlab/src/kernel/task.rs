@@ -1,0 +1,105 @@
+//! Tasks: the fields every policy may read, named as in 2.4's `task_struct`.
+
+use std::collections::VecDeque;
+
+use crate::engine::Time;
+use crate::machine::CpuId;
+
+use super::frame::Frame;
+use super::waitq::WqId;
+
+/// Index of a task in the kernel's task table. Tasks `0..cpus` are the idle tasks.
+pub type TaskId = u32;
+
+/// Task states (2.4 `state`): exactly one at any time.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize)]
+pub enum TaskState {
+    /// `TASK_RUNNING`: on a CPU or runnable.
+    Running,
+    /// `TASK_INTERRUPTIBLE`: asleep on a wait queue or a timer.
+    Interruptible,
+    /// `TASK_UNINTERRUPTIBLE`: asleep, not woken by signals (unused by the workloads).
+    Uninterruptible,
+    /// `TASK_ZOMBIE`: exited, waiting for its parent to reap it.
+    Zombie,
+    /// Reaped; the slot is never reused.
+    Dead,
+}
+
+impl TaskState {
+    /// True for the two sleeping states.
+    pub fn is_sleeping(self) -> bool {
+        matches!(self, TaskState::Interruptible | TaskState::Uninterruptible)
+    }
+}
+
+/// Scheduling class of a task (2.4 `policy` without the SCHED_YIELD bit, which the
+/// policies keep themselves).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize)]
+pub enum SchedPolicy {
+    /// `SCHED_OTHER`.
+    Other,
+    /// `SCHED_FIFO`.
+    Fifo,
+    /// `SCHED_RR`.
+    Rr,
+}
+
+/// Per-task counters.
+#[derive(Clone, Debug, Default)]
+pub struct TaskStats {
+    /// CPU time used, user and system.
+    pub runtime_ns: Time,
+    /// Times switched in.
+    pub switches_in: u64,
+}
+
+/// A task.
+pub struct Task {
+    /// Process id (for threads: the thread's own id).
+    pub pid: u32,
+    /// Address space; threads created with `clone` share their parent's.
+    pub mm: u32,
+    /// Static priority, −20…19.
+    pub nice: i32,
+    /// Scheduling class.
+    pub policy: SchedPolicy,
+    /// 1…99 for FIFO/RR, 0 otherwise.
+    pub rt_priority: u32,
+    /// Bit `c` set ⇔ the task may run on CPU `c`.
+    pub cpus_allowed: u64,
+    /// The CPU whose run queue the task belongs to (2.4 `processor`, 2.5 `cpu`); policies
+    /// change it with `SchedCtx::set_task_cpu`.
+    pub processor: CpuId,
+    /// The CPU the task last actually ran on (for `unaffine_switch_pct`).
+    pub last_ran: Option<CpuId>,
+    /// State.
+    pub state: TaskState,
+    /// The CPU it is running on now, if any (2.4 `cpus_runnable`).
+    pub on_cpu: Option<CpuId>,
+    /// `need_resched`.
+    pub need_resched: bool,
+    /// True for the per-CPU idle tasks.
+    pub is_idle: bool,
+    /// Parent, `None` for init and orphans.
+    pub parent: Option<TaskId>,
+    /// Children not yet reaped (live and zombie).
+    pub children: Vec<TaskId>,
+    /// Zombie children, oldest first.
+    pub zombies: VecDeque<TaskId>,
+    /// `wait_chldexit`.
+    pub wait_chldexit: WqId,
+    /// Kernel stack of continuation frames; the top is what the task does next.
+    pub(crate) kstack: Vec<Frame>,
+    /// Return value of the last system call, handed to the program.
+    pub ret: i64,
+    /// Wait queues this task is registered on (removed when it resumes).
+    pub(crate) wq_regs: Vec<WqId>,
+    /// Counters.
+    pub stats: TaskStats,
+    /// When the task was created.
+    pub born_at: Time,
+}
+
+/// Everything-allowed affinity mask.
+pub const ALL_CPUS: u64 = u64::MAX;

@@ -1,0 +1,23 @@
+//! schedlab: a laboratory for SMP CPU schedulers.
+//!
+//! The 2001–2003 Linux schedulers run on a modelled multiprocessor under the era's
+//! benchmarks. The crate is layered as the architecture in `system.md`:
+//!
+//! * [`engine`] — deterministic discrete-event core (time, event queue, random source);
+//! * [`machine`] — presets, costs, caches, spinlocks (knows no policy);
+//! * [`kernel`] — tasks, system calls, wait queues, pipes and sockets, ticks;
+//! * [`policy`] — the scheduling policies behind one trait;
+//! * [`workload`] — the benchmarks as task programs;
+//! * [`sim`] and [`report`] — a run and its result.
+#![deny(missing_docs)]
+
+pub mod engine;
+pub mod kernel;
+pub mod machine;
+pub mod policy;
+pub mod report;
+pub mod sim;
+pub mod spec;
+pub mod workload;
+
+pub use sim::{run, RunConfig, SimError, Simulation};

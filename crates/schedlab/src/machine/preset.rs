@@ -1,0 +1,238 @@
+//! Machine presets: the three boxes of the published tables, every cost a named constant.
+//!
+//! Sources are cited as `B§n` for `../shared/spec/benchmarks.md` section n. Values marked
+//! *calibrated* were set by the procedure in `docs/calibration.md` within the range the
+//! cited facts allow; values marked *inferred* are derived from facts as explained in place.
+
+use crate::engine::Time;
+
+/// Every cost the kernel and the policies charge, in simulated nanoseconds unless named
+/// otherwise.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Costs {
+    /// Core clock in MHz. B§6.1: 700 MHz Pentium III Xeon.
+    pub cpu_mhz: u64,
+    /// System call entry plus exit. B§6.2: lmbench "null call" 0.499 µs on the 4 × 700.
+    pub syscall_ns: Time,
+    /// `switch_to` between two threads of one mm (stack and register switch, lazy FPU).
+    /// Inferred, B§6.3: a reflex thread hop (≈ 3.2 µs) minus the pipe work of the hop.
+    pub switch_ns: Time,
+    /// Extra cost of a switch to another mm: CR3 reload and the TLB refill that follows.
+    /// Inferred, B§6.3: lat_ctx process hop (≈ 5.1 µs) minus reflex thread hop (≈ 3.2 µs).
+    pub switch_mm_ns: Time,
+    /// Fixed work of `schedule()` outside the policy's own selection (state handling,
+    /// bookkeeping, `prepare_to_switch`). Inferred from the same hop budget.
+    pub schedule_ns: Time,
+    /// Fixed work of `try_to_wake_up()` outside placement (state change, queue insert).
+    pub wakeup_ns: Time,
+    /// Cost of examining one task in a run-queue scan: one L2 miss to main memory
+    /// (B§6.2: 164 ns) plus ≈ 30 cycles of `goodness()` (B§6.3, Yamamura: the scan misses
+    /// L2 on almost every task_struct).
+    pub task_examine_ns: Time,
+    /// Cost of walking one wait-queue entry in `__wake_up_common`.
+    pub waitq_entry_ns: Time,
+    /// An uncontended `lock`-prefixed acquire on P6: tens of cycles (B§6.3).
+    pub lock_ns: Time,
+    /// Moving one dirty 32-byte line between two CPUs on one ProFusion bus: a
+    /// memory-latency-class miss (B§6.3: 150-250 ns for a contended line). *calibrated*
+    pub c2c_line_ns: Time,
+    /// The same across the two ProFusion buses (B§6.1: the coherency filter must forward
+    /// the snoop). Inferred: one extra bus crossing on top of `c2c_line_ns`.
+    pub c2c_cross_bus_line_ns: Time,
+    /// Pipe `read`/`write` work beyond the syscall: semaphore, bookkeeping, wait-queue
+    /// add/remove. Inferred, B§6.3: lat_ctx's measured pipe overhead 2.3 µs per hop is two
+    /// syscalls plus two of these.
+    pub pipe_call_ns: Time,
+    /// AF_UNIX stream `sendmsg`/`recvmsg` work per skb beyond the syscall (skb alloc or
+    /// free, queueing). Inferred, B§6.2: AF_UNIX latency 25.7 µs vs pipe 10.8 µs.
+    pub unix_call_ns: Time,
+    /// TCP-over-loopback send or receive work per segment beyond the syscall (tcp_sendmsg,
+    /// loopback xmit, softirq, tcp_v4_rcv, ack). Inferred, B§6.2: TCP latency 43.5 µs.
+    pub tcp_call_ns: Time,
+    /// `connect`+`accept` on loopback. B§6.2: TCP connect 85 µs.
+    pub tcp_connect_ns: Time,
+    /// In-cache `copy_{to,from}_user` per KB. Inferred from bw_pipe 471 MB/s (B§6.2), which
+    /// moves every byte twice through an L1/L2-resident page.
+    pub copy_ns_per_kb: Time,
+    /// `fork()` in the parent (mm copy, task_struct, page tables). B§6.2: lat_proc fork
+    /// 335.7 µs for fork+exit+wait; split as below.
+    pub fork_ns: Time,
+    /// `clone()` of a thread: `fork` without the mm copy. Inferred: task_struct, kernel
+    /// stack and files/fs/signal sharing, ≈ a fifth of `fork_ns`.
+    pub clone_ns: Time,
+    /// Creating one open file (struct file, inode, dentry). B§6.2: open+close 5.24 µs.
+    pub file_create_ns: Time,
+    /// `execve()` of a small binary. B§6.2: exec 1030.8 µs − fork 335.7 µs.
+    pub exec_ns: Time,
+    /// `exit()` teardown (mm release). Part of B§6.2's fork figure.
+    pub exit_ns: Time,
+    /// `wait4()` reaping a zombie. Part of B§6.2's fork figure.
+    pub wait_ns: Time,
+    /// Fixed `poll()`/`select()` work. B§6.2: select on 10 fds 4.59 µs.
+    pub poll_ns: Time,
+    /// Per-fd `poll()` work. B§6.2: ≈ 0.28 µs per fd (select 10→500 fds).
+    pub poll_fd_ns: Time,
+    /// Timer interrupt: entry, `update_process_times`, exit (policy work is extra).
+    pub tick_ns: Time,
+    /// Reschedule-IPI handler: entry and exit.
+    pub irq_ns: Time,
+    /// Sending an IPI (APIC ICR write). Unknown for ProFusion (B§6.3); *calibrated* on the
+    /// 2-task reflex rows.
+    pub ipi_send_ns: Time,
+    /// IPI delivery latency from send to the target's handler. *calibrated* (B§6.3: a
+    /// cross-CPU hand-off costs ≈ 4 µs more than a local one, IPI included).
+    pub ipi_latency_ns: Time,
+    /// Time for a halted (`hlt`) idle CPU to resume after an interrupt. *calibrated*
+    pub idle_exit_ns: Time,
+    /// Cache line size. B§6.1: 32 bytes (P6).
+    pub line_bytes: u64,
+    /// L1 data cache per CPU. B§6.1: 16 KB.
+    pub l1_bytes: u64,
+    /// L2 per CPU. B§6.1: 1 MB or 2 MB, full speed.
+    pub l2_bytes: u64,
+    /// Refill of one line from L2 into L1. B§6.3: ≈ 0.35 µs per KB in lat_ctx ≈ one L2 hit
+    /// (13 ns, B§6.2) per line.
+    pub l2_line_ns: Time,
+    /// Refill of one line from memory when a working set streams back in. B§6.3: ≈ 370 MB/s
+    /// ⇒ ≈ 86 ns per 32-byte line.
+    pub mem_line_ns: Time,
+    /// Kernel state a task touches whenever it runs (task_struct, kernel stack, thread
+    /// info): refilled, line by line from the CPU it last ran on, when it moves.
+    /// Inferred: ≈ 1.7 KB task_struct + the used part of the 8 KB stack.
+    pub kernel_footprint_bytes: u64,
+    /// Per-skb overhead charged to a socket's send buffer (`truesize` − data).
+    /// Inferred from 2.4 `alloc_skb`: the sk_buff head plus shared-info and alignment.
+    pub skb_overhead_bytes: u64,
+    /// Pipe buffer: one page. B§1.1: `PIPE_SIZE = PAGE_SIZE` = 4096.
+    pub pipe_buf_bytes: u64,
+    /// AF_UNIX default `sk_sndbuf`. B§1.1: 65535 (`SK_WMEM_MAX`).
+    pub unix_sndbuf_bytes: u64,
+    /// TCP default send buffer: 2.4 `sysctl_tcp_wmem[1]` = 16384.
+    pub tcp_sndbuf_bytes: u64,
+    /// True when idle CPUs poll `need_resched` (`idle=poll`) instead of halting; the era's
+    /// default was `hlt` (B§4: "idle=poll did not cure it").
+    pub idle_poll: bool,
+}
+
+/// Kernel resource limits of the preset's 2.4 kernel (B§1.4).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Limits {
+    /// Physical memory in MB (sets the thread limits below).
+    pub ram_mb: u64,
+    /// `max_threads = num_physpages / 2 / 8` (B§1.4, 8 KB stacks).
+    pub max_threads: u64,
+    /// Default `RLIMIT_NPROC = max_threads / 2`, applied to root too in 2.4.16 (B§1.4).
+    pub nproc: u64,
+    /// System-wide `file-max`: `NR_FILE` = 8192 in 2.4.16 (B§1.4).
+    pub file_max: u64,
+}
+
+impl Limits {
+    const fn for_ram(ram_mb: u64) -> Limits {
+        let pages = ram_mb * 256;
+        let max_threads = pages / 2 / 8;
+        Limits {
+            ram_mb,
+            max_threads,
+            nproc: max_threads / 2,
+            file_max: 8192,
+        }
+    }
+}
+
+/// A named machine.
+#[derive(Debug, serde::Serialize)]
+pub struct Preset {
+    /// Preset name used on the command line.
+    pub name: &'static str,
+    /// One line for `schedlab list machines`.
+    pub description: &'static str,
+    /// CPUs fitted.
+    pub cpus: usize,
+    /// CPUs per front-side bus (ProFusion: 4).
+    pub cpus_per_bus: usize,
+    /// The cost table.
+    pub costs: Costs,
+    /// Kernel resource limits.
+    pub limits: Limits,
+}
+
+const fn piii700(l2_bytes: u64) -> Costs {
+    Costs {
+        cpu_mhz: 700,
+        syscall_ns: 500,
+        switch_ns: 350,
+        switch_mm_ns: 1_500,
+        schedule_ns: 300,
+        wakeup_ns: 250,
+        task_examine_ns: 165 + 43,
+        waitq_entry_ns: 30,
+        lock_ns: 40,
+        c2c_line_ns: 130,
+        c2c_cross_bus_line_ns: 200,
+        pipe_call_ns: 600,
+        unix_call_ns: 2_500,
+        tcp_call_ns: 7_500,
+        tcp_connect_ns: 85_000,
+        copy_ns_per_kb: 300,
+        fork_ns: 200_000,
+        clone_ns: 40_000,
+        file_create_ns: 2_600,
+        exec_ns: 695_000,
+        exit_ns: 100_000,
+        wait_ns: 10_000,
+        poll_ns: 1_800,
+        poll_fd_ns: 280,
+        tick_ns: 1_500,
+        irq_ns: 700,
+        ipi_send_ns: 400,
+        ipi_latency_ns: 1_500,
+        idle_exit_ns: 1_000,
+        line_bytes: 32,
+        l1_bytes: 16 * 1024,
+        l2_bytes,
+        l2_line_ns: 13,
+        mem_line_ns: 86,
+        kernel_footprint_bytes: 3 * 1024,
+        skb_overhead_bytes: 256,
+        pipe_buf_bytes: 4096,
+        unix_sndbuf_bytes: 65535,
+        tcp_sndbuf_bytes: 16384,
+        idle_poll: false,
+    }
+}
+
+/// The presets, in `schedlab list machines` order.
+pub static PRESETS: &[Preset] = &[
+    Preset {
+        name: "piii700-1m",
+        description:
+            "8 x Pentium III Xeon 700 MHz, 1 MB L2, ProFusion (2 buses x 4): the Jan 2002 box",
+        cpus: 8,
+        cpus_per_bus: 4,
+        costs: piii700(1024 * 1024),
+        limits: Limits::for_ram(1024),
+    },
+    Preset {
+        name: "piii700-2m",
+        description:
+            "8 x Pentium III Xeon 700 MHz, 2 MB L2, ProFusion: the Netfinity 8500R of 2001",
+        cpus: 8,
+        cpus_per_bus: 4,
+        costs: piii700(2 * 1024 * 1024),
+        limits: Limits::for_ram(2560),
+    },
+    Preset {
+        name: "piii700-4way-1m",
+        description: "4 x Pentium III Xeon 700 MHz, 1 MB L2, one bus: the lmbench/tbench box",
+        cpus: 4,
+        cpus_per_bus: 4,
+        costs: piii700(1024 * 1024),
+        limits: Limits::for_ram(4096),
+    },
+];
+
+/// Look a preset up by name.
+pub fn find(name: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.name == name)
+}

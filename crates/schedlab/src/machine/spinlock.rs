@@ -1,0 +1,72 @@
+//! Spinlocks in the *ticket* model.
+//!
+//! model: a critical section runs atomically in the event that requests its lock; the lock
+//! is then busy until the section's simulated work is done (`free_at`). A requester at
+//! virtual time `t` is granted the lock at `max(t, free_at)`; the difference is spinning,
+//! charged to the requester's CPU. Requests are served in the order the simulation reaches
+//! them, i.e. in simulated request-time order (a FIFO ticket lock), so every section sees
+//! the state left by every section serialized before it: the decision is made with the
+//! state at the moment the lock is acquired. Lock-free readers may see a section's effects
+//! up to one spin-wait early. A lock acquired by a CPU other than its last holder pays a
+//! cache-line transfer (topology-dependent) on top of the atomic operation.
+//!
+//! Invariants: a lock is held by at most one CPU; `free_at` never moves backwards.
+
+use crate::engine::Time;
+
+use super::CpuId;
+
+/// Index of a lock in the kernel's lock table.
+pub type LockId = u32;
+
+/// Counters of one lock, summed over a run.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct LockStats {
+    /// Successful acquisitions (including successful trylocks).
+    pub acquisitions: u64,
+    /// Acquisitions that had to spin.
+    pub contended: u64,
+    /// Failed trylocks.
+    pub trylock_failures: u64,
+    /// Total time held.
+    pub hold_ns: Time,
+    /// Total time spent spinning by requesters.
+    pub wait_ns: Time,
+}
+
+/// One spinlock.
+#[derive(Debug)]
+pub struct SpinLock {
+    /// Name as reported in `counters.locks` (locks of one name are reported together).
+    pub name: &'static str,
+    /// Time at which the lock next becomes free.
+    pub free_at: Time,
+    /// CPU holding it now, if any.
+    pub holder: Option<CpuId>,
+    /// When the current holder was granted it.
+    pub granted_at: Time,
+    /// CPU that held it last (for the cache-line transfer).
+    pub last_cpu: Option<CpuId>,
+    /// Counters.
+    pub stats: LockStats,
+}
+
+impl SpinLock {
+    /// A free lock.
+    pub fn new(name: &'static str) -> SpinLock {
+        SpinLock {
+            name,
+            free_at: 0,
+            holder: None,
+            granted_at: 0,
+            last_cpu: None,
+            stats: LockStats::default(),
+        }
+    }
+
+    /// True when a request at `t` would be granted without spinning.
+    #[inline]
+    pub fn is_free_at(&self, t: Time) -> bool {
+        self.holder.is_none() && self.free_at <= t
+    }
+}

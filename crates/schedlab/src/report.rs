@@ -1,0 +1,328 @@
+//! The result of one run, as the JSON contract of `system.md` and as text for humans.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::kernel::Acct;
+use crate::sim::Simulation;
+
+/// A workload's result, as the original benchmark reported it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Metric {
+    /// Name, e.g. `us_per_round`.
+    pub metric: String,
+    /// Value.
+    pub value: f64,
+    /// Unit, e.g. `us`.
+    pub unit: String,
+    /// `lower` or `higher`.
+    pub better: String,
+}
+
+/// The machine as booted.
+#[derive(Clone, Debug, Serialize)]
+pub struct MachineReport {
+    /// Preset name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// CPUs fitted.
+    pub cpus_fitted: usize,
+    /// Clock.
+    pub mhz: u64,
+    /// L2 per CPU in KB.
+    pub l2_kb: u64,
+}
+
+/// A name with options.
+#[derive(Clone, Debug, Serialize)]
+pub struct Named {
+    /// Name.
+    pub name: String,
+    /// Effective options or parameters.
+    #[serde(rename = "options")]
+    pub options: BTreeMap<String, String>,
+}
+
+/// A workload with parameters.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadReport {
+    /// Name.
+    pub name: String,
+    /// Parameters as given.
+    pub params: BTreeMap<String, String>,
+}
+
+/// One lock's counters (locks sharing a name are summed).
+#[derive(Clone, Debug, Serialize)]
+pub struct LockReport {
+    /// Acquisitions.
+    pub acquisitions: u64,
+    /// Share of acquisitions that spun, in %.
+    pub contended_pct: f64,
+    /// Mean hold time.
+    pub hold_ns_mean: f64,
+    /// Mean spin per acquisition.
+    pub wait_ns_mean: f64,
+    /// Failed trylocks.
+    pub trylock_failures: u64,
+}
+
+/// Where the CPUs' time went, in % of all CPU time.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuTime {
+    /// Tasks running (user and system).
+    pub running_pct: f64,
+    /// Scheduler work.
+    pub scheduler_pct: f64,
+    /// Spinning on locks.
+    pub spinning_pct: f64,
+    /// Idle.
+    pub idle_pct: f64,
+}
+
+/// The counters of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Counters {
+    /// Context switches, idle included.
+    pub context_switches: u64,
+    /// Run-queue moves made by the policy.
+    pub migrations: u64,
+    /// % of task switches whose incoming task last ran on another CPU.
+    pub unaffine_switch_pct: f64,
+    /// Reschedule IPIs sent.
+    pub ipis: u64,
+    /// % of CPU time idle.
+    pub idle_pct: f64,
+    /// Locks by name.
+    pub locks: BTreeMap<String, LockReport>,
+    /// Policy-specific counters.
+    pub policy: BTreeMap<String, f64>,
+    /// Switches to a non-idle task.
+    pub task_switches: u64,
+    /// Successful wake-ups.
+    pub wakeups: u64,
+    /// Timer ticks.
+    pub ticks: u64,
+    /// System calls.
+    pub syscalls: u64,
+    /// Tasks created.
+    pub forks: u64,
+    /// CPU time by category.
+    pub cpu_time: CpuTime,
+}
+
+/// Simulator facts.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimInfo {
+    /// Simulated time.
+    pub simulated_ns: u64,
+    /// Events handled.
+    pub events: u64,
+    /// Host wall-clock time of the run (the one field that differs between equal runs).
+    pub wall_ms: u64,
+}
+
+/// The report of one run (`schedlab run --format json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    /// Machine.
+    pub machine: MachineReport,
+    /// CPUs online.
+    pub cpus: usize,
+    /// Policy.
+    pub policy: Named,
+    /// Workload.
+    pub workload: WorkloadReport,
+    /// Seed.
+    pub seed: u64,
+    /// Result.
+    pub result: Metric,
+    /// Counters.
+    pub counters: Counters,
+    /// Simulator facts.
+    pub sim: SimInfo,
+}
+
+fn pct(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        round(100.0 * a / b)
+    } else {
+        0.0
+    }
+}
+
+/// Round to 4 decimals so the JSON is short and stable.
+pub fn round(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
+    let k = &sim.k;
+    let preset = k.machine.preset;
+    let (pspec, wspec) = sim.specs();
+    let mut locks: BTreeMap<String, (u64, u64, u64, u64, u64)> = BTreeMap::new();
+    for l in &k.locks {
+        let e = locks.entry(l.name.to_string()).or_default();
+        e.0 += l.stats.acquisitions;
+        e.1 += l.stats.contended;
+        e.2 += l.stats.hold_ns;
+        e.3 += l.stats.wait_ns;
+        e.4 += l.stats.trylock_failures;
+    }
+    let locks = locks
+        .into_iter()
+        .map(|(name, (acq, cont, hold, wait, fails))| {
+            let a = acq.max(1) as f64;
+            let r = LockReport {
+                acquisitions: acq,
+                contended_pct: pct(cont as f64, acq as f64),
+                hold_ns_mean: round(hold as f64 / a),
+                wait_ns_mean: round(wait as f64 / a),
+                trylock_failures: fails,
+            };
+            (name, r)
+        })
+        .collect();
+    let total: u64 = k.cpus.iter().map(|c| c.clock).sum();
+    let by = |cat: Acct| k.cpus.iter().map(|c| c.acct[cat as usize]).sum::<u64>() as f64;
+    let cpu_time = CpuTime {
+        running_pct: pct(by(Acct::Running), total as f64),
+        scheduler_pct: pct(by(Acct::Sched), total as f64),
+        spinning_pct: pct(by(Acct::Spin), total as f64),
+        idle_pct: pct(by(Acct::Idle), total as f64),
+    };
+    let s = &k.stats;
+    RunReport {
+        machine: MachineReport {
+            name: preset.name.to_string(),
+            description: preset.description.to_string(),
+            cpus_fitted: preset.cpus,
+            mhz: preset.costs.cpu_mhz,
+            l2_kb: preset.costs.l2_bytes / 1024,
+        },
+        cpus: k.cpus.len(),
+        policy: Named {
+            name: pspec.name.clone(),
+            options: sim.policy().options(),
+        },
+        workload: WorkloadReport {
+            name: wspec.name.clone(),
+            params: sim.workload_params(),
+        },
+        seed: sim.config().seed,
+        result: Metric {
+            value: round(result.value),
+            ..result
+        },
+        counters: Counters {
+            context_switches: s.context_switches,
+            migrations: s.migrations,
+            unaffine_switch_pct: pct(s.unaffine_switches as f64, s.task_switches as f64),
+            ipis: s.ipis,
+            idle_pct: cpu_time.idle_pct,
+            locks,
+            policy: sim
+                .policy()
+                .counters()
+                .into_iter()
+                .map(|(k, v)| (k, round(v)))
+                .collect(),
+            task_switches: s.task_switches,
+            wakeups: s.wakeups,
+            ticks: s.ticks,
+            syscalls: s.syscalls,
+            forks: s.forks,
+            cpu_time,
+        },
+        sim: SimInfo {
+            simulated_ns: k.now,
+            events: k.queue.popped(),
+            wall_ms: sim.wall_ms(),
+        },
+    }
+}
+
+impl RunReport {
+    /// JSON, pretty-printed, keys in a fixed order.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serializes")
+    }
+
+    /// Text for humans.
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        let opts = |m: &BTreeMap<String, String>| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let _ = writeln!(
+            o,
+            "{} on {} ({} of {} CPUs), policy {}{}{}, seed {}",
+            self.workload.name,
+            self.machine.name,
+            self.cpus,
+            self.machine.cpus_fitted,
+            self.policy.name,
+            if self.policy.options.is_empty() {
+                ""
+            } else {
+                ":"
+            },
+            opts(&self.policy.options),
+            self.seed
+        );
+        let _ = writeln!(o, "  params      {}", opts(&self.workload.params));
+        let _ = writeln!(
+            o,
+            "  result      {} = {} {} ({} is better)",
+            self.result.metric, self.result.value, self.result.unit, self.result.better
+        );
+        let c = &self.counters;
+        let _ = writeln!(
+            o,
+            "  switches    {} ({} to tasks, {:.1}% unaffine), migrations {}, IPIs {}, wake-ups {}",
+            c.context_switches,
+            c.task_switches,
+            c.unaffine_switch_pct,
+            c.migrations,
+            c.ipis,
+            c.wakeups
+        );
+        let t = &c.cpu_time;
+        let _ = writeln!(
+            o,
+            "  cpu time    running {:.1}%  scheduler {:.1}%  spinning {:.1}%  idle {:.1}%",
+            t.running_pct, t.scheduler_pct, t.spinning_pct, t.idle_pct
+        );
+        for (name, l) in &c.locks {
+            let _ = writeln!(
+                o,
+                "  lock        {name}: {} acquisitions, {:.1}% contended, hold {:.0} ns, wait {:.0} ns, {} failed trylocks",
+                l.acquisitions, l.contended_pct, l.hold_ns_mean, l.wait_ns_mean, l.trylock_failures
+            );
+        }
+        if !c.policy.is_empty() {
+            let p: Vec<String> = c.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(o, "  policy      {}", p.join("  "));
+        }
+        let secs = self.sim.wall_ms as f64 / 1000.0;
+        let _ = writeln!(
+            o,
+            "  simulated   {:.6} s in {} events, {:.3} s wall ({:.1} M events/s)",
+            self.sim.simulated_ns as f64 / 1e9,
+            self.sim.events,
+            secs,
+            if secs > 0.0 {
+                self.sim.events as f64 / secs / 1e6
+            } else {
+                0.0
+            }
+        );
+        o
+    }
+}

@@ -1,0 +1,95 @@
+//! Workloads: the era's benchmarks as task programs, one file each, one ordered registry.
+//!
+//! A workload gives the program of the first task (init, pid 1), which sets the benchmark
+//! up with system calls — forks, pipes, sockets — exactly as the original program did, and
+//! computes its result from what the programs recorded. Setup (forking, creating channels)
+//! is simulated but, as in the originals, outside the timed interval.
+
+pub mod bw_pipe;
+pub mod lat_pipe;
+pub mod program;
+
+use crate::engine::{Time, SEC};
+use crate::kernel::Kernel;
+use crate::machine::Machine;
+use crate::report::Metric;
+use crate::spec::{self, ParamSpec, Params, Spec, SpecError};
+
+use program::{Program, Record};
+
+/// A benchmark.
+pub trait Workload: Send {
+    /// The program of init (pid 1).
+    fn root(&self) -> Box<dyn Program>;
+
+    /// The result, as the original benchmark reported it.
+    fn result(&self, rec: &Record, k: &Kernel) -> Result<Metric, String>;
+
+    /// Simulated time after which the run is abandoned.
+    fn limit_ns(&self) -> Time {
+        3600 * SEC
+    }
+}
+
+/// A registered workload.
+pub struct WorkloadInfo {
+    /// Name on the command line.
+    pub name: &'static str,
+    /// One line for `schedlab list workloads`.
+    pub about: &'static str,
+    /// Result metric and unit, for the listing.
+    pub metric: &'static str,
+    /// Parameters.
+    pub params: &'static [ParamSpec],
+    /// Constructor from validated parameters.
+    pub build: fn(&Params, &Machine) -> Result<Box<dyn Workload>, SpecError>,
+}
+
+/// The registry, in `schedlab list workloads` order.
+pub static WORKLOADS: &[WorkloadInfo] = &[lat_pipe::INFO, bw_pipe::INFO];
+
+/// Build the workload named by `spec`.
+pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Params), SpecError> {
+    let info = WORKLOADS
+        .iter()
+        .find(|w| w.name == spec.name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = WORKLOADS.iter().map(|w| w.name).collect();
+            let hint = spec::closest(&spec.name, &names)
+                .map(|c| format!("; did you mean '{c}'?"))
+                .unwrap_or_default();
+            SpecError(format!(
+                "unknown workload '{}' (accepted: {}){hint}",
+                spec.name,
+                names.join(", ")
+            ))
+        })?;
+    let params = spec::resolve("workload", spec, info.params)?;
+    Ok(((info.build)(&params, machine)?, params))
+}
+
+/// A metric value in the unit of the original benchmark.
+pub fn metric(name: &str, value: f64, unit: &str, better: &str) -> Metric {
+    Metric {
+        metric: name.into(),
+        value,
+        unit: unit.into(),
+        better: better.into(),
+    }
+}
+
+/// Time between the first `start` and the last `end` mark.
+pub fn interval(rec: &Record, start: &str, end: &str) -> Result<Time, String> {
+    let s = rec
+        .first(start)
+        .ok_or_else(|| format!("the workload never reached '{start}'"))?;
+    let e = rec
+        .last(end)
+        .ok_or_else(|| format!("the workload never reached '{end}'"))?;
+    if e <= s {
+        return Err(format!(
+            "empty timed interval ({start} at {s} ns, {end} at {e} ns)"
+        ));
+    }
+    Ok(e - s)
+}

@@ -1,0 +1,149 @@
+//! Task programs: how a workload is written.
+//!
+//! A program is a small state machine: the kernel asks it for its next [`Op`] each time
+//! the task returns to user mode, handing it the last system call's return value in
+//! [`Env::ret`]. Programs speak only compute and system calls; they record what the
+//! benchmark measures (timestamps, counts) in the run's [`Record`], at no simulated cost,
+//! as the original programs did with `gettimeofday()` and counters.
+
+use std::collections::BTreeMap;
+
+use crate::engine::{SimRng, Time};
+use crate::kernel::chan::Fd;
+
+/// One operation of a program.
+#[allow(missing_docs)] // fields are named by their variant docs
+pub enum Op {
+    /// Run in user mode for `ns` over a working set of `ws` bytes (the task pays to refill
+    /// the part of it not resident in this CPU's caches).
+    Compute { ns: Time, ws: u64 },
+    /// `read(fd, len)`: returns bytes read (≥ 1 unless end of file), blocking while empty.
+    Read { fd: Fd, len: u64 },
+    /// `write(fd, len)`: returns `len`, blocking while the buffer is full.
+    Write { fd: Fd, len: u64 },
+    /// `poll(fds, POLLIN)`: returns the index of the first readable fd.
+    Poll { fds: Vec<Fd> },
+    /// `sched_yield()`.
+    Yield,
+    /// `nanosleep(ns)`.
+    Sleep { ns: Time },
+    /// `fork()`: the child runs `child`; returns the child's pid.
+    Fork { child: Box<dyn Program> },
+    /// `clone(CLONE_VM|CLONE_FS|CLONE_FILES)`: a thread in the same mm.
+    Clone { child: Box<dyn Program> },
+    /// `execve()`: continue as `program` in a fresh mm.
+    Exec { program: Box<dyn Program> },
+    /// `exit()`.
+    Exit,
+    /// `wait()`: reap one child; returns its pid, or −10 (ECHILD) when none is left.
+    Wait,
+    /// `pipe()`: returns the read fd; the write fd is `ret + 1`.
+    Pipe,
+    /// `socketpair(AF_UNIX, SOCK_STREAM)`: returns fd `a`; the other end is `a + 1`.
+    SocketPair,
+    /// A connected TCP loopback pair (`connect` + `accept`): returns the client fd; the
+    /// server's is `ret + 1`.
+    TcpPair,
+    /// `close(fd)`.
+    Close { fd: Fd },
+    /// `nice(inc)`.
+    Nice { inc: i32 },
+}
+
+/// `ECHILD`, as returned by [`Op::Wait`] when there is nothing to wait for.
+pub const ECHILD: i64 = -10;
+/// `EAGAIN`, as returned by a refused fork.
+pub const EAGAIN: i64 = -11;
+/// `ENFILE`, as returned when `file-max` is reached.
+pub const ENFILE: i64 = -23;
+/// `EPIPE`.
+pub const EPIPE: i64 = -32;
+
+/// What a run records for its workload's result.
+#[derive(Default, Debug, Clone)]
+pub struct Record {
+    /// Named timestamps, in the order recorded.
+    pub marks: BTreeMap<&'static str, Vec<Time>>,
+    /// Named counters.
+    pub counts: BTreeMap<&'static str, u64>,
+    /// A fatal workload error (e.g. a refused fork), ending the run.
+    pub error: Option<String>,
+    /// Set when the workload has measured what it needs: the run ends.
+    pub stop: bool,
+}
+
+impl Record {
+    /// First timestamp recorded under `key`.
+    pub fn first(&self, key: &str) -> Option<Time> {
+        self.marks.get(key).and_then(|v| v.first().copied())
+    }
+
+    /// Last timestamp recorded under `key`.
+    pub fn last(&self, key: &str) -> Option<Time> {
+        self.marks.get(key).and_then(|v| v.last().copied())
+    }
+
+    /// Counter `key` (0 when never counted).
+    pub fn count(&self, key: &str) -> u64 {
+        self.counts.get(key).copied().unwrap_or(0)
+    }
+}
+
+/// What a program sees when asked for its next operation.
+pub struct Env<'a> {
+    /// Return value of the previous system call (0 at start and after a compute).
+    pub ret: i64,
+    /// Current simulated time on this task's CPU.
+    pub now: Time,
+    /// This task's pid.
+    pub pid: u32,
+    /// The run's random source.
+    pub rng: &'a mut SimRng,
+    /// The run's record.
+    pub rec: &'a mut Record,
+}
+
+impl Env<'_> {
+    /// Record the current time under `key`.
+    pub fn mark(&mut self, key: &'static str) {
+        let now = self.now;
+        self.rec.marks.entry(key).or_default().push(now);
+    }
+
+    /// Add `n` to counter `key`.
+    pub fn count(&mut self, key: &'static str, n: u64) {
+        *self.rec.counts.entry(key).or_default() += n;
+    }
+
+    /// End the run with an error (the first one wins).
+    pub fn fail(&mut self, msg: impl Into<String>) {
+        if self.rec.error.is_none() {
+            self.rec.error = Some(msg.into());
+        }
+    }
+
+    /// End the run: the measurement is complete.
+    pub fn stop(&mut self) {
+        self.rec.stop = true;
+    }
+}
+
+/// A task program.
+pub trait Program: Send {
+    /// The next operation. Called each time the task returns to user mode.
+    fn next(&mut self, env: &mut Env<'_>) -> Op;
+}
+
+/// A program from a closure, for small programs and tests.
+pub struct FnProgram<F>(pub F);
+
+impl<F: FnMut(&mut Env<'_>) -> Op + Send> Program for FnProgram<F> {
+    fn next(&mut self, env: &mut Env<'_>) -> Op {
+        (self.0)(env)
+    }
+}
+
+/// Box a closure as a program.
+pub fn program<F: FnMut(&mut Env<'_>) -> Op + Send + 'static>(f: F) -> Box<dyn Program> {
+    Box::new(FnProgram(f))
+}
