@@ -100,6 +100,29 @@ impl Simulation {
         Ok(sim)
     }
 
+    /// Boot with a workload built in code (tests, experiments); `config.workload` is
+    /// used only as the name in the report.
+    pub fn with_workload(
+        config: RunConfig,
+        workload: Box<dyn Workload>,
+    ) -> Result<Simulation, SimError> {
+        let input = |e: crate::spec::SpecError| SimError::Input(e.0);
+        let preset = preset::find(&config.machine)
+            .ok_or_else(|| SimError::Input(format!("unknown machine '{}'", config.machine)))?;
+        let machine = Machine::boot(preset, config.cpus).map_err(SimError::Input)?;
+        let policy_spec = Spec::parse("policy", &config.policy).map_err(input)?;
+        let workload_spec = Spec::parse("workload", &config.workload).map_err(input)?;
+        let policy = policy::build(&policy_spec, &machine).map_err(input)?;
+        Ok(Self::boot(
+            machine,
+            policy,
+            workload,
+            config,
+            policy_spec,
+            workload_spec,
+        ))
+    }
+
     fn boot(
         machine: Machine,
         policy: Box<dyn Policy>,
@@ -241,7 +264,7 @@ impl Simulation {
             if events & ((1 << 20) - 1) == 0 {
                 progress(t, events);
             }
-            if check_every != 0 && events % check_every == 0 {
+            if check_every != 0 && events.is_multiple_of(check_every) {
                 self.check()
                     .unwrap_or_else(|e| panic!("invariant broken at {t} ns: {e}"));
             }

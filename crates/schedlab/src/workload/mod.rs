@@ -31,6 +31,9 @@ pub trait Workload: Send {
     }
 }
 
+/// Constructor of a workload from validated parameters.
+pub type Builder = fn(&Params, &Machine) -> Result<Box<dyn Workload>, SpecError>;
+
 /// A registered workload.
 pub struct WorkloadInfo {
     /// Name on the command line.
@@ -42,7 +45,7 @@ pub struct WorkloadInfo {
     /// Parameters.
     pub params: &'static [ParamSpec],
     /// Constructor from validated parameters.
-    pub build: fn(&Params, &Machine) -> Result<Box<dyn Workload>, SpecError>,
+    pub build: Builder,
 }
 
 /// The registry, in `schedlab list workloads` order.
