@@ -276,12 +276,12 @@ impl Simulation {
     }
 
     /// The kernel side of `try_to_wake_up`: only sleeping tasks reach the policy.
-    pub(crate) fn try_to_wake_up(&mut self, cpu: CpuId, p: TaskId, sync: bool) {
+    pub(crate) fn try_to_wake_up(&mut self, cpu: CpuId, p: TaskId, sync: bool, irq: bool) {
         if !self.k.tasks[p as usize].state.is_sleeping() {
             return;
         }
         let ns = self.k.machine.costs().wakeup_ns;
-        let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+        let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched).in_irq(irq);
         ctx.charge(ns);
         self.policy.try_to_wake_up(&mut ctx, p, sync);
         self.assert_unlocked(cpu, "try_to_wake_up");

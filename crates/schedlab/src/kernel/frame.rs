@@ -61,7 +61,12 @@ pub enum Frame {
     /// Return from a system call: reschedule if `need_resched`.
     SysExit,
     /// Deliver wake-ups, one `try_to_wake_up` each (stored in reverse: popped from the end).
-    Wake { list: Vec<TaskId>, sync: bool },
+    /// `irq`: woken from interrupt context (timer expiry) rather than by a task.
+    Wake {
+        list: Vec<TaskId>,
+        sync: bool,
+        irq: bool,
+    },
     /// `schedule()`.
     Schedule,
     /// First thing a task does after being switched in: `schedule_tail(prev)`.

@@ -98,7 +98,11 @@ impl Simulation {
         let st = &mut self.k.tasks[task as usize].kstack;
         for (list, sync) in wakes.into_iter().rev() {
             if !list.is_empty() {
-                st.push(Frame::Wake { list, sync });
+                st.push(Frame::Wake {
+                    list,
+                    sync,
+                    irq: false,
+                });
             }
         }
     }

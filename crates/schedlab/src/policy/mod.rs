@@ -108,12 +108,30 @@ pub struct SchedCtx<'a> {
     k: &'a mut Kernel,
     cpu: CpuId,
     cat: Acct,
+    irq: bool,
 }
 
 impl<'a> SchedCtx<'a> {
     /// A context for a hook running on `cpu`, charging its work as `cat`.
     pub fn new(k: &'a mut Kernel, cpu: CpuId, cat: Acct) -> Self {
-        SchedCtx { k, cpu, cat }
+        SchedCtx {
+            k,
+            cpu,
+            cat,
+            irq: false,
+        }
+    }
+
+    /// Mark the hook as running in interrupt context (a timer wake-up).
+    pub fn in_irq(mut self, irq: bool) -> Self {
+        self.irq = irq;
+        self
+    }
+
+    /// True when the hook runs in interrupt context: a wake-up by a timer rather than by
+    /// a task (2.6 `activated = 2` vs 1).
+    pub fn is_irq(&self) -> bool {
+        self.irq
     }
 
     /// The CPU executing the hook.
