@@ -134,14 +134,17 @@ impl Simulation {
                         self.k.tasks[curr as usize].kstack.push(Frame::Schedule);
                     }
                 }
-                Frame::Wake { mut list, sync } => {
+                Frame::Wake {
+                    mut list,
+                    sync,
+                    irq,
+                } => {
                     if let Some(p) = list.pop() {
                         if !list.is_empty() {
-                            self.k.tasks[curr as usize]
-                                .kstack
-                                .push(Frame::Wake { list, sync });
+                            let st = &mut self.k.tasks[curr as usize].kstack;
+                            st.push(Frame::Wake { list, sync, irq });
                         }
-                        self.try_to_wake_up(cpu, p, sync);
+                        self.try_to_wake_up(cpu, p, sync, irq);
                     }
                 }
                 Frame::Schedule => self.schedule(cpu, curr),
@@ -310,6 +313,7 @@ impl Simulation {
             self.k.tasks[curr as usize].kstack.push(Frame::Wake {
                 list: fired,
                 sync: false,
+                irq: true,
             });
         }
         let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
@@ -396,6 +400,7 @@ impl Simulation {
             n.kstack.push(Frame::Wake {
                 list: notify,
                 sync: false,
+                irq: false,
             });
         }
         n.kstack.push(Frame::Tail { prev });
