@@ -33,6 +33,21 @@ enum Cmd {
         /// What to list.
         what: ListWhat,
     },
+    /// Simulate the published tables and print them side by side with the simulation,
+    /// with scores; `--out DIR` also writes report.md, results.json and one SVG per table.
+    Reproduce {
+        /// Table ids (e.g. V1-reflex-2002 or just V1); default: every table.
+        ids: Vec<String>,
+        /// Directory for report.md, results.json and the plots.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        /// Parallel simulations (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Measure the simulator: events/s and wall time for standard runs.
     Bench {
         /// Fewer and smaller runs.
@@ -106,6 +121,12 @@ fn main() -> ExitCode {
             Ok(())
         }
         Cmd::Bench { quick, format } => bench::bench(quick, format == Format::Json),
+        Cmd::Reproduce {
+            ids,
+            out,
+            jobs,
+            format,
+        } => reproduce(ids, out, jobs, format),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -146,6 +167,60 @@ fn run(a: RunArgs) -> Result<(), String> {
     match a.format {
         Format::Json => println!("{}", report.to_json()),
         Format::Text => print!("{}", report.to_text()),
+    }
+    Ok(())
+}
+
+fn reproduce(
+    ids: Vec<String>,
+    out: Option<std::path::PathBuf>,
+    jobs: Option<usize>,
+    format: Format,
+) -> Result<(), String> {
+    use schedlab::experiment;
+    let tables = experiment::select(experiment::all_tables(), &ids)?;
+    if let Some(j) = jobs {
+        if j == 0 {
+            return Err("--jobs 0 is not possible (accepted: 1 or more)".into());
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(j)
+            .build_global()
+            .map_err(|e| e.to_string())?;
+    }
+    let total: usize = tables.iter().map(|t| t.cells.len()).sum();
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(total as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} cells, {elapsed} elapsed, ~{eta} left",
+            )
+            .expect("template"),
+        );
+        b
+    });
+    let rep = experiment::report::run_tables(tables, &|done, _| {
+        if let Some(b) = &bar {
+            b.set_position(done as u64);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    match format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&rep.json()).expect("json")
+        ),
+        Format::Text => print!("{}", rep.text()),
+    }
+    if let Some(dir) = out {
+        rep.write(&dir)?;
+        eprintln!(
+            "schedlab: wrote {}/report.md, results.json and {} plots",
+            dir.display(),
+            rep.tables.len()
+        );
     }
     Ok(())
 }

@@ -8,10 +8,12 @@
 //! * [`kernel`] — tasks, system calls, wait queues, pipes and sockets, ticks;
 //! * [`policy`] — the scheduling policies behind one trait;
 //! * [`workload`] — the benchmarks as task programs;
-//! * [`sim`] and [`report`] — a run and its result.
+//! * [`sim`] and [`report`] — a run and its result;
+//! * [`experiment`] — the published tables as data, scores, the reproduction report.
 #![deny(missing_docs)]
 
 pub mod engine;
+pub mod experiment;
 pub mod kernel;
 pub mod machine;
 pub mod policy;

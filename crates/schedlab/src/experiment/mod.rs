@@ -1,0 +1,225 @@
+//! Experiments as data: the published tables (and our own sweeps) as cells to simulate,
+//! their scores, and the report.
+//!
+//! Design: a table ([`Table`]) is a list of cells — machine, CPUs, policy spec, workload
+//! spec, published value (or none), a row label and optionally the JSON path of the
+//! counter to compare (`metric`). The file format is `published-tables.json`'s schema,
+//! shared with tools outside the project; our own experiments use the same schema in
+//! `data/experiments.json`. [`run_cells`] simulates every cell (in parallel, each a
+//! deterministic run with seed 1), [`score`] compares, [`report`] writes Markdown, JSON
+//! and one SVG plot per table.
+
+pub mod findings;
+pub mod plot;
+pub mod report;
+pub mod score;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sim::{RunConfig, Simulation};
+
+/// The published tables shipped with the project (`data/published-tables.json`).
+pub const PUBLISHED: &str = include_str!("../../../../data/published-tables.json");
+/// Our own experiments, same schema (`data/experiments.json`).
+pub const OWN: &str = include_str!("../../../../data/experiments.json");
+
+/// A file of tables.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct TableFile {
+    /// Free text.
+    pub note: String,
+    /// The tables.
+    pub tables: Vec<Table>,
+}
+
+/// One table.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Table {
+    /// Identifier, e.g. `V1-reflex-2002`.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Where the numbers come from.
+    pub source: String,
+    /// Kept aside to judge predictions (not used for calibration).
+    pub held_out: bool,
+    /// Unit of the values.
+    pub unit: String,
+    /// `lower`, `higher` or `none`.
+    pub better: String,
+    /// Machine preset.
+    pub machine: String,
+    /// Free text.
+    pub note: String,
+    /// Cells.
+    pub cells: Vec<Cell>,
+}
+
+/// One cell of a table.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Cell {
+    /// CPUs booted.
+    pub cpus: usize,
+    /// Policy spec.
+    pub policy: String,
+    /// Workload spec.
+    pub workload: String,
+    /// Published value; `None` for our own experiments.
+    pub value: Option<f64>,
+    /// Row label: cells of one row are compared with each other.
+    pub row: String,
+    /// JSON path of the compared quantity in the run report (default `result.value`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+}
+
+/// Load every table: the published ones, then ours.
+pub fn all_tables() -> Vec<Table> {
+    let mut t: TableFile =
+        serde_json::from_str(PUBLISHED).expect("data/published-tables.json parses");
+    let own: TableFile = serde_json::from_str(OWN).expect("data/experiments.json parses");
+    t.tables.extend(own.tables);
+    t.tables
+}
+
+/// True when `id` names `table_id`: the full id, its first segment (`V1`), or the first
+/// segment without its letter suffix (`V3` for `V3a` and `V3b`).
+fn names(id: &str, table_id: &str) -> bool {
+    let head = table_id.split('-').next().unwrap_or(table_id);
+    id == table_id
+        || id == head
+        || (head.starts_with(id) && head[id.len()..].chars().all(|c| c.is_ascii_lowercase()))
+}
+
+/// Select tables by id (all when `ids` is empty); unknown ids are an error naming the ids.
+pub fn select(tables: Vec<Table>, ids: &[String]) -> Result<Vec<Table>, String> {
+    if ids.is_empty() {
+        return Ok(tables);
+    }
+    for id in ids {
+        if !tables.iter().any(|t| names(id, &t.id)) {
+            let known: Vec<&str> = tables.iter().map(|t| t.id.as_str()).collect();
+            return Err(format!(
+                "unknown table '{id}' (accepted: {})",
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(tables
+        .into_iter()
+        .filter(|t| ids.iter().any(|id| names(id, &t.id)))
+        .collect())
+}
+
+/// What one simulated cell gave.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellResult {
+    /// Table id.
+    pub table: String,
+    /// Index of the cell in its table.
+    pub index: usize,
+    /// Simulated value of the compared quantity, or the error that prevented it.
+    pub simulated: Result<f64, String>,
+    /// Simulated time of the run.
+    pub simulated_ns: u64,
+    /// Events of the run.
+    pub events: u64,
+    /// Host wall time of the run.
+    pub wall_ms: u64,
+    /// The run's full report (JSON), when it ran.
+    #[serde(skip)]
+    pub report: Option<serde_json::Value>,
+}
+
+/// The run configuration of a cell.
+pub fn config(table: &Table, cell: &Cell) -> RunConfig {
+    RunConfig {
+        machine: table.machine.clone(),
+        cpus: Some(cell.cpus),
+        policy: cell.policy.clone(),
+        workload: cell.workload.clone(),
+        seed: 1,
+    }
+}
+
+/// Simulate one cell.
+pub fn run_cell(table: &Table, index: usize) -> CellResult {
+    let cell = &table.cells[index];
+    let mut out = CellResult {
+        table: table.id.clone(),
+        index,
+        simulated: Err(String::new()),
+        simulated_ns: 0,
+        events: 0,
+        wall_ms: 0,
+        report: None,
+    };
+    let t0 = std::time::Instant::now();
+    let res = Simulation::new(config(table, cell)).and_then(|mut sim| {
+        sim.run(&mut |_, _| {})?;
+        sim.report()
+    });
+    out.wall_ms = t0.elapsed().as_millis() as u64;
+    out.simulated = match res {
+        Ok(r) => {
+            out.simulated_ns = r.sim.simulated_ns;
+            out.events = r.sim.events;
+            let v = serde_json::to_value(&r).expect("report serializes");
+            let path = cell.metric.as_deref().unwrap_or("result.value");
+            let got = lookup(&v, path).ok_or_else(|| format!("the run has no numeric {path}"));
+            out.report = Some(v);
+            got
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    out
+}
+
+/// The number at dotted `path` (e.g. `counters.policy.remote_better_pct`) in a report.
+pub fn lookup(report: &serde_json::Value, path: &str) -> Option<f64> {
+    let ptr = format!("/{}", path.replace('.', "/"));
+    report.pointer(&ptr).and_then(|x| x.as_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Spec;
+
+    #[test]
+    fn shipped_tables_parse_and_name_valid_specs() {
+        let tables = all_tables();
+        assert!(tables.iter().any(|t| t.id == "V1-reflex-2002"));
+        for t in &tables {
+            assert!(
+                crate::machine::preset::find(&t.machine).is_some(),
+                "{}: machine {}",
+                t.id,
+                t.machine
+            );
+            for c in &t.cells {
+                Spec::parse("policy", &c.policy).unwrap();
+                Spec::parse("workload", &c.workload).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn tables_are_selected_by_id_or_prefix() {
+        let pick = |ids: &[&str]| {
+            let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+            select(all_tables(), &ids).map(|v| v.into_iter().map(|t| t.id).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            pick(&["V3"]).unwrap(),
+            vec!["V3a-lat-pipe-sync", "V3b-bw-pipe-sync"]
+        );
+        assert_eq!(pick(&["V1-reflex-2002"]).unwrap(), vec!["V1-reflex-2002"]);
+        assert_eq!(pick(&["V1"]).unwrap(), vec!["V1-reflex-2002"]);
+        let e = pick(&["V9"]).unwrap_err();
+        assert!(
+            e.starts_with("unknown table 'V9' (accepted: V1-reflex-2002"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,404 @@
+//! Running a set of tables and presenting them: terminal text, `report.md`,
+//! `results.json`, one SVG per table.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::findings::{findings, Finding};
+use super::score::{score, TableScore};
+use super::{plot, run_cell, CellResult, Table};
+
+/// Target of the calibration tables (issue: order ≥ 0.9, magnitude ≤ 1.25; V4 ≤ 1.5×).
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    /// Human description.
+    pub what: String,
+    /// Met?
+    pub met: bool,
+}
+
+/// A finished reproduction.
+pub struct Reproduction {
+    /// The tables run.
+    pub tables: Vec<Table>,
+    /// Per table, per cell.
+    pub results: Vec<Vec<CellResult>>,
+    /// Per table.
+    pub scores: Vec<TableScore>,
+    /// The seed findings.
+    pub findings: Vec<Finding>,
+}
+
+/// Simulate every cell of `tables` on all cores; `progress(done, total)` after each cell.
+pub fn run_tables(tables: Vec<Table>, progress: &(dyn Fn(usize, usize) + Sync)) -> Reproduction {
+    let jobs: Vec<(usize, usize)> = tables
+        .iter()
+        .enumerate()
+        .flat_map(|(t, tb)| (0..tb.cells.len()).map(move |c| (t, c)))
+        .collect();
+    let total = jobs.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    // determinism: each cell is an independent seeded run; results are placed by index.
+    let flat: Vec<CellResult> = jobs
+        .par_iter()
+        .map(|&(t, c)| {
+            let r = run_cell(&tables[t], c);
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            progress(n, total);
+            r
+        })
+        .collect();
+    let mut results: Vec<Vec<CellResult>> = tables.iter().map(|_| Vec::new()).collect();
+    for (r, &(t, _)) in flat.into_iter().zip(&jobs) {
+        results[t].push(r);
+    }
+    let scores = tables
+        .iter()
+        .zip(&results)
+        .map(|(t, rs)| {
+            score(
+                t,
+                &rs.iter()
+                    .map(|r| r.simulated.as_ref().ok().copied())
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    let findings = findings(&tables, &results);
+    Reproduction {
+        tables,
+        results,
+        scores,
+        findings,
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    match v {
+        None => "n/a".into(),
+        Some(x) if x.abs() >= 10000.0 => format!("{x:.0}"),
+        Some(x) if x.abs() >= 100.0 => format!("{x:.1}"),
+        Some(x) => format!("{x:.3}"),
+    }
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}"))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+impl Reproduction {
+    fn policies(t: &Table) -> Vec<&str> {
+        let mut p: Vec<&str> = Vec::new();
+        for c in &t.cells {
+            if !p.contains(&c.policy.as_str()) {
+                p.push(&c.policy);
+            }
+        }
+        p
+    }
+
+    fn rows(t: &Table) -> Vec<&str> {
+        let mut r: Vec<&str> = Vec::new();
+        for c in &t.cells {
+            if !r.contains(&c.row.as_str()) {
+                r.push(&c.row);
+            }
+        }
+        r
+    }
+
+    /// Targets of a calibration table, if it has any.
+    pub fn targets(s: &TableScore) -> Vec<Target> {
+        let id = s.id.as_str();
+        if id.starts_with("V4") {
+            return vec![Target {
+                what: format!(
+                    "every counter within 1.5x (worst {}x)",
+                    opt(s.max_factor, 2)
+                ),
+                met: s.max_factor.is_some_and(|m| m <= 1.5),
+            }];
+        }
+        if ["V1", "V2", "V3a", "V3b", "V5"]
+            .iter()
+            .any(|p| id.starts_with(&format!("{p}-")))
+        {
+            let mut t = vec![Target {
+                what: format!("magnitude <= 1.25 ({})", opt(s.magnitude, 2)),
+                met: s.magnitude.is_some_and(|m| m <= 1.25),
+            }];
+            if s.order.is_some() {
+                t.insert(
+                    0,
+                    Target {
+                        what: format!("order >= 0.9 ({})", opt(s.order, 2)),
+                        met: s.order.is_some_and(|o| o >= 0.9),
+                    },
+                );
+            }
+            return t;
+        }
+        Vec::new()
+    }
+
+    fn table_text(&self, i: usize, md: bool) -> String {
+        let t = &self.tables[i];
+        let rs = &self.results[i];
+        let s = &self.scores[i];
+        let pols = Self::policies(t);
+        let mut o = String::new();
+        if md {
+            let _ = writeln!(o, "## {} — {}\n", t.id, t.title);
+            let _ = writeln!(
+                o,
+                "Machine `{}`; {} ({} is better). Source: {}.\n",
+                t.machine, t.unit, t.better, t.source
+            );
+            if !t.note.is_empty() {
+                let _ = writeln!(o, "Note: {}\n", t.note);
+            }
+            let mut head = "| row |".to_string();
+            let mut sep = "|---|".to_string();
+            for p in &pols {
+                let _ = write!(head, " {p} pub | sim | x |");
+                sep += "---:|---:|---:|";
+            }
+            let _ = writeln!(o, "{head}\n{sep}");
+        } else {
+            let _ = writeln!(
+                o,
+                "\n{} — {}  [{} on {}, {} is better]",
+                t.id, t.title, t.unit, t.machine, t.better
+            );
+            let mut head = format!("  {:<24}", "row");
+            for p in &pols {
+                let short: String = p.chars().take(24).collect();
+                let _ = write!(head, " | {short:^30}");
+            }
+            let _ = writeln!(o, "{head}");
+            let mut sub = format!("  {:<24}", "");
+            for _ in &pols {
+                let _ = write!(sub, " | {:>11} {:>11} {:>6}", "published", "simulated", "x");
+            }
+            let _ = writeln!(o, "{sub}");
+        }
+        for row in Self::rows(t) {
+            let mut line = if md {
+                format!("| {row} |")
+            } else {
+                format!("  {row:<24}")
+            };
+            for p in &pols {
+                let idx = t.cells.iter().position(|c| c.row == row && c.policy == *p);
+                let (pv, sv) = match idx {
+                    Some(k) => (t.cells[k].value, rs[k].simulated.as_ref().ok().copied()),
+                    None => (None, None),
+                };
+                let x = match (pv, sv) {
+                    (Some(a), Some(b)) if a != 0.0 => format!("{:.2}", b / a),
+                    _ => "".into(),
+                };
+                let blank = idx.is_none();
+                if md {
+                    if blank {
+                        line += "  |  |  |";
+                    } else {
+                        let _ = write!(line, " {} | {} | {} |", num(pv), num(sv), x);
+                    }
+                } else if blank {
+                    let _ = write!(line, " | {:>11} {:>11} {:>6}", "", "", "");
+                } else {
+                    let _ = write!(line, " | {:>11} {:>11} {:>6}", num(pv), num(sv), x);
+                }
+            }
+            let _ = writeln!(o, "{line}");
+        }
+        let rho: Vec<String> = s.rho.iter().map(|(p, r)| format!("{p} {r:.2}")).collect();
+        let scores = format!(
+            "order {} ({} pairs), ratio {}, magnitude {} (worst {}), rho: {}",
+            opt(s.order, 2),
+            s.order_pairs,
+            opt(s.ratio, 2),
+            opt(s.magnitude, 2),
+            opt(s.max_factor, 2),
+            if rho.is_empty() {
+                "n/a".into()
+            } else {
+                rho.join(", ")
+            }
+        );
+        let targets: Vec<String> = Self::targets(s)
+            .iter()
+            .map(|t| format!("{} {}", if t.met { "met:" } else { "MISSED:" }, t.what))
+            .collect();
+        let errors: Vec<String> = rs
+            .iter()
+            .filter_map(|r| {
+                r.simulated
+                    .as_ref()
+                    .err()
+                    .map(|e| format!("cell {}: {e}", r.index))
+            })
+            .collect();
+        if md {
+            let _ = writeln!(o, "\n**Scores:** {scores}.");
+            if !targets.is_empty() {
+                let _ = writeln!(o, "\n**Targets:** {}.", targets.join("; "));
+            }
+            let _ = writeln!(o, "\n![{}]({}.svg)\n", t.id, t.id);
+            if !errors.is_empty() {
+                let _ = writeln!(o, "Cells that did not run: {}\n", errors.join("; "));
+            }
+        } else {
+            let _ = writeln!(o, "  scores: {scores}");
+            if !targets.is_empty() {
+                let _ = writeln!(o, "  targets: {}", targets.join("; "));
+            }
+            if !errors.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "  {} cells did not run; first: {}",
+                    errors.len(),
+                    errors[0]
+                );
+            }
+        }
+        o
+    }
+
+    fn findings_text(&self, md: bool) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "{}",
+            if md {
+                "## The seed findings\n"
+            } else {
+                "\nThe seed findings"
+            }
+        );
+        for f in &self.findings {
+            let verdict = match f.reproduced {
+                Some(true) => "reproduced",
+                Some(false) => "NOT reproduced",
+                None => "cells missing",
+            };
+            if md {
+                let _ = writeln!(
+                    o,
+                    "{}. **{}** — {verdict}.\n   - published: {}\n   - simulated: {}\n",
+                    f.number, f.title, f.published, f.simulated
+                );
+            } else {
+                let _ = writeln!(
+                    o,
+                    "  {}. {} — {verdict}\n     published: {}\n     simulated: {}",
+                    f.number, f.title, f.published, f.simulated
+                );
+            }
+        }
+        o
+    }
+
+    /// Text for the terminal.
+    pub fn text(&self) -> String {
+        let mut o = String::new();
+        for i in 0..self.tables.len() {
+            o += &self.table_text(i, false);
+        }
+        o += &self.findings_text(false);
+        o
+    }
+
+    /// `report.md`.
+    pub fn markdown(&self) -> String {
+        let mut o = String::from("# schedlab reproduction report\n\n");
+        o += "Every cell simulated with seed 1; `x` is simulated / published. Scores: *order* = share of \
+              policy pairs within a row, published more than 10 % apart, ordered alike; *ratio* = median factor \
+              between simulated and published policy ratios within a row; *magnitude* = median factor between \
+              simulated and published values; *rho* = Spearman correlation per policy across rows.\n\n";
+        o += "| table | order | ratio | magnitude | worst | targets |\n|---|---:|---:|---:|---:|---|\n";
+        for s in &self.scores {
+            let t: Vec<String> = Self::targets(s)
+                .iter()
+                .map(|t| format!("{} {}", if t.met { "met" } else { "**missed**" }, t.what))
+                .collect();
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} |",
+                s.id,
+                opt(s.order, 2),
+                opt(s.ratio, 2),
+                opt(s.magnitude, 2),
+                opt(s.max_factor, 2),
+                t.join("; ")
+            );
+        }
+        o += "\n";
+        o += &self.findings_text(true);
+        for i in 0..self.tables.len() {
+            o += &self.table_text(i, true);
+        }
+        o
+    }
+
+    /// `results.json`: every cell with published and simulated values, the scores and the
+    /// findings.
+    pub fn json(&self) -> serde_json::Value {
+        let tables: Vec<serde_json::Value> = self
+            .tables
+            .iter()
+            .zip(&self.results)
+            .zip(&self.scores)
+            .map(|((t, rs), s)| {
+                let cells: Vec<serde_json::Value> = t
+                    .cells
+                    .iter()
+                    .zip(rs)
+                    .map(|(c, r)| {
+                        serde_json::json!({
+                            "cpus": c.cpus, "policy": c.policy, "workload": c.workload, "row": c.row,
+                            "metric": c.metric.clone().unwrap_or_else(|| "result.value".into()),
+                            "published": c.value,
+                            "simulated": r.simulated.as_ref().ok(),
+                            "error": r.simulated.as_ref().err(),
+                            "simulated_ns": r.simulated_ns, "events": r.events,
+                        })
+                    })
+                    .collect();
+                serde_json::json!({
+                    "id": t.id, "title": t.title, "machine": t.machine, "unit": t.unit, "better": t.better,
+                    "scores": s, "targets": Self::targets(s), "cells": cells,
+                })
+            })
+            .collect();
+        serde_json::json!({ "tables": tables, "findings": self.findings })
+    }
+
+    /// Write `report.md`, `results.json` and `<table>.svg` into `dir`.
+    pub fn write(&self, dir: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let w = |name: &str, text: String| {
+            std::fs::write(dir.join(name), text)
+                .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))
+        };
+        w("report.md", self.markdown())?;
+        w(
+            "results.json",
+            serde_json::to_string_pretty(&self.json()).expect("json") + "\n",
+        )?;
+        for (i, t) in self.tables.iter().enumerate() {
+            let sim: Vec<Option<f64>> = self.results[i]
+                .iter()
+                .map(|r| r.simulated.as_ref().ok().copied())
+                .collect();
+            plot::plot_table(t, &sim, &dir.join(format!("{}.svg", t.id)))?;
+        }
+        Ok(())
+    }
+}
