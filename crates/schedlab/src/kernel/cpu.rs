@@ -148,6 +148,13 @@ impl Simulation {
                     }
                 }
                 Frame::Schedule => self.schedule(cpu, curr),
+                Frame::NewTask { child } => {
+                    let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+                    self.policy.task_new(&mut ctx, child, Some(curr));
+                    self.policy.wake_up_new_task(&mut ctx, child, curr);
+                    self.assert_unlocked(cpu, "wake_up_new_task");
+                    self.k.tasks[child as usize].state = TaskState::Running;
+                }
                 Frame::Tail { prev } => {
                     let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
                     self.policy.schedule_tail(&mut ctx, cpu, prev);
@@ -283,18 +290,18 @@ impl Simulation {
         if !self.k.tasks[p as usize].state.is_sleeping() {
             return;
         }
+        // Fixed kernel work is charged after the policy's section so that its lock is
+        // requested at the current global time (see SchedCtx::new).
         let ns = self.k.machine.costs().wakeup_ns;
         let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched).in_irq(irq);
-        ctx.charge(ns);
         self.policy.try_to_wake_up(&mut ctx, p, sync);
+        ctx.charge(ns);
         self.assert_unlocked(cpu, "try_to_wake_up");
         self.k.tasks[p as usize].state = TaskState::Running;
         self.k.stats.wakeups += 1;
     }
 
     fn tick(&mut self, cpu: CpuId, curr: TaskId, user: bool) {
-        let ns = self.k.machine.costs().tick_ns;
-        self.k.charge(cpu, ns, Acct::Sched);
         self.k.stats.ticks += 1;
         let jiffies = self.k.jiffies_at(self.k.cpus[cpu].clock);
         let timers = &mut self.k.cpus[cpu].timers;
@@ -316,8 +323,10 @@ impl Simulation {
                 irq: true,
             });
         }
+        let ns = self.k.machine.costs().tick_ns;
         let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
         self.policy.scheduler_tick(&mut ctx, cpu, curr, user);
+        ctx.charge(ns);
         self.assert_unlocked(cpu, "scheduler_tick");
     }
 
@@ -326,8 +335,8 @@ impl Simulation {
         self.k.tasks[prev as usize].need_resched = false;
         let ns = self.k.machine.costs().schedule_ns;
         let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
-        ctx.charge(ns);
         let next = self.policy.schedule(&mut ctx, cpu, prev);
+        ctx.charge(ns);
         self.assert_unlocked(cpu, "schedule");
         let t = &self.k.tasks[next as usize];
         let ok = next == self.k.cpus[cpu].idle

@@ -69,6 +69,9 @@ pub enum Frame {
     },
     /// `schedule()`.
     Schedule,
+    /// The policy's part of `do_fork` for a new task: `task_new` and `wake_up_new_task`,
+    /// run synced after the fork's own work.
+    NewTask { child: TaskId },
     /// First thing a task does after being switched in: `schedule_tail(prev)`.
     Tail { prev: TaskId },
     /// Timer interrupt.

@@ -479,10 +479,10 @@ impl Simulation {
             .kstack
             .extend([Frame::User, Frame::SysExit]);
         self.k.stats.forks += 1;
-        let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
-        self.policy.task_new(&mut ctx, id, Some(parent));
-        self.policy.wake_up_new_task(&mut ctx, id, parent);
-        self.k.tasks[id as usize].state = TaskState::Running;
+        // The scheduler's part runs synced, once the fork's own work is charged.
+        self.k.tasks[parent as usize]
+            .kstack
+            .push(Frame::NewTask { child: id });
         Outcome::Done(self.k.tasks[id as usize].pid as i64)
     }
 
@@ -555,10 +555,10 @@ impl Simulation {
 
     fn sys_wait(&mut self, cpu: CpuId, task: TaskId) -> Outcome {
         if let Some(z) = self.k.tasks[task as usize].zombies.pop_front() {
-            let ns = self.k.machine.costs().wait_ns;
-            self.k.charge(cpu, ns, Acct::Running);
             let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
             self.policy.sched_exit(&mut ctx, task, z);
+            let ns = self.k.machine.costs().wait_ns;
+            self.k.charge(cpu, ns, Acct::Running);
             let children = &mut self.k.tasks[task as usize].children;
             if let Some(i) = children.iter().position(|&c| c == z) {
                 children.swap_remove(i);

@@ -1,0 +1,230 @@
+//! `synthetic`: a stress load for the simulator itself, not a benchmark of the era.
+//!
+//! `tasks` processes in pairs; each runs `ops` rounds of: compute for an exponentially
+//! distributed time (mean `compute_us`) over a working set of `ws_kb`, then — at random —
+//! `sched_yield()`, a short `nanosleep()`, or a 64-byte ping through a pipe that its
+//! partner echoes. It exercises every scheduler path (yield, timer wake-ups, pipe
+//! wake-ups, preemption at the tick, cache refills) with thousands of tasks, so
+//! `schedlab bench` can report events/s for a load far from the two-task lmbench tests.
+//! Result: rounds completed per simulated second.
+
+use crate::engine::{Time, MS, US};
+use crate::kernel::chan::Fd;
+use crate::kernel::Kernel;
+use crate::machine::Machine;
+use crate::report::Metric;
+use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::workload::program::{program, Env, Op, Program, Record};
+
+use super::{interval, metric, Workload, WorkloadInfo};
+
+/// Registry entry.
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "synthetic",
+    about: "simulator stress load: task pairs computing, yielding, sleeping and pinging",
+    metric: "rounds/s",
+    params: &[
+        ParamSpec {
+            name: "tasks",
+            default: "2000",
+            kind: Kind::Int { min: 2, max: 30000 },
+            help: "tasks (rounded up to pairs)",
+        },
+        ParamSpec {
+            name: "ops",
+            default: "50",
+            kind: Kind::Int {
+                min: 1,
+                max: 1_000_000,
+            },
+            help: "rounds per task",
+        },
+        ParamSpec {
+            name: "compute_us",
+            default: "200",
+            kind: Kind::Int {
+                min: 0,
+                max: 1_000_000,
+            },
+            help: "mean compute per round, µs",
+        },
+        ParamSpec {
+            name: "ws_kb",
+            default: "16",
+            kind: Kind::Int { min: 0, max: 65536 },
+            help: "working set per task, KB",
+        },
+    ],
+    build,
+};
+
+fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    Ok(Box::new(Synthetic {
+        pairs: p.uint("tasks").div_ceil(2),
+        ops: p.uint("ops"),
+        compute: p.uint("compute_us") * US,
+        ws: p.uint("ws_kb") * 1024,
+    }))
+}
+
+struct Synthetic {
+    pairs: u64,
+    ops: u64,
+    compute: Time,
+    ws: u64,
+}
+
+/// One side of a pair. `lead` sides choose the action; the partner answers pings.
+fn member(lead: bool, rd: Fd, wr: Fd, ops: u64, compute: Time, ws: u64) -> Box<dyn Program> {
+    let mut round = 0;
+    let mut step = 0u8;
+    let mut pinging = false;
+    program(move |e: &mut Env<'_>| {
+        loop {
+            match step {
+                0 => {
+                    if round == ops {
+                        // Tell the partner we are done (a zero-length marker is not
+                        // possible through a pipe, so the lead sends a final 1-byte ping).
+                        step = 9;
+                        return if lead {
+                            Op::Write { fd: wr, len: 1 }
+                        } else {
+                            Op::Exit
+                        };
+                    }
+                    round += 1;
+                    e.count("rounds", 1);
+                    step = 1;
+                    let ns = e.rng.exp(compute as f64) as Time;
+                    return Op::Compute { ns, ws };
+                }
+                1 => {
+                    step = 0;
+                    if !lead {
+                        step = 2;
+                        continue;
+                    }
+                    let r = e.rng.below(10);
+                    if r < 4 {
+                        return Op::Yield;
+                    } else if r < 6 {
+                        return Op::Sleep {
+                            ns: (1 + e.rng.below(20)) * MS,
+                        };
+                    }
+                    pinging = true;
+                    step = 3;
+                    return Op::Write { fd: wr, len: 64 };
+                }
+                2 => {
+                    // Partner: wait for a ping (or the final byte) and echo it.
+                    step = 4;
+                    return Op::Read { fd: rd, len: 64 };
+                }
+                3 => {
+                    step = 0;
+                    if pinging {
+                        pinging = false;
+                        return Op::Read { fd: rd, len: 64 };
+                    }
+                }
+                4 => {
+                    if e.ret == 1 {
+                        return Op::Exit;
+                    }
+                    step = 0;
+                    return Op::Write {
+                        fd: wr,
+                        len: e.ret as u64,
+                    };
+                }
+                _ => return Op::Exit,
+            }
+        }
+    })
+}
+
+struct Root {
+    pairs: u64,
+    ops: u64,
+    compute: Time,
+    ws: u64,
+    made: u64,
+    waited: u64,
+    step: u8,
+    a: Fd,
+}
+
+impl Program for Root {
+    fn next(&mut self, e: &mut Env<'_>) -> Op {
+        loop {
+            match self.step {
+                0 if self.made < self.pairs => {
+                    self.step = 1;
+                    return Op::Pipe;
+                }
+                0 => {
+                    e.mark("start");
+                    self.step = 4;
+                }
+                1 => {
+                    self.a = e.ret as Fd;
+                    self.step = 2;
+                    return Op::Pipe;
+                }
+                2 => {
+                    let b = e.ret as Fd;
+                    self.step = 3;
+                    let (ops, c, ws) = (self.ops, self.compute, self.ws);
+                    return Op::Fork {
+                        child: member(true, b, self.a + 1, ops, c, ws),
+                    };
+                }
+                3 => {
+                    // Partner reads what the lead wrote on a, writes on b.
+                    let b = self.a + 2;
+                    self.step = 0;
+                    self.made += 1;
+                    let (ops, c, ws) = (self.ops, self.compute, self.ws);
+                    return Op::Fork {
+                        child: member(false, self.a, b + 1, ops, c, ws),
+                    };
+                }
+                _ => {
+                    if self.waited < 2 * self.pairs {
+                        self.waited += 1;
+                        return Op::Wait;
+                    }
+                    e.mark("end");
+                    return Op::Exit;
+                }
+            }
+        }
+    }
+}
+
+impl Workload for Synthetic {
+    fn root(&self) -> Box<dyn Program> {
+        Box::new(Root {
+            pairs: self.pairs,
+            ops: self.ops,
+            compute: self.compute,
+            ws: self.ws,
+            made: 0,
+            waited: 0,
+            step: 0,
+            a: 0,
+        })
+    }
+
+    fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {
+        let ns = interval(rec, "start", "end")?;
+        Ok(metric(
+            "rounds_per_s",
+            rec.count("rounds") as f64 / (ns as f64 / 1e9),
+            "rounds/s",
+            "higher",
+        ))
+    }
+}
