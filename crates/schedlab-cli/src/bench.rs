@@ -9,11 +9,14 @@ use schedlab::{RunConfig, Simulation};
 const FULL: &[(&str, usize, &str, &str)] = &[
     ("piii700-1m", 2, "fifo", "lat_pipe:rounds=200000"),
     ("piii700-4way-1m", 4, "fifo", "bw_pipe:mb=200"),
+    ("piii700-1m", 8, "fifo", "synthetic:tasks=2000,ops=200"),
+    ("piii700-2m", 8, "fifo", "synthetic:tasks=4000,ops=100"),
 ];
 
 const QUICK: &[(&str, usize, &str, &str)] = &[
     ("piii700-1m", 2, "fifo", "lat_pipe:rounds=20000"),
     ("piii700-4way-1m", 4, "fifo", "bw_pipe:mb=20"),
+    ("piii700-1m", 8, "fifo", "synthetic:tasks=2000,ops=20"),
 ];
 
 pub(crate) fn bench(quick: bool, json: bool) -> Result<(), String> {

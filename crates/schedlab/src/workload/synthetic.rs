@@ -168,6 +168,13 @@ impl Program for Root {
                     e.mark("start");
                     self.step = 4;
                 }
+                1 | 2 if e.ret < 0 => {
+                    e.fail(format!(
+                        "synthetic: pipe() refused (error {}) after {} of {} pairs: file-max reached",
+                        e.ret, self.made, self.pairs
+                    ));
+                    return Op::Exit;
+                }
                 1 => {
                     self.a = e.ret as Fd;
                     self.step = 2;
