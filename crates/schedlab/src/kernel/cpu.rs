@@ -149,14 +149,14 @@ impl Simulation {
                 }
                 Frame::Schedule => self.schedule(cpu, curr),
                 Frame::NewTask { child } => {
-                    let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+                    let mut ctx = self.k.hook_ctx(cpu);
                     self.policy.task_new(&mut ctx, child, Some(curr));
                     self.policy.wake_up_new_task(&mut ctx, child, curr);
                     self.assert_unlocked(cpu, "wake_up_new_task");
                     self.k.tasks[child as usize].state = TaskState::Running;
                 }
                 Frame::Tail { prev } => {
-                    let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+                    let mut ctx = self.k.hook_ctx(cpu);
                     self.policy.schedule_tail(&mut ctx, cpu, prev);
                     self.assert_unlocked(cpu, "schedule_tail");
                 }
@@ -293,7 +293,7 @@ impl Simulation {
         // Fixed kernel work is charged after the policy's section so that its lock is
         // requested at the current global time (see SchedCtx::new).
         let ns = self.k.machine.costs().wakeup_ns;
-        let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched).in_irq(irq);
+        let mut ctx = self.k.hook_ctx(cpu).in_irq(irq);
         self.policy.try_to_wake_up(&mut ctx, p, sync);
         ctx.charge(ns);
         self.assert_unlocked(cpu, "try_to_wake_up");
@@ -324,7 +324,7 @@ impl Simulation {
             });
         }
         let ns = self.k.machine.costs().tick_ns;
-        let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+        let mut ctx = self.k.hook_ctx(cpu);
         self.policy.scheduler_tick(&mut ctx, cpu, curr, user);
         ctx.charge(ns);
         self.assert_unlocked(cpu, "scheduler_tick");
@@ -334,7 +334,7 @@ impl Simulation {
     fn schedule(&mut self, cpu: CpuId, prev: TaskId) {
         self.k.tasks[prev as usize].need_resched = false;
         let ns = self.k.machine.costs().schedule_ns;
-        let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+        let mut ctx = self.k.hook_ctx(cpu);
         let next = self.policy.schedule(&mut ctx, cpu, prev);
         ctx.charge(ns);
         self.assert_unlocked(cpu, "schedule");

@@ -273,6 +273,19 @@ impl Kernel {
         woken
     }
 
+    /// The context for a policy hook on `cpu`. Hooks run synced: a lock requested from a
+    /// CPU whose clock ran ahead of global time would be reserved in the future and make
+    /// every other CPU spin.
+    pub(crate) fn hook_ctx(&mut self, cpu: CpuId) -> crate::policy::SchedCtx<'_> {
+        debug_assert!(
+            self.cpus[cpu].clock <= self.now,
+            "policy hook on cpu {cpu} at local {} ns, ahead of global {} ns",
+            self.cpus[cpu].clock,
+            self.now
+        );
+        crate::policy::SchedCtx::new(self, cpu, Acct::Sched)
+    }
+
     /// Check the kernel-level invariants; `Err` names the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         for (i, c) in self.cpus.iter().enumerate() {

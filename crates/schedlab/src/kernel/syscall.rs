@@ -12,7 +12,6 @@ use crate::kernel::frame::{Frame, Sys};
 use crate::kernel::task::{Task, TaskId, TaskState, TaskStats};
 use crate::kernel::Acct;
 use crate::machine::CpuId;
-use crate::policy::SchedCtx;
 use crate::sim::Simulation;
 use crate::workload::program::{Program, EAGAIN, ECHILD, ENFILE, EPIPE};
 
@@ -44,7 +43,7 @@ impl Simulation {
             } => self.sys_write(cpu, task, fd, len, done, started, waiting, &mut wakes),
             Sys::Poll { fds, registered } => self.sys_poll(cpu, task, fds, registered),
             Sys::Yield => {
-                let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+                let mut ctx = self.k.hook_ctx(cpu);
                 self.policy.sys_sched_yield(&mut ctx, cpu, task);
                 Outcome::Done(0)
             }
@@ -77,7 +76,7 @@ impl Simulation {
             Sys::Nice { inc } => {
                 let t = &mut self.k.tasks[task as usize];
                 t.nice = (t.nice + inc).clamp(-20, 19);
-                let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+                let mut ctx = self.k.hook_ctx(cpu);
                 self.policy.set_user_nice(&mut ctx, task);
                 Outcome::Done(0)
             }
@@ -555,7 +554,7 @@ impl Simulation {
 
     fn sys_wait(&mut self, cpu: CpuId, task: TaskId) -> Outcome {
         if let Some(z) = self.k.tasks[task as usize].zombies.pop_front() {
-            let mut ctx = SchedCtx::new(&mut self.k, cpu, Acct::Sched);
+            let mut ctx = self.k.hook_ctx(cpu);
             self.policy.sched_exit(&mut ctx, task, z);
             let ns = self.k.machine.costs().wait_ns;
             self.k.charge(cpu, ns, Acct::Running);

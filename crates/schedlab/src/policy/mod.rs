@@ -114,14 +114,6 @@ pub struct SchedCtx<'a> {
 impl<'a> SchedCtx<'a> {
     /// A context for a hook running on `cpu`, charging its work as `cat`.
     pub fn new(k: &'a mut Kernel, cpu: CpuId, cat: Acct) -> Self {
-        // Hooks run synced: a lock requested from a CPU whose clock ran ahead of global
-        // time would be reserved in the future and make every other CPU spin.
-        debug_assert!(
-            k.cpus[cpu].clock <= k.now,
-            "policy hook on cpu {cpu} at local {} ns, ahead of global {} ns",
-            k.cpus[cpu].clock,
-            k.now
-        );
         SchedCtx {
             k,
             cpu,
