@@ -5,7 +5,6 @@ use crate::kernel::frame::Frame;
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::{Acct, Event};
 use crate::machine::CpuId;
-use crate::policy::SchedCtx;
 use crate::sim::Simulation;
 use crate::workload::program::{Env, Op};
 
