@@ -361,7 +361,10 @@ impl Simulation {
                 Some(o) if o != cpu => self.k.machine.line_transfer_ns(o, cpu),
                 _ => costs.mem_line_ns,
             };
-            let miss = self.k.cache.touch(cpu, next, costs.kernel_footprint_bytes);
+            let miss = self
+                .k
+                .cache
+                .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
             cost += miss.from_l2 * costs.l2_line_ns + miss.from_outside * from_outside;
         }
         // The exiting task's parent learns of the zombie once it is off the CPU (2.4's

@@ -6,7 +6,9 @@
 //! is simulated but, as in the originals, outside the timed interval.
 
 pub mod bw_pipe;
+pub mod lat_ctx;
 pub mod lat_pipe;
+pub mod lat_proc;
 pub mod program;
 
 use crate::engine::{Time, SEC};
@@ -49,7 +51,8 @@ pub struct WorkloadInfo {
 }
 
 /// The registry, in `schedlab list workloads` order.
-pub static WORKLOADS: &[WorkloadInfo] = &[lat_pipe::INFO, bw_pipe::INFO];
+pub static WORKLOADS: &[WorkloadInfo] =
+    &[lat_pipe::INFO, bw_pipe::INFO, lat_ctx::INFO, lat_proc::INFO];
 
 /// Build the workload named by `spec`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Params), SpecError> {
