@@ -10,6 +10,7 @@ pub mod lat_ctx;
 pub mod lat_pipe;
 pub mod lat_proc;
 pub mod program;
+pub mod tbench;
 
 use crate::engine::{Time, SEC};
 use crate::kernel::Kernel;
@@ -51,8 +52,13 @@ pub struct WorkloadInfo {
 }
 
 /// The registry, in `schedlab list workloads` order.
-pub static WORKLOADS: &[WorkloadInfo] =
-    &[lat_pipe::INFO, bw_pipe::INFO, lat_ctx::INFO, lat_proc::INFO];
+pub static WORKLOADS: &[WorkloadInfo] = &[
+    lat_pipe::INFO,
+    bw_pipe::INFO,
+    lat_ctx::INFO,
+    lat_proc::INFO,
+    tbench::INFO,
+];
 
 /// Build the workload named by `spec`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Params), SpecError> {
