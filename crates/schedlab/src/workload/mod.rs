@@ -9,6 +9,7 @@ pub mod bw_pipe;
 pub mod lat_ctx;
 pub mod lat_pipe;
 pub mod lat_proc;
+pub mod mkbench;
 pub mod program;
 pub mod tbench;
 
@@ -58,6 +59,7 @@ pub static WORKLOADS: &[WorkloadInfo] = &[
     lat_ctx::INFO,
     lat_proc::INFO,
     tbench::INFO,
+    mkbench::INFO,
 ];
 
 /// Build the workload named by `spec`.

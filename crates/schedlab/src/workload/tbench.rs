@@ -233,6 +233,8 @@ impl Client {
         self.recv = recv;
         self.payload = payload;
         self.last = Cl::Sent;
+        env.count("request_bytes", send);
+        env.count("reply_bytes", recv);
         Op::Write {
             fd: self.fd,
             len: send,
