@@ -135,7 +135,7 @@ impl GoodnessIndex {
                 continue;
             };
             let g = goodness(p);
-            if best.map_or(true, |(bg, bpos, _)| g > bg || (g == bg && pos < bpos)) {
+            if best.is_none_or(|(bg, bpos, _)| g > bg || (g == bg && pos < bpos)) {
                 best = Some((g, pos, p));
             }
         }

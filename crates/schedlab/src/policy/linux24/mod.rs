@@ -211,7 +211,7 @@ pub struct Linux24 {
 
 /// `can_schedule(p, cpu)`: allowed on `cpu` and not running on another CPU.
 fn can_schedule(ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) -> bool {
-    ctx.allowed(p, cpu) && ctx.task(p).on_cpu.map_or(true, |c| c == cpu)
+    ctx.allowed(p, cpu) && ctx.task(p).on_cpu.is_none_or(|c| c == cpu)
 }
 
 /// `goodness(p, this_cpu, this_mm)` (§1.6).
@@ -357,7 +357,10 @@ impl Linux24 {
     fn del_from_runqueue(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
         debug_assert!(ctx.holds(self.runqueue_lock));
         let s = &mut self.ts[p as usize];
-        let pos = s.pos.take().expect("del_from_runqueue of a task not queued");
+        let pos = s
+            .pos
+            .take()
+            .expect("del_from_runqueue of a task not queued");
         if let Some(k) = s.ikey.take() {
             self.index.remove(p, &k);
         }
@@ -365,7 +368,9 @@ impl Linux24 {
     }
 
     /// The walk of §1.7 step 5 as the kernel did it: head to tail, strictly greater wins.
-    /// Returns (goodness, task); `(-1000, None)` is the idle task.
+    /// Returns (goodness, task); `(-1000, None)` is the idle task. The reference the
+    /// index is checked against (debug builds and tests).
+    #[cfg(any(test, debug_assertions))]
     fn scan_literal(&self, ctx: &SchedCtx<'_>, cpu: CpuId, this_mm: u32) -> (i64, Option<TaskId>) {
         let mut c = -1000;
         let mut next = None;
@@ -448,7 +453,7 @@ impl Linux24 {
             }
             if ctx.cpu_is_idle(cpu) {
                 let ls = ctx.last_schedule(cpu);
-                if oldest_idle.map_or(true, |o| ls < o) {
+                if oldest_idle.is_none_or(|o| ls < o) {
                     oldest_idle = Some(ls);
                     target = Some(cpu);
                 }
@@ -729,16 +734,15 @@ impl Policy for Linux24 {
             let Some(ik) = s.ikey else {
                 return Err(format!("linux-2.4: queued pid {} not indexed", t.pid));
             };
-            if t.on_cpu.is_none() {
-                if self.key_of(t, p) != ik {
-                    return Err(format!("linux-2.4: stale index key for pid {}", t.pid));
-                }
+            // A running task's key may be stale (refreshed when it enters schedule()).
+            if t.on_cpu.is_none() && self.key_of(t, p) != ik {
+                return Err(format!("linux-2.4: stale index key for pid {}", t.pid));
             }
         }
         for (id, t) in k.tasks.iter().enumerate() {
             if !t.is_idle
                 && t.state == TaskState::Running
-                && !self.ts.get(id).is_some_and(|s| s.pos.is_some())
+                && self.ts.get(id).is_none_or(|s| s.pos.is_none())
             {
                 return Err(format!("linux-2.4: runnable pid {} not queued", t.pid));
             }
@@ -750,6 +754,7 @@ impl Policy for Linux24 {
                 self.rq.len()
             ));
         }
-        self.index.check(|p| self.ts.get(p as usize).and_then(|s| s.ikey))
+        self.index
+            .check(|p| self.ts.get(p as usize).and_then(|s| s.ikey))
     }
 }

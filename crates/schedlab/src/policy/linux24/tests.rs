@@ -147,7 +147,11 @@ fn goodness_values_on_hand_built_tasks() {
     let kthread = b.runnable(0, 0, 5, 0);
     assert_eq!(b.goodness(kthread, 1, 8), 5 + 20 + 1, "mm == NULL gets +1");
     let spent = b.runnable(7, 0, 0, 1);
-    assert_eq!(b.goodness(spent, 1, 7), 0, "out of time: 0 whatever the bonuses");
+    assert_eq!(
+        b.goodness(spent, 1, 7),
+        0,
+        "out of time: 0 whatever the bonuses"
+    );
     b.pol.ts[p as usize].yielded = true;
     assert_eq!(b.goodness(p, 1, 7), -1);
     let rt = b.runnable(7, 0, 0, 0);
@@ -204,7 +208,11 @@ fn spent_counters_are_recalculated_for_every_task_sleepers_too() {
     assert_eq!(b.pol.stats.recalculations, 1);
     assert_eq!(b.pol.ts[r as usize].counter, 6);
     assert_eq!(b.pol.ts[nice as usize].counter, 3);
-    assert_eq!(b.pol.ts[sleeper as usize].counter, 3 + 6, "sleepers accumulate");
+    assert_eq!(
+        b.pol.ts[sleeper as usize].counter,
+        3 + 6,
+        "sleepers accumulate"
+    );
     assert_eq!(next, r, "nice 0 beats nice 10 after the recalculation");
     // Both walks are charged: before and after the recalculation, plus the task list.
     assert_eq!(b.pol.stats.tasks_examined, 4);
@@ -363,7 +371,10 @@ fn fork_splits_the_counter_and_exit_returns_it_capped() {
     b.pol.ts[child as usize].counter = 12;
     b.pol.ts[parent as usize].counter = 15;
     b.with(0, |pol, ctx| pol.sched_exit(ctx, parent, child));
-    assert_eq!(b.pol.ts[parent as usize].counter, 20, "capped at MAX_COUNTER");
+    assert_eq!(
+        b.pol.ts[parent as usize].counter, 20,
+        "capped at MAX_COUNTER"
+    );
     b.with(0, |pol, ctx| pol.sched_exit(ctx, parent, c2));
     assert_eq!(b.pol.ts[parent as usize].counter, 20);
 }
