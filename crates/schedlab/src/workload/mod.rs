@@ -6,6 +6,7 @@
 //! is simulated but, as in the originals, outside the timed interval.
 
 pub mod bw_pipe;
+pub mod chat;
 pub mod hackbench;
 pub mod lat_pipe;
 pub mod program;
@@ -51,8 +52,13 @@ pub struct WorkloadInfo {
 }
 
 /// The registry, in `schedlab list workloads` order.
-pub static WORKLOADS: &[WorkloadInfo] =
-    &[lat_pipe::INFO, bw_pipe::INFO, reflex::INFO, hackbench::INFO];
+pub static WORKLOADS: &[WorkloadInfo] = &[
+    lat_pipe::INFO,
+    bw_pipe::INFO,
+    reflex::INFO,
+    hackbench::INFO,
+    chat::INFO,
+];
 
 /// Build the workload named by `spec`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Params), SpecError> {
