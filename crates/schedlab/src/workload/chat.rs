@@ -323,7 +323,7 @@ impl Program for ServerSend {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         if self.reading {
             self.reading = false;
-            if env.ret <= 0 || env.ret as u64 % MSG != 0 {
+            if env.ret <= 0 || !(env.ret as u64).is_multiple_of(MSG) {
                 env.fail(format!(
                     "chat: server send: queue read returned {}",
                     env.ret
