@@ -756,6 +756,7 @@ mod tests {
             ret: EAGAIN,
             now: 0,
             pid: 1,
+            ctxt: 0,
             rng: &mut rng,
             rec: &mut rec,
         };

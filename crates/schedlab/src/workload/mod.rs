@@ -9,8 +9,10 @@ pub mod bw_pipe;
 pub mod chat;
 pub mod hackbench;
 pub mod lat_pipe;
+pub mod loop_yield;
 pub mod program;
 pub mod reflex;
+pub mod sched_yield;
 
 use crate::engine::{Time, SEC};
 use crate::kernel::Kernel;
@@ -58,6 +60,8 @@ pub static WORKLOADS: &[WorkloadInfo] = &[
     reflex::INFO,
     hackbench::INFO,
     chat::INFO,
+    loop_yield::INFO,
+    sched_yield::INFO,
 ];
 
 /// Build the workload named by `spec`.
