@@ -6,8 +6,13 @@
 //! is simulated but, as in the originals, outside the timed interval.
 
 pub mod bw_pipe;
+pub mod chat;
+pub mod hackbench;
 pub mod lat_pipe;
+pub mod loop_yield;
 pub mod program;
+pub mod reflex;
+pub mod sched_yield;
 
 use crate::engine::{Time, SEC};
 use crate::kernel::Kernel;
@@ -49,7 +54,15 @@ pub struct WorkloadInfo {
 }
 
 /// The registry, in `schedlab list workloads` order.
-pub static WORKLOADS: &[WorkloadInfo] = &[lat_pipe::INFO, bw_pipe::INFO];
+pub static WORKLOADS: &[WorkloadInfo] = &[
+    lat_pipe::INFO,
+    bw_pipe::INFO,
+    reflex::INFO,
+    hackbench::INFO,
+    chat::INFO,
+    loop_yield::INFO,
+    sched_yield::INFO,
+];
 
 /// Build the workload named by `spec`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Params), SpecError> {
