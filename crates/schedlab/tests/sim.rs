@@ -622,3 +622,76 @@ fn mkbench_more_makes_do_proportionally_more_work() {
         assert!(ratio > 1.7 && ratio < 2.3, "cc1 work ratio {ratio}");
     }
 }
+
+/// `threads` threads of one process that sleep until `start` (so that all of them exist)
+/// and then call `sched_yield()` until `until`.
+fn yield_loop(
+    threads: u32,
+    start: Time,
+    until: Time,
+) -> impl Fn() -> Box<dyn Program> + Send + 'static {
+    move || {
+        let mut i = 0;
+        program(move |_e: &mut Env<'_>| {
+            i += 1;
+            if i <= threads {
+                Op::Clone {
+                    child: program(move |e: &mut Env<'_>| {
+                        if e.now < start {
+                            Op::Sleep { ns: start - e.now }
+                        } else if e.now >= until {
+                            e.count("done", 1);
+                            Op::Exit
+                        } else {
+                            Op::Yield
+                        }
+                    }),
+                }
+            } else if i <= 2 * threads {
+                Op::Wait
+            } else {
+                Op::Exit
+            }
+        })
+    }
+}
+
+/// (µs per `schedule()` as the policy charged it, runqueue_lock contended %, mean wait
+/// per acquisition in ns) of a yield loop under linux-2.4.
+fn linux24_yield_costs(threads: u32, cpus: usize) -> (f64, f64, f64) {
+    let sim = run_custom("linux-2.4", cpus, 1, yield_loop(threads, 10 * MS, 40 * MS));
+    assert_eq!(sim.rec.count("done"), threads as u64);
+    let r = sim.report().unwrap();
+    let lock = &r.counters.locks["runqueue_lock"];
+    let p = &r.counters.policy;
+    assert!(p["schedule_calls"] > 100.0);
+    assert!(p["tasks_examined_mean"] > 0.5 * threads as f64, "{p:?}");
+    (
+        p["schedule_ns_mean"] / 1e3,
+        lock.contended_pct,
+        lock.wait_ns_mean,
+    )
+}
+
+// See: system.md findings 1 and 2 (runqueue-lock collapse, O(n) selection).
+#[test]
+fn linux24_schedule_cost_and_lock_contention_grow_with_tasks_and_cpus() {
+    let (few, _, few_w) = linux24_yield_costs(8, 4);
+    let (many, many_c, many_w) = linux24_yield_costs(64, 4);
+    let (many8, many8_c, many8_w) = linux24_yield_costs(64, 8);
+    let (many2, many2_c, many2_w) = linux24_yield_costs(64, 2);
+    // The walk charges every runnable task: 8× the tasks costs several times more.
+    assert!(many > 3.0 * few, "8 tasks {few} µs, 64 tasks {many} µs");
+    assert!(many_w > few_w, "wait {few_w} ns → {many_w} ns");
+    // More CPUs contend for the one lock: spinning lands in schedule().
+    assert!(
+        many2 < many && many < many8,
+        "2/4/8 CPUs: {many2} / {many} / {many8} µs"
+    );
+    assert!(
+        many2_w < many_w && many_w < many8_w,
+        "2/4/8 CPUs: wait {many2_w} / {many_w} / {many8_w} ns"
+    );
+    assert!(many2_c < many8_c, "contended {many2_c}% vs {many8_c}%");
+    let _ = many_c;
+}

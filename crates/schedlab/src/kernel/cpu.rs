@@ -197,6 +197,7 @@ impl Simulation {
             ret,
             now: self.k.cpus[cpu].clock,
             pid: t.pid,
+            ctxt: self.k.stats.context_switches,
             rng: &mut self.k.rng,
             rec: &mut self.rec,
         };

@@ -16,6 +16,7 @@
 //! A policy knows no workload; the kernel knows no policy.
 
 pub mod fifo;
+pub mod linux24;
 
 use std::collections::BTreeMap;
 
@@ -328,10 +329,18 @@ impl<'a> SchedCtx<'a> {
         if cpu == self.cpu || was_set {
             return;
         }
-        let costs = self.costs();
-        if costs.idle_poll && self.k.tasks[curr as usize].is_idle {
+        if self.costs().idle_poll && self.k.tasks[curr as usize].is_idle {
             return;
         }
+        self.smp_send_reschedule(cpu);
+    }
+
+    /// Send a reschedule IPI to `cpu` unconditionally (2.4 `smp_send_reschedule`), for
+    /// policies whose kernel sent one without looking at the target's `need_resched`
+    /// (2.4 `reschedule_idle` preempting a busy CPU). Most policies want
+    /// [`SchedCtx::resched_cpu`].
+    pub fn smp_send_reschedule(&mut self, cpu: CpuId) {
+        let costs = self.costs();
         self.charge(costs.ipi_send_ns);
         self.k.stats.ipis += 1;
         let at = self.now() + costs.ipi_latency_ns;
@@ -362,7 +371,7 @@ pub struct PolicyInfo {
 
 /// The registry, in `schedlab list policies` order: the reference policy, then the
 /// schedulers in historical order.
-pub static POLICIES: &[PolicyInfo] = &[fifo::INFO];
+pub static POLICIES: &[PolicyInfo] = &[fifo::INFO, linux24::INFO];
 
 /// Build the policy named by `spec` for `machine`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<Box<dyn Policy>, SpecError> {
