@@ -16,6 +16,7 @@
 //! A policy knows no workload; the kernel knows no policy.
 
 pub mod fifo;
+pub mod o1;
 
 use std::collections::BTreeMap;
 
@@ -362,7 +363,7 @@ pub struct PolicyInfo {
 
 /// The registry, in `schedlab list policies` order: the reference policy, then the
 /// schedulers in historical order.
-pub static POLICIES: &[PolicyInfo] = &[fifo::INFO];
+pub static POLICIES: &[PolicyInfo] = &[fifo::INFO, o1::INFO_D1, o1::INFO_G1, o1::INFO_26];
 
 /// Build the policy named by `spec` for `machine`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<Box<dyn Policy>, SpecError> {
