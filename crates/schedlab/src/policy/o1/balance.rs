@@ -114,7 +114,9 @@ impl O1 {
                 ctx.now().saturating_sub(self.ts[p as usize].timestamp) > hot
             }
             (Balancer::G1, Some(d)) => {
-                ctx.jiffies().saturating_sub(self.ts[p as usize].sleep_jtime) > d
+                ctx.jiffies()
+                    .saturating_sub(self.ts[p as usize].sleep_jtime)
+                    > d
             }
             _ => true,
         }

@@ -148,7 +148,7 @@ pub fn charge_run_time(ts: &mut TaskSched, c: &Consts, now: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::versions::{V26, D1};
+    use super::super::versions::{D1, V26};
     use super::*;
 
     fn task(nice: i32) -> TaskSched {
@@ -157,7 +157,10 @@ mod tests {
 
     #[test]
     fn delta_truncates_toward_zero() {
-        let d: Vec<i32> = [-20, -10, 0, 10, 19].iter().map(|n| delta(120 + n)).collect();
+        let d: Vec<i32> = [-20, -10, 0, 10, 19]
+            .iter()
+            .map(|n| delta(120 + n))
+            .collect();
         assert_eq!(d, vec![-3, 0, 2, 4, 6]);
     }
 

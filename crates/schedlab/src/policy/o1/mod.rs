@@ -402,13 +402,13 @@ impl O1 {
         self.ts[p as usize].sleep_jtime = ctx.jiffies();
     }
 
-    /// `EXPIRED_STARVING(rq)`.
+    /// `EXPIRED_STARVING(rq)`, written as the kernel's `≥ … + 1`.
+    #[allow(clippy::int_plus_one)]
     fn expired_starving(&self, cpu: CpuId, jiffies: u64) -> bool {
         let rq = &self.rqs[cpu];
         self.c.starvation_limit != 0
             && rq.expired_timestamp != 0
-            && jiffies - rq.expired_timestamp
-                >= self.c.starvation_limit * rq.nr_running as u64 + 1
+            && jiffies - rq.expired_timestamp >= self.c.starvation_limit * rq.nr_running as u64 + 1
     }
 
     /// The slice part of `scheduler_tick` for the running `p` (rq locked).
@@ -476,7 +476,11 @@ impl O1 {
             // C unsigned arithmetic: wraps if a handed-back slice exceeds the base slice.
             let used = (self.c.task_timeslice(ts.static_prio) as u32)
                 .wrapping_sub(ts.time_slice as u32) as u64;
-            if gran > 0 && used % gran == 0 && ts.time_slice >= gran && ts.array == Some(act) {
+            if gran > 0
+                && used.is_multiple_of(gran)
+                && ts.time_slice >= gran
+                && ts.array == Some(act)
+            {
                 ctx.resched_cpu(cpu);
                 self.dequeue(p, cpu);
                 self.ts[pi].prio = est::effective_prio(&self.ts[pi], &self.c);
@@ -489,8 +493,14 @@ impl O1 {
         let s = &self.stats;
         let mut m = BTreeMap::from([
             ("balance_calls".to_string(), s.balance_calls as f64),
-            ("idle_balance_calls".to_string(), s.idle_balance_calls as f64),
-            ("busy_balance_calls".to_string(), s.busy_balance_calls as f64),
+            (
+                "idle_balance_calls".to_string(),
+                s.idle_balance_calls as f64,
+            ),
+            (
+                "busy_balance_calls".to_string(),
+                s.busy_balance_calls as f64,
+            ),
             ("pulled_by_idle".to_string(), s.pulled_idle as f64),
             ("pulled_by_busy".to_string(), s.pulled_busy as f64),
             ("array_switches".to_string(), s.array_switches as f64),
@@ -744,7 +754,7 @@ impl Policy for O1 {
         let j = ctx.jiffies();
         let l = self.rqs[cpu].lock;
         if ctx.task(curr).is_idle {
-            if self.idle_period > 0 && j % self.idle_period == 0 {
+            if self.idle_period > 0 && j.is_multiple_of(self.idle_period) {
                 ctx.lock(l);
                 self.load_balance(ctx, cpu, true);
                 ctx.unlock(l);
@@ -762,7 +772,7 @@ impl Policy for O1 {
             self.task_tick(ctx, cpu, curr);
             ctx.unlock(l);
         }
-        if self.busy_period > 0 && j % self.busy_period == 0 {
+        if self.busy_period > 0 && j.is_multiple_of(self.busy_period) {
             ctx.lock(l);
             self.load_balance(ctx, cpu, false);
             ctx.unlock(l);
@@ -821,7 +831,11 @@ impl Policy for O1 {
             self.ts[p as usize].static_prio = new_static;
         } else {
             let queued = self.ts[p as usize].array.is_some();
-            let arr = if queued { Some(self.dequeue(p, cpu)) } else { None };
+            let arr = if queued {
+                Some(self.dequeue(p, cpu))
+            } else {
+                None
+            };
             let ts = &mut self.ts[p as usize];
             let delta = new_static - ts.prio;
             ts.static_prio = new_static;
@@ -846,7 +860,8 @@ impl Policy for O1 {
         for (c, rq) in self.rqs.iter().enumerate() {
             let mut n = 0;
             for (a, arr) in rq.arrays.iter().enumerate() {
-                arr.check().map_err(|e| format!("{name}: cpu {c} array {a}: {e}"))?;
+                arr.check()
+                    .map_err(|e| format!("{name}: cpu {c} array {a}: {e}"))?;
                 n += arr.nr_active;
                 for (prio, t) in arr.iter() {
                     if let Some(o) = seen[t as usize].replace(c) {

@@ -127,7 +127,7 @@ impl PrioArray {
         let mut n = 0;
         for (i, q) in self.queue.iter().enumerate() {
             let bit = self.bitmap[i / 64] & (1 << (i % 64)) != 0;
-            if bit != !q.is_empty() {
+            if bit == q.is_empty() {
                 return Err(format!("bit {i} is {bit} but list has {} tasks", q.len()));
             }
             n += q.len() as u32;

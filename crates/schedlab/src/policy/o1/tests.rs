@@ -117,7 +117,10 @@ fn expiry_sends_cpu_hogs_to_expired_and_interactive_tasks_back_to_active() {
     let ts = &b.o.ts[hog as usize];
     assert_eq!(ts.array, Some(1), "expired");
     assert_eq!(ts.prio, 121, "one level worse per expired slice");
-    assert_eq!(ts.time_slice, 9, "PRIO_TO_TIMESLICE(120) at HZ=100, MIN 20 ms");
+    assert_eq!(
+        ts.time_slice, 9,
+        "PRIO_TO_TIMESLICE(120) at HZ=100, MIN 20 ms"
+    );
     assert!(b.sim.k.tasks[hog as usize].need_resched);
 
     let mut b = Bench::new("o1-g1");
@@ -126,7 +129,11 @@ fn expiry_sends_cpu_hogs_to_expired_and_interactive_tasks_back_to_active() {
     b.o.ts[ia as usize].time_slice = 1;
     let mut ctx = SchedCtx::new(&mut b.sim.k, 0, Acct::Sched);
     b.o.scheduler_tick(&mut ctx, 0, ia, true);
-    assert_eq!(b.o.ts[ia as usize].array, Some(0), "interactive: back to active");
+    assert_eq!(
+        b.o.ts[ia as usize].array,
+        Some(0),
+        "interactive: back to active"
+    );
     assert_eq!(b.o.ts[ia as usize].prio, 106);
     b.check();
 }
@@ -144,7 +151,11 @@ fn v26_expired_starving_overrides_interactivity() {
     let mut ctx = SchedCtx::new(&mut b.sim.k, 0, Acct::Sched);
     b.o.scheduler_tick(&mut ctx, 0, t, true);
     assert_eq!(b.o.ts[t as usize].prio, 115);
-    assert_eq!(b.o.ts[t as usize].array, Some(1), "starving: expired anyway");
+    assert_eq!(
+        b.o.ts[t as usize].array,
+        Some(1),
+        "starving: expired anyway"
+    );
 
     let mut b = Bench::new("o1-2.6");
     let t = b.task(0, 0, 110);
@@ -155,7 +166,10 @@ fn v26_expired_starving_overrides_interactivity() {
     let mut ctx = SchedCtx::new(&mut b.sim.k, 0, Acct::Sched);
     b.o.scheduler_tick(&mut ctx, 0, t, true);
     assert_eq!(b.o.ts[t as usize].array, Some(0), "interactive: active");
-    assert_eq!(b.o.rqs[0].expired_timestamp, 5000, "set before the test (2.6.0)");
+    assert_eq!(
+        b.o.rqs[0].expired_timestamp, 5000,
+        "set before the test (2.6.0)"
+    );
 }
 
 #[test]
@@ -346,4 +360,44 @@ proptest! {
         }
         b.o.check(&b.sim.k).map_err(TestCaseError::fail)?;
     }
+}
+
+fn result(policy: &str, workload: &str) -> (f64, crate::report::RunReport) {
+    let r = crate::run(RunConfig {
+        machine: "piii700-4way-1m".into(),
+        cpus: Some(4),
+        policy: policy.into(),
+        workload: workload.into(),
+        seed: 1,
+    })
+    .unwrap();
+    (r.result.value, r)
+}
+
+/// See: table V3 (seed finding 4). Without sync wake-ups a split bw_pipe pair pays
+/// cross-CPU copies and IPIs for every page; with them the wakee joins the waker and the
+/// pair stays on one CPU. lat_pipe's wake-ups are asynchronous, so sync does not matter.
+#[test]
+fn sync_wakeups_keep_the_bw_pipe_pair_together() {
+    let (off, r_off) = result("o1-2.6:sync_wakeups=off", "bw_pipe:mb=4");
+    let (on, r_on) = result("o1-2.6:sync_wakeups=on", "bw_pipe:mb=4");
+    assert!(on > 3.0 * off, "bw_pipe off {off} on {on}");
+    assert!(r_off.counters.ipis > 1000 && r_on.counters.ipis < 10);
+    let (loff, _) = result("o1-2.6:sync_wakeups=off", "lat_pipe:rounds=3000");
+    let (lon, _) = result("o1-2.6:sync_wakeups=on", "lat_pipe:rounds=3000");
+    assert!(
+        (loff - lon).abs() < 0.05 * loff,
+        "lat_pipe off {loff} on {lon}"
+    );
+}
+
+/// See: table V3. -D1 splits the pair only at an idle rebalance tick (every 250 ms) that
+/// finds both tasks queued; after that, sync wake-ups are what brings it back together.
+#[test]
+fn d1_without_sync_wakeups_stays_split_once_balanced_apart() {
+    let w = "bw_pipe:mb=2,warmup_kb=1000000";
+    let (off, r_off) = result("o1-d1:sync_wakeups=off", w);
+    let (on, _) = result("o1-d1:sync_wakeups=on", w);
+    assert!(r_off.counters.migrations >= 1);
+    assert!(on > 3.0 * off, "bw_pipe off {off} on {on}");
 }

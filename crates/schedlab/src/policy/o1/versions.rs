@@ -159,12 +159,14 @@ impl Consts {
     }
 
     /// Early `PRIO_TO_TIMESLICE(p)` (§2.3): `((39 − USER_PRIO(p))·(MAX−MIN) + 39)/40 + MIN`.
+    #[allow(clippy::manual_div_ceil)] // the macro as written
     pub fn prio_to_timeslice(&self, prio: i32) -> u64 {
         let up = (prio - 100).clamp(0, 39) as u64;
         ((39 - up) * (self.max_timeslice - self.min_timeslice) + 39) / 40 + self.min_timeslice
     }
 
     /// Early `RT_PRIO_TO_TIMESLICE(p)` (§2.3).
+    #[allow(clippy::manual_div_ceil)] // the macro as written
     pub fn rt_prio_to_timeslice(&self, prio: i32) -> u64 {
         let p = prio.clamp(0, 99) as u64;
         ((99 - p) * (self.max_timeslice - self.min_timeslice) + 99) / 100 + self.min_timeslice
