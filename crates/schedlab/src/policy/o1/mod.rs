@@ -32,6 +32,26 @@
 //! every task on a CPU (until `schedule()` deactivates it); `nr_running` = tasks queued;
 //! the bitmap matches the lists.
 //!
+//! # Statistics (`counters.policy`)
+//!
+//! `balance_calls` (of which `idle_balance_calls`, `busy_balance_calls`): `load_balance`
+//! runs; `pulled_by_idle` / `pulled_by_busy`: tasks moved by idle (empty queue, idle
+//! tick) and busy (fairness tick) balancing; `array_switches`; `sync_migrations`: sync
+//! wake-ups that moved the wakee to the waker's CPU; `expired_inserts` /
+//! `interactive_reinserts`: where expired slices went; `cache_decay_ticks` (2.6).
+//! Balancer moves are kernel migrations, so they show in `migrations` and
+//! `unaffine_switch_pct`.
+//!
+//! # A worked consequence (table V3)
+//!
+//! bw_pipe's two tasks start on one CPU (the child is queued where it was forked). They
+//! are split only when an idle CPU's balancer finds both queued at once — for `o1-2.6`
+//! within milliseconds (idle balance every 1 ms tick), for `o1-d1` at the first
+//! 250 ms idle tick that catches the brief moment after a wake-up and before the waker
+//! sleeps. Once split, without sync wake-ups each 4 KB hand-off is a cross-CPU wake-up
+//! with an IPI and a copy of lines dirty in the other cache; with them the wakee is
+//! pulled back to the waker at once.
+//!
 //! Not modelled: RT balancing, `nr_uninterruptible`, migration threads and
 //! `set_cpus_allowed` (the workloads never change affinity), NUMA node balancing.
 
