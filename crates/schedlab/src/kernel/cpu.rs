@@ -408,6 +408,20 @@ impl Simulation {
             });
         }
         n.kstack.push(Frame::Tail { prev });
+        // The run ends when no task is left alive and the last zombie is off its CPU:
+        // stopping at the exit itself would drop the exit's own `schedule()` whenever an
+        // interrupt taken on the way pushes it past the stop time.
+        if self.k.live_tasks == 0
+            && self.stop_at.is_none()
+            && self.k.tasks[prev as usize].state != TaskState::Running
+            && self
+                .k
+                .cpus
+                .iter()
+                .all(|c| self.k.tasks[c.curr as usize].state != TaskState::Zombie)
+        {
+            self.stop_at = Some(now);
+        }
     }
 
     /// A reaped (or parentless) zombie becomes dead; its cache lines are forgotten.

@@ -547,9 +547,7 @@ impl Simulation {
                 self.release(c);
             }
         }
-        if self.k.live_tasks == 0 && self.stop_at.is_none() {
-            self.stop_at = Some(self.k.cpus[cpu].clock);
-        }
+        // The run stops once the last task has also left its CPU (see `context_switch`).
         Outcome::Exit
     }
 

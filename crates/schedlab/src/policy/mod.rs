@@ -17,6 +17,7 @@
 
 pub mod fifo;
 pub mod linux24;
+pub mod o1;
 
 use std::collections::BTreeMap;
 
@@ -371,7 +372,13 @@ pub struct PolicyInfo {
 
 /// The registry, in `schedlab list policies` order: the reference policy, then the
 /// schedulers in historical order.
-pub static POLICIES: &[PolicyInfo] = &[fifo::INFO, linux24::INFO];
+pub static POLICIES: &[PolicyInfo] = &[
+    fifo::INFO,
+    linux24::INFO,
+    o1::INFO_D1,
+    o1::INFO_G1,
+    o1::INFO_26,
+];
 
 /// Build the policy named by `spec` for `machine`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<Box<dyn Policy>, SpecError> {
