@@ -16,6 +16,8 @@
 //! A policy knows no workload; the kernel knows no policy.
 
 pub mod fifo;
+pub mod hamq;
+pub mod mq;
 
 use std::collections::BTreeMap;
 
@@ -172,6 +174,13 @@ impl<'a> SchedCtx<'a> {
     #[inline]
     pub fn nr_cpus(&self) -> usize {
         self.k.cpus.len()
+    }
+
+    /// The mm loaded on `cpu`: its current task's `active_mm` (the idle task keeps the
+    /// mm of the task before it, lazy TLB).
+    #[inline]
+    pub fn active_mm(&self, cpu: CpuId) -> u32 {
+        self.k.cpus[cpu].active_mm
     }
 
     /// Read a task.
@@ -362,7 +371,7 @@ pub struct PolicyInfo {
 
 /// The registry, in `schedlab list policies` order: the reference policy, then the
 /// schedulers in historical order.
-pub static POLICIES: &[PolicyInfo] = &[fifo::INFO];
+pub static POLICIES: &[PolicyInfo] = &[fifo::INFO, mq::INFO, mq::POOL_INFO, hamq::INFO];
 
 /// Build the policy named by `spec` for `machine`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<Box<dyn Policy>, SpecError> {
