@@ -8,6 +8,7 @@
 pub mod bw_pipe;
 pub mod lat_pipe;
 pub mod program;
+pub mod reflex;
 
 use crate::engine::{Time, SEC};
 use crate::kernel::Kernel;
@@ -49,7 +50,7 @@ pub struct WorkloadInfo {
 }
 
 /// The registry, in `schedlab list workloads` order.
-pub static WORKLOADS: &[WorkloadInfo] = &[lat_pipe::INFO, bw_pipe::INFO];
+pub static WORKLOADS: &[WorkloadInfo] = &[lat_pipe::INFO, bw_pipe::INFO, reflex::INFO];
 
 /// Build the workload named by `spec`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Params), SpecError> {
