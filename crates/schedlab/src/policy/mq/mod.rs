@@ -633,7 +633,6 @@ impl Mq {
     /// is not running and may not be queued yet. On return `p` is on some queue.
     fn reschedule_idle(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         let tsk_cpu = ctx.task(p).processor;
-        let this = ctx.cpu();
         debug_assert!(ctx.holds(self.rq[tsk_cpu].lock));
         self.st.resched_calls += 1;
 
@@ -670,7 +669,7 @@ impl Mq {
             }
             keys[cpu] = if self.curr_na_goodness[cpu] == MIN_GOODNESS {
                 // Longest idle first: minus the cycles since its last switch.
-                let cycles = (now - ctx.last_schedule(cpu)) * mhz / 1000;
+                let cycles = now.saturating_sub(ctx.last_schedule(cpu)) * mhz / 1000;
                 if cycles > i32::MAX as u64 {
                     i32::MIN
                 } else {
@@ -736,7 +735,6 @@ impl Mq {
         if !self.ts[p as usize].on_rq {
             self.add_to_runqueue(ctx, p, true);
         }
-        let _ = this;
     }
 
     fn count_resched(&mut self, task_cpu: bool, lock: bool) {
@@ -838,10 +836,10 @@ impl Policy for Mq {
         self.lock_rq(ctx, cpu_rq);
         if !self.ts[p as usize].on_rq {
             let this = ctx.cpu();
-            if !(sync && self.cfg.sync_wakeups) || !ctx.allowed(p, this) {
-                self.reschedule_idle(ctx, p);
-            } else {
+            if sync && self.cfg.sync_wakeups && ctx.allowed(p, this) {
                 self.add_to_runqueue(ctx, p, true);
+            } else {
+                self.reschedule_idle(ctx, p);
             }
         }
         ctx.unlock(self.rq[cpu_rq].lock);
