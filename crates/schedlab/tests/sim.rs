@@ -439,7 +439,11 @@ proptest! {
             for s in &sim.k.streams {
                 prop_assert_eq!(s.written, s.read, "every byte written is read");
             }
-            prop_assert!(sim.k.tasks.iter().all(|t| t.is_idle || t.state == schedlab::kernel::task::TaskState::Dead));
+            prop_assert!(
+                sim.k.tasks.iter().all(|t| t.is_idle || t.state == schedlab::kernel::task::TaskState::Dead),
+                "policy {}: {:?}", p.name,
+                sim.k.tasks.iter().map(|t| (t.pid, t.state, t.processor, t.on_cpu)).collect::<Vec<_>>()
+            );
         }
     }
 }
@@ -694,4 +698,65 @@ fn linux24_schedule_cost_and_lock_contention_grow_with_tasks_and_cpus() {
     );
     assert!(many2_c < many8_c, "contended {many2_c}% vs {many8_c}%");
     let _ = many_c;
+}
+
+fn policy_counters(policy: &str, workload: &str) -> serde_json::Value {
+    run_json(cfg("piii700-2m", 8, policy, workload))["counters"].clone()
+}
+
+/// See: table V4 (and system.md finding 5) — a higher PROC_CHANGE_PENALTY isolates MQ's
+/// queues: fewer migrations, fewer steals, fewer placements away from the task's CPU.
+#[test]
+fn mq_higher_pcp_means_fewer_migrations_and_steals() {
+    let w = "reflex:tasks=24,sets=12";
+    let lo = policy_counters("mq:pcp=6", w);
+    let hi = policy_counters("mq:pcp=40", w);
+    let f = |v: &serde_json::Value, k: &str| v["policy"][k].as_f64().unwrap();
+    assert!(hi["migrations"].as_u64() < lo["migrations"].as_u64());
+    assert!(f(&hi, "remote_still_better_pct") < f(&lo, "remote_still_better_pct"));
+    let placed = |v: &serde_json::Value| {
+        f(v, "resched_target_is_task_cpu_pct") + f(v, "resched_remote_lock_ok_pct")
+    };
+    assert!(placed(&hi) < placed(&lo));
+    for k in [
+        "remote_better_pct",
+        "remote_lock_ok_pct",
+        "remote_still_better_pct",
+    ] {
+        assert!(f(&lo, k) > 0.0 && f(&lo, k) <= 100.0, "{k}");
+    }
+    // Counter 2 implies 1, counter 3 implies 2.
+    assert!(f(&lo, "remote_still_better_pct") <= f(&lo, "remote_lock_ok_pct"));
+    assert!(f(&lo, "remote_lock_ok_pct") <= f(&lo, "remote_better_pct"));
+}
+
+/// See: system.md finding 3 — haMQ runs the woken task of a 2-task ping-pong on the other
+/// (idle) CPU, so nearly every hop is a cross-CPU wake-up with an IPI, and the round is
+/// slower than when the pair shares one CPU.
+#[test]
+fn hamq_two_task_reflex_pays_a_cross_cpu_wakeup_every_hop() {
+    let r = run_json(cfg("piii700-1m", 8, "hamq", "reflex:tasks=2,rounds=500"));
+    let hops = 2 * 500;
+    let ipis = r["counters"]["ipis"].as_u64().unwrap();
+    assert!(ipis >= hops * 9 / 10, "{ipis} IPIs for {hops} hops");
+    let one_cpu = run_json(cfg("piii700-1m", 1, "hamq", "reflex:tasks=2,rounds=500"));
+    assert!(
+        r["result"]["value"].as_f64().unwrap() > 1.5 * one_cpu["result"]["value"].as_f64().unwrap()
+    );
+}
+
+/// Pooled MQ with balancing keeps every run queue consistent and actually balances.
+#[test]
+fn mq_pool_balancer_runs_and_moves_tasks() {
+    let c = policy_counters(
+        "mq-pool:pool_size=1,lb_interval_ms=10,idle_bitmap=off",
+        "reflex:tasks=32,sets=16,rounds=4000",
+    );
+    assert!(c["policy"]["lb_runs"].as_f64().unwrap() >= 1.0);
+    assert!(c["policy"]["lb_moves"].as_f64().unwrap() >= 1.0);
+    assert_eq!(
+        c["policy"]["steals"].as_f64().unwrap(),
+        0.0,
+        "pools of one CPU never steal"
+    );
 }

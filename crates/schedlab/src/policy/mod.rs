@@ -16,7 +16,9 @@
 //! A policy knows no workload; the kernel knows no policy.
 
 pub mod fifo;
+pub mod hamq;
 pub mod linux24;
+pub mod mq;
 pub mod o1;
 
 use std::collections::BTreeMap;
@@ -174,6 +176,13 @@ impl<'a> SchedCtx<'a> {
     #[inline]
     pub fn nr_cpus(&self) -> usize {
         self.k.cpus.len()
+    }
+
+    /// The mm loaded on `cpu`: its current task's `active_mm` (the idle task keeps the
+    /// mm of the task before it, lazy TLB).
+    #[inline]
+    pub fn active_mm(&self, cpu: CpuId) -> u32 {
+        self.k.cpus[cpu].active_mm
     }
 
     /// Read a task.
@@ -375,6 +384,9 @@ pub struct PolicyInfo {
 pub static POLICIES: &[PolicyInfo] = &[
     fifo::INFO,
     linux24::INFO,
+    mq::INFO,
+    mq::POOL_INFO,
+    hamq::INFO,
     o1::INFO_D1,
     o1::INFO_G1,
     o1::INFO_26,
