@@ -249,7 +249,9 @@ impl Simulation {
         let limit = self.workload.limit_ns();
         let check_every: u64 = if cfg!(debug_assertions) { 1 << 12 } else { 0 };
         while let Some((t, ev)) = self.k.queue.pop() {
-            if self.stop_at.is_some_and(|s| t > s) {
+            // The run ends at the last exit, once every exited task has left its CPU (a
+            // tick taken between exit() and its schedule() must not strand the zombie).
+            if self.stop_at.is_some_and(|s| t > s) && !self.zombie_on_cpu() {
                 break;
             }
             if t > limit {
@@ -284,6 +286,13 @@ impl Simulation {
         self.check()
             .unwrap_or_else(|e| panic!("invariant broken at the end of the run: {e}"));
         Ok(())
+    }
+
+    fn zombie_on_cpu(&self) -> bool {
+        self.k
+            .cpus
+            .iter()
+            .any(|c| self.k.tasks[c.curr as usize].state == crate::kernel::task::TaskState::Zombie)
     }
 
     /// Kernel and policy invariants.

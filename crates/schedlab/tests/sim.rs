@@ -439,7 +439,324 @@ proptest! {
             for s in &sim.k.streams {
                 prop_assert_eq!(s.written, s.read, "every byte written is read");
             }
-            prop_assert!(sim.k.tasks.iter().all(|t| t.is_idle || t.state == schedlab::kernel::task::TaskState::Dead));
+            prop_assert!(
+                sim.k.tasks.iter().all(|t| t.is_idle || t.state == schedlab::kernel::task::TaskState::Dead),
+                "policy {}: {:?}", p.name,
+                sim.k.tasks.iter().map(|t| (t.pid, t.state, t.processor, t.on_cpu)).collect::<Vec<_>>()
+            );
         }
     }
+}
+
+// ---- lat_ctx, lat_proc, tbench, mkbench: structure ----------------------------------------
+
+fn sim_of(cpus: usize, policy: &str, workload: &str) -> Simulation {
+    let mut sim = Simulation::new(cfg("piii700-1m", cpus, policy, workload)).unwrap();
+    sim.run(&mut |_, _| {}).unwrap();
+    sim
+}
+
+fn timed(sim: &Simulation) -> Time {
+    sim.rec.last("end").unwrap() - sim.rec.first("start").unwrap()
+}
+
+#[test]
+fn lat_ctx_passes_the_token_round_the_ring_and_subtracts_its_overhead() {
+    let (procs, rounds, warmup, ovr) = (4u64, 300u64, 5u64, 100u64);
+    let w =
+        format!("lat_ctx:procs={procs},size_kb=16,rounds={rounds},warmup={warmup},ovr_iters={ovr}");
+    for p in POLICIES {
+        let sim = sim_of(2, p.name, &w);
+        // The ring: every member forwards the token once per trip, start-up trip included.
+        assert_eq!(
+            sim.rec.count("hops"),
+            procs * (1 + warmup + rounds),
+            "{}",
+            p.name
+        );
+        assert_eq!(sim.rec.count("trips"), warmup + rounds);
+        assert_eq!(sim.k.stats.forks, procs - 1, "procs - 1 members are forked");
+        // Bytes: 4-byte tokens — the pipe-cost passes (one untimed) plus the ring hops.
+        let written: u64 = sim.k.streams.iter().map(|s| s.written).sum();
+        assert_eq!(written, 4 * (ovr + 1) + 4 * procs * (1 + warmup + rounds));
+        let r = sim.report().unwrap();
+        assert_eq!(r.result.metric, "us_per_switch");
+        // The subtraction leaves the switch (plus refill): positive, µs-scale.
+        assert!(
+            r.result.value > 0.5 && r.result.value < 100.0,
+            "{}",
+            r.result.value
+        );
+        // The overhead is measured, and is less than a hop.
+        let hop = timed(&sim) as f64 / (rounds * procs) as f64 / 1000.0;
+        assert!(r.result.value < hop);
+    }
+}
+
+#[test]
+fn lat_ctx_with_more_processes_does_proportionally_more_hops() {
+    let small = sim_of(1, "fifo", "lat_ctx:procs=2,rounds=400");
+    let big = sim_of(1, "fifo", "lat_ctx:procs=8,rounds=400");
+    let ratio = timed(&big) as f64 / timed(&small) as f64;
+    assert!(ratio > 3.0 && ratio < 5.0, "timed ratio {ratio}");
+    assert_eq!(big.rec.count("hops"), 4 * small.rec.count("hops"));
+}
+
+#[test]
+fn lat_proc_forks_and_reaps_one_child_per_iteration() {
+    for p in POLICIES {
+        let sim = sim_of(4, p.name, "lat_proc:op=fork,n=200,warmup=5");
+        assert_eq!(sim.k.stats.forks, 205, "{}", p.name);
+        assert_eq!(sim.rec.count("reaped"), 205);
+        assert_eq!(sim.rec.count("execs"), 0);
+        let fork = sim.report().unwrap().result.value;
+        let sim = sim_of(4, p.name, "lat_proc:op=exec,n=200,warmup=5");
+        assert_eq!(sim.rec.count("execs"), 205);
+        let exec = sim.report().unwrap().result.value;
+        // fork+exit+wait costs hundreds of µs; an exec adds the exec cost on top.
+        assert!(fork > 100.0 && fork < 1000.0, "fork {fork}");
+        assert!(exec > fork + 300.0, "exec {exec} vs fork {fork}");
+    }
+}
+
+#[test]
+fn tbench_exchanges_every_request_and_nothing_sends_before_go() {
+    let (clients, ops) = (3u64, 300u64);
+    for p in POLICIES {
+        let sim = sim_of(4, p.name, &format!("tbench:clients={clients},ops={ops}"));
+        assert_eq!(
+            sim.k.stats.forks,
+            2 * clients,
+            "{}: a client and a server each",
+            p.name
+        );
+        assert_eq!(sim.rec.count("exchanges"), clients * ops);
+        // Every request (set-up exchange included) got its reply from the server.
+        assert_eq!(sim.rec.count("replies"), clients * (ops + 1));
+        let tcp: u64 = sim
+            .k
+            .streams
+            .iter()
+            .filter(|s| s.kind == schedlab::kernel::chan::StreamKind::Tcp)
+            .map(|s| s.written)
+            .sum();
+        assert_eq!(
+            tcp,
+            sim.rec.count("request_bytes") + sim.rec.count("reply_bytes")
+        );
+        // Barrier: no client starts its timed exchanges before "go".
+        let go = sim.rec.first("start").unwrap();
+        let firsts = &sim.rec.marks["first_request"];
+        assert_eq!(firsts.len() as u64, clients);
+        assert!(firsts.iter().all(|&t| t >= go));
+        let r = sim.report().unwrap();
+        assert_eq!(r.result.metric, "mb_per_s");
+        assert!(
+            r.result.value > 1.0 && r.result.value < 2000.0,
+            "{}",
+            r.result.value
+        );
+    }
+}
+
+#[test]
+fn tbench_scales_with_clients_and_hits_the_file_limit() {
+    let a = sim_of(2, "fifo", "tbench:clients=2,ops=200");
+    let b = sim_of(2, "fifo", "tbench:clients=4,ops=200");
+    assert_eq!(b.rec.count("exchanges"), 2 * a.rec.count("exchanges"));
+    let ratio = b.rec.count("payload_bytes") as f64 / a.rec.count("payload_bytes") as f64;
+    assert!(ratio > 1.5 && ratio < 2.5, "payload ratio {ratio}");
+    // 4096 connections need 8192 sockets: file-max (8192) refuses the last connect.
+    let e = schedlab::run(cfg("piii700-1m", 2, "fifo", "tbench:clients=4096,ops=1"))
+        .err()
+        .unwrap();
+    assert!(matches!(e, SimError::Workload(_)));
+    assert!(e.to_string().contains("refused"), "{e}");
+}
+
+#[test]
+fn mkbench_builds_every_file_within_the_job_limit() {
+    let files: u64 = schedlab::workload::mkbench::TREE
+        .iter()
+        .map(|d| d.files as u64)
+        .sum();
+    let dirs = schedlab::workload::mkbench::TREE.len() as u64;
+    let tail = schedlab::workload::mkbench::TAIL.len() as u64;
+    let sim = sim_of(8, "fifo", "mkbench:makes=1,jobs=2,cc1_ms=20");
+    assert_eq!(sim.rec.count("files"), files);
+    assert_eq!(
+        sim.rec.count("makes"),
+        dirs - 1,
+        "one sub-make per directory"
+    );
+    assert_eq!(sim.rec.count("links"), dirs);
+    assert_eq!(sim.rec.count("tail_steps"), tail - 1);
+    // Tasks: the top make, sub-makes, gcc + cpp + cc1 + as per file, links, tail.
+    assert_eq!(
+        sim.k.stats.forks,
+        1 + (dirs - 1) + 4 * files + dirs + (tail - 1)
+    );
+    // The jobserver: never more than `jobs` compile jobs between token and return.
+    let mut ev: Vec<(Time, i32)> = sim.rec.marks["job_start"].iter().map(|&t| (t, 1)).collect();
+    ev.extend(sim.rec.marks["job_end"].iter().map(|&t| (t, -1)));
+    ev.sort();
+    let (mut now, mut max) = (0i32, 0i32);
+    for (_, d) in ev {
+        now += d;
+        max = max.max(now);
+    }
+    assert!((1..=2).contains(&max), "{max} jobs at once with -j2");
+    let r = sim.report().unwrap();
+    assert_eq!(r.result.metric, "s_per_build");
+}
+
+#[test]
+fn mkbench_more_makes_do_proportionally_more_work() {
+    for p in POLICIES {
+        let one = sim_of(8, p.name, "mkbench:makes=1,cc1_ms=20");
+        let two = sim_of(8, p.name, "mkbench:makes=2,cc1_ms=20");
+        assert_eq!(
+            two.rec.count("files"),
+            2 * one.rec.count("files"),
+            "{}",
+            p.name
+        );
+        assert_eq!(two.rec.count("builds"), 2);
+        let ratio = two.rec.count("cc1_ns") as f64 / one.rec.count("cc1_ns") as f64;
+        assert!(ratio > 1.7 && ratio < 2.3, "cc1 work ratio {ratio}");
+    }
+}
+
+/// `threads` threads of one process that sleep until `start` (so that all of them exist)
+/// and then call `sched_yield()` until `until`.
+fn yield_loop(
+    threads: u32,
+    start: Time,
+    until: Time,
+) -> impl Fn() -> Box<dyn Program> + Send + 'static {
+    move || {
+        let mut i = 0;
+        program(move |_e: &mut Env<'_>| {
+            i += 1;
+            if i <= threads {
+                Op::Clone {
+                    child: program(move |e: &mut Env<'_>| {
+                        if e.now < start {
+                            Op::Sleep { ns: start - e.now }
+                        } else if e.now >= until {
+                            e.count("done", 1);
+                            Op::Exit
+                        } else {
+                            Op::Yield
+                        }
+                    }),
+                }
+            } else if i <= 2 * threads {
+                Op::Wait
+            } else {
+                Op::Exit
+            }
+        })
+    }
+}
+
+/// (µs per `schedule()` as the policy charged it, runqueue_lock contended %, mean wait
+/// per acquisition in ns) of a yield loop under linux-2.4.
+fn linux24_yield_costs(threads: u32, cpus: usize) -> (f64, f64, f64) {
+    let sim = run_custom("linux-2.4", cpus, 1, yield_loop(threads, 10 * MS, 40 * MS));
+    assert_eq!(sim.rec.count("done"), threads as u64);
+    let r = sim.report().unwrap();
+    let lock = &r.counters.locks["runqueue_lock"];
+    let p = &r.counters.policy;
+    assert!(p["schedule_calls"] > 100.0);
+    assert!(p["tasks_examined_mean"] > 0.5 * threads as f64, "{p:?}");
+    (
+        p["schedule_ns_mean"] / 1e3,
+        lock.contended_pct,
+        lock.wait_ns_mean,
+    )
+}
+
+// See: system.md findings 1 and 2 (runqueue-lock collapse, O(n) selection).
+#[test]
+fn linux24_schedule_cost_and_lock_contention_grow_with_tasks_and_cpus() {
+    let (few, _, few_w) = linux24_yield_costs(8, 4);
+    let (many, many_c, many_w) = linux24_yield_costs(64, 4);
+    let (many8, many8_c, many8_w) = linux24_yield_costs(64, 8);
+    let (many2, many2_c, many2_w) = linux24_yield_costs(64, 2);
+    // The walk charges every runnable task: 8× the tasks costs several times more.
+    assert!(many > 3.0 * few, "8 tasks {few} µs, 64 tasks {many} µs");
+    assert!(many_w > few_w, "wait {few_w} ns → {many_w} ns");
+    // More CPUs contend for the one lock: spinning lands in schedule().
+    assert!(
+        many2 < many && many < many8,
+        "2/4/8 CPUs: {many2} / {many} / {many8} µs"
+    );
+    assert!(
+        many2_w < many_w && many_w < many8_w,
+        "2/4/8 CPUs: wait {many2_w} / {many_w} / {many8_w} ns"
+    );
+    assert!(many2_c < many8_c, "contended {many2_c}% vs {many8_c}%");
+    let _ = many_c;
+}
+
+fn policy_counters(policy: &str, workload: &str) -> serde_json::Value {
+    run_json(cfg("piii700-2m", 8, policy, workload))["counters"].clone()
+}
+
+/// See: table V4 (and system.md finding 5) — a higher PROC_CHANGE_PENALTY isolates MQ's
+/// queues: fewer migrations, fewer steals, fewer placements away from the task's CPU.
+#[test]
+fn mq_higher_pcp_means_fewer_migrations_and_steals() {
+    let w = "reflex:tasks=24,sets=12";
+    let lo = policy_counters("mq:pcp=6", w);
+    let hi = policy_counters("mq:pcp=40", w);
+    let f = |v: &serde_json::Value, k: &str| v["policy"][k].as_f64().unwrap();
+    assert!(hi["migrations"].as_u64() < lo["migrations"].as_u64());
+    assert!(f(&hi, "remote_still_better_pct") < f(&lo, "remote_still_better_pct"));
+    let placed = |v: &serde_json::Value| {
+        f(v, "resched_target_is_task_cpu_pct") + f(v, "resched_remote_lock_ok_pct")
+    };
+    assert!(placed(&hi) < placed(&lo));
+    for k in [
+        "remote_better_pct",
+        "remote_lock_ok_pct",
+        "remote_still_better_pct",
+    ] {
+        assert!(f(&lo, k) > 0.0 && f(&lo, k) <= 100.0, "{k}");
+    }
+    // Counter 2 implies 1, counter 3 implies 2.
+    assert!(f(&lo, "remote_still_better_pct") <= f(&lo, "remote_lock_ok_pct"));
+    assert!(f(&lo, "remote_lock_ok_pct") <= f(&lo, "remote_better_pct"));
+}
+
+/// See: system.md finding 3 — haMQ runs the woken task of a 2-task ping-pong on the other
+/// (idle) CPU, so nearly every hop is a cross-CPU wake-up with an IPI, and the round is
+/// slower than when the pair shares one CPU.
+#[test]
+fn hamq_two_task_reflex_pays_a_cross_cpu_wakeup_every_hop() {
+    let r = run_json(cfg("piii700-1m", 8, "hamq", "reflex:tasks=2,rounds=500"));
+    let hops = 2 * 500;
+    let ipis = r["counters"]["ipis"].as_u64().unwrap();
+    assert!(ipis >= hops * 9 / 10, "{ipis} IPIs for {hops} hops");
+    let one_cpu = run_json(cfg("piii700-1m", 1, "hamq", "reflex:tasks=2,rounds=500"));
+    assert!(
+        r["result"]["value"].as_f64().unwrap() > 1.5 * one_cpu["result"]["value"].as_f64().unwrap()
+    );
+}
+
+/// Pooled MQ with balancing keeps every run queue consistent and actually balances.
+#[test]
+fn mq_pool_balancer_runs_and_moves_tasks() {
+    let c = policy_counters(
+        "mq-pool:pool_size=1,lb_interval_ms=10,idle_bitmap=off",
+        "reflex:tasks=32,sets=16,rounds=4000",
+    );
+    assert!(c["policy"]["lb_runs"].as_f64().unwrap() >= 1.0);
+    assert!(c["policy"]["lb_moves"].as_f64().unwrap() >= 1.0);
+    assert_eq!(
+        c["policy"]["steals"].as_f64().unwrap(),
+        0.0,
+        "pools of one CPU never steal"
+    );
 }

@@ -147,13 +147,7 @@ impl Simulation {
                     }
                 }
                 Frame::Schedule => self.schedule(cpu, curr),
-                Frame::NewTask { child } => {
-                    let mut ctx = self.k.hook_ctx(cpu);
-                    self.policy.task_new(&mut ctx, child, Some(curr));
-                    self.policy.wake_up_new_task(&mut ctx, child, curr);
-                    self.assert_unlocked(cpu, "wake_up_new_task");
-                    self.k.tasks[child as usize].state = TaskState::Running;
-                }
+                Frame::NewTask { child, thread } => self.new_task(cpu, curr, child, thread),
                 Frame::Tail { prev } => {
                     let mut ctx = self.k.hook_ctx(cpu);
                     self.policy.schedule_tail(&mut ctx, cpu, prev);
@@ -203,6 +197,7 @@ impl Simulation {
             ret,
             now: self.k.cpus[cpu].clock,
             pid: t.pid,
+            ctxt: self.k.stats.context_switches,
             rng: &mut self.k.rng,
             rec: &mut self.rec,
         };
@@ -369,7 +364,10 @@ impl Simulation {
                 Some(o) if o != cpu => self.k.machine.line_transfer_ns(o, cpu),
                 _ => costs.mem_line_ns,
             };
-            let miss = self.k.cache.touch(cpu, next, costs.kernel_footprint_bytes);
+            let miss = self
+                .k
+                .cache
+                .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
             cost += miss.from_l2 * costs.l2_line_ns + miss.from_outside * from_outside;
         }
         // The exiting task's parent learns of the zombie once it is off the CPU (2.4's
@@ -412,6 +410,20 @@ impl Simulation {
             });
         }
         n.kstack.push(Frame::Tail { prev });
+        // The run ends when no task is left alive and the last zombie is off its CPU:
+        // stopping at the exit itself would drop the exit's own `schedule()` whenever an
+        // interrupt taken on the way pushes it past the stop time.
+        if self.k.live_tasks == 0
+            && self.stop_at.is_none()
+            && self.k.tasks[prev as usize].state != TaskState::Running
+            && self
+                .k
+                .cpus
+                .iter()
+                .all(|c| self.k.tasks[c.curr as usize].state != TaskState::Zombie)
+        {
+            self.stop_at = Some(now);
+        }
     }
 
     /// A reaped (or parentless) zombie becomes dead; its cache lines are forgotten.
@@ -424,7 +436,7 @@ impl Simulation {
         self.k.cache.forget(p);
     }
 
-    fn assert_unlocked(&self, cpu: CpuId, hook: &str) {
+    pub(crate) fn assert_unlocked(&self, cpu: CpuId, hook: &str) {
         if let Some(l) = self.k.locks.iter().find(|l| l.holder == Some(cpu)) {
             panic!(
                 "{}: {hook} returned on cpu {cpu} at {} ns still holding {}",

@@ -71,7 +71,10 @@ pub enum Frame {
     Schedule,
     /// The policy's part of `do_fork` for a new task: `task_new` and `wake_up_new_task`,
     /// run synced after the fork's own work.
-    NewTask { child: TaskId },
+    NewTask {
+        child: Box<dyn Program>,
+        thread: bool,
+    },
     /// First thing a task does after being switched in: `schedule_tail(prev)`.
     Tail { prev: TaskId },
     /// Timer interrupt.

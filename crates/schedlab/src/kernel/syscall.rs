@@ -59,7 +59,7 @@ impl Simulation {
                     Outcome::Block(Sys::Sleep { ns, armed: true })
                 }
             }
-            Sys::Fork { child, thread } => self.sys_fork(cpu, task, child, thread),
+            Sys::Fork { child, thread } => self.sys_fork(cpu, child, thread),
             Sys::Exec { program } => {
                 let ns = self.k.machine.costs().exec_ns;
                 self.k.charge(cpu, ns, Acct::Running);
@@ -443,28 +443,47 @@ impl Simulation {
         })
     }
 
-    fn sys_fork(
+    /// `do_fork`, first half: refuse beyond the 2.4 limits, charge the copy. The task is
+    /// created by the `NewTask` frame that follows, synced, so that it appears in the task
+    /// table together with its scheduler state.
+    fn sys_fork(&mut self, cpu: CpuId, child: Box<dyn Program>, thread: bool) -> Outcome {
+        if !self.fork_allowed() {
+            return Outcome::Done(EAGAIN);
+        }
+        let costs = self.k.machine.costs();
+        let ns = if thread {
+            costs.clone_ns
+        } else {
+            costs.fork_ns
+        };
+        self.k.charge(cpu, ns, Acct::Running);
+        let parent = self.k.cpus[cpu].curr;
+        self.k.tasks[parent as usize]
+            .kstack
+            .push(Frame::NewTask { child, thread });
+        Outcome::Done(0)
+    }
+
+    /// `RLIMIT_NPROC`, `max_threads` and `PID_MAX` (benchmarks.md §1.4).
+    fn fork_allowed(&self) -> bool {
+        let limits = &self.k.machine.preset.limits;
+        let live = self.k.live_tasks;
+        live < limits.nproc && live < limits.max_threads && (self.k.next_pid as u64) < 32768
+    }
+
+    /// `do_fork`, second half (synced): create the child, let the policy split the
+    /// timeslice and place it; the parent's `fork()` returns the child's pid.
+    pub(crate) fn new_task(
         &mut self,
         cpu: CpuId,
         parent: TaskId,
         child: Box<dyn Program>,
         thread: bool,
-    ) -> Outcome {
-        let costs = self.k.machine.costs();
-        let limits = &self.k.machine.preset.limits;
-        let live = self.k.live_tasks;
-        if live >= limits.nproc || live >= limits.max_threads || self.k.next_pid as u64 >= 32768 {
-            return Outcome::Done(EAGAIN);
+    ) {
+        if !self.fork_allowed() {
+            self.k.tasks[parent as usize].ret = EAGAIN;
+            return;
         }
-        self.k.charge(
-            cpu,
-            if thread {
-                costs.clone_ns
-            } else {
-                costs.fork_ns
-            },
-            Acct::Running,
-        );
         let p = &self.k.tasks[parent as usize];
         let mm = if thread {
             p.mm
@@ -478,11 +497,12 @@ impl Simulation {
             .kstack
             .extend([Frame::User, Frame::SysExit]);
         self.k.stats.forks += 1;
-        // The scheduler's part runs synced, once the fork's own work is charged.
-        self.k.tasks[parent as usize]
-            .kstack
-            .push(Frame::NewTask { child: id });
-        Outcome::Done(self.k.tasks[id as usize].pid as i64)
+        let mut ctx = self.k.hook_ctx(cpu);
+        self.policy.task_new(&mut ctx, id, Some(parent));
+        self.policy.wake_up_new_task(&mut ctx, id, parent);
+        self.assert_unlocked(cpu, "wake_up_new_task");
+        self.k.tasks[id as usize].state = TaskState::Running;
+        self.k.tasks[parent as usize].ret = self.k.tasks[id as usize].pid as i64;
     }
 
     /// Create a task in state `Uninterruptible` (not yet runnable) on `cpu`'s queue.
@@ -546,9 +566,7 @@ impl Simulation {
                 self.release(c);
             }
         }
-        if self.k.live_tasks == 0 && self.stop_at.is_none() {
-            self.stop_at = Some(self.k.cpus[cpu].clock);
-        }
+        // The run stops once the last task has also left its CPU (see `context_switch`).
         Outcome::Exit
     }
 

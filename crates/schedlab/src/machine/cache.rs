@@ -8,8 +8,13 @@
 //! the rest. Touching a working set also invalidates the task's lines on other CPUs — the
 //! model assumes working sets are written, as lat_ctx's summed arrays and kernel stacks are.
 //!
-//! Invariants: per level, `used == Σ resident ≤ capacity`; a task's residency never
-//! exceeds the bytes it touched last.
+//! A task owns two independent working sets: its user working set ([`CacheModel::touch`])
+//! and its kernel footprint — task_struct, kernel stack — touched at every switch-in
+//! ([`CacheModel::touch_kernel`]). They are tracked separately, so the small kernel
+//! touch at a switch does not shrink the record of the user set the task left resident.
+//!
+//! Invariants: per level, `used == Σ resident ≤ capacity`; a working set's residency
+//! never exceeds the bytes last touched of it.
 
 use std::collections::BTreeMap;
 
@@ -100,6 +105,16 @@ pub struct Miss {
     pub from_outside: u64,
 }
 
+/// Index of a task's user working set in a [`Level`].
+fn user_set(task: u32) -> u32 {
+    2 * task
+}
+
+/// Index of a task's kernel footprint in a [`Level`].
+fn kernel_set(task: u32) -> u32 {
+    2 * task + 1
+}
+
 /// The caches of every CPU.
 pub struct CacheModel {
     line: u64,
@@ -119,9 +134,19 @@ impl CacheModel {
         }
     }
 
-    /// `task` touches `bytes` of its working set on `cpu`: report the misses, make the set
-    /// resident there, evict other tasks as needed and invalidate the set elsewhere.
+    /// `task` touches `bytes` of its user working set on `cpu`: report the misses, make
+    /// the set resident there, evict other sets as needed and invalidate it elsewhere.
     pub fn touch(&mut self, cpu: CpuId, task: u32, bytes: u64) -> Miss {
+        self.touch_set(cpu, user_set(task), bytes)
+    }
+
+    /// `task`'s kernel footprint (task_struct, kernel stack) is touched on `cpu`: as
+    /// [`CacheModel::touch`], for the task's second, kernel-side working set.
+    pub fn touch_kernel(&mut self, cpu: CpuId, task: u32, bytes: u64) -> Miss {
+        self.touch_set(cpu, kernel_set(task), bytes)
+    }
+
+    fn touch_set(&mut self, cpu: CpuId, task: u32, bytes: u64) -> Miss {
         if bytes == 0 {
             return Miss::default();
         }
@@ -147,16 +172,17 @@ impl CacheModel {
         miss
     }
 
-    /// Forget a task that has exited.
+    /// Forget a task that has exited (both of its working sets).
     pub fn forget(&mut self, task: u32) {
         for l in self.l1.iter_mut().chain(self.l2.iter_mut()) {
-            l.drop_task(task);
+            l.drop_task(user_set(task));
+            l.drop_task(kernel_set(task));
         }
     }
 
-    /// Bytes of `task` resident in `cpu`'s L2.
+    /// Bytes of `task`'s user working set resident in `cpu`'s L2.
     pub fn l2_resident(&self, cpu: CpuId, task: u32) -> u64 {
-        self.l2[cpu].resident(task)
+        self.l2[cpu].resident(user_set(task))
     }
 
     /// Check the per-level accounting (used by the invariant checks).
@@ -218,5 +244,17 @@ mod tests {
         c.forget(7);
         c.check().unwrap();
         assert_eq!(c.l2_resident(0, 7), 0);
+    }
+
+    #[test]
+    fn the_kernel_footprint_does_not_shrink_the_user_set() {
+        let mut c = CacheModel::new(1, 32, 16 * 1024, 1 << 20);
+        c.touch(0, 1, 8192);
+        // A switch-in touches the task's 3 KB kernel footprint: a separate set.
+        assert_eq!(c.touch_kernel(0, 1, 3072).from_outside, 96);
+        assert_eq!(c.l2_resident(0, 1), 8192);
+        assert_eq!(c.touch(0, 1, 8192), Miss::default());
+        c.forget(1);
+        c.check().unwrap();
     }
 }

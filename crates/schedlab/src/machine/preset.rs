@@ -54,6 +54,12 @@ pub struct Costs {
     /// In-cache `copy_{to,from}_user` per KB. Inferred from bw_pipe 471 MB/s (B§6.2), which
     /// moves every byte twice through an L1/L2-resident page.
     pub copy_ns_per_kb: Time,
+    /// Summing an L1-resident `int` array, per KB (lmbench `sumit`, the loop lat_ctx runs
+    /// over its working set). Inferred: the P6 issues one load per cycle, so an unrolled
+    /// chain of load-and-add retires at most one 4-byte int per cycle — 256 cycles per
+    /// KB at 698 MHz (B§6.2 clock) ≈ 366 ns. Only the hot cost: refilling a cold working
+    /// set is the cache model's (`l2_line_ns`, `mem_line_ns`).
+    pub sum_ns_per_kb: Time,
     /// `fork()` in the parent (mm copy, task_struct, page tables). B§6.2: lat_proc fork
     /// 335.7 µs for fork+exit+wait; split as below.
     pub fork_ns: Time,
@@ -175,6 +181,7 @@ const fn piii700(l2_bytes: u64) -> Costs {
         tcp_call_ns: 7_500,
         tcp_connect_ns: 85_000,
         copy_ns_per_kb: 300,
+        sum_ns_per_kb: 366,
         fork_ns: 200_000,
         clone_ns: 40_000,
         file_create_ns: 2_600,

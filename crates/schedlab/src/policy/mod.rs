@@ -16,6 +16,10 @@
 //! A policy knows no workload; the kernel knows no policy.
 
 pub mod fifo;
+pub mod hamq;
+pub mod linux24;
+pub mod mq;
+pub mod o1;
 
 use std::collections::BTreeMap;
 
@@ -174,6 +178,13 @@ impl<'a> SchedCtx<'a> {
         self.k.cpus.len()
     }
 
+    /// The mm loaded on `cpu`: its current task's `active_mm` (the idle task keeps the
+    /// mm of the task before it, lazy TLB).
+    #[inline]
+    pub fn active_mm(&self, cpu: CpuId) -> u32 {
+        self.k.cpus[cpu].active_mm
+    }
+
     /// Read a task.
     #[inline]
     pub fn task(&self, p: TaskId) -> &Task {
@@ -328,10 +339,18 @@ impl<'a> SchedCtx<'a> {
         if cpu == self.cpu || was_set {
             return;
         }
-        let costs = self.costs();
-        if costs.idle_poll && self.k.tasks[curr as usize].is_idle {
+        if self.costs().idle_poll && self.k.tasks[curr as usize].is_idle {
             return;
         }
+        self.smp_send_reschedule(cpu);
+    }
+
+    /// Send a reschedule IPI to `cpu` unconditionally (2.4 `smp_send_reschedule`), for
+    /// policies whose kernel sent one without looking at the target's `need_resched`
+    /// (2.4 `reschedule_idle` preempting a busy CPU). Most policies want
+    /// [`SchedCtx::resched_cpu`].
+    pub fn smp_send_reschedule(&mut self, cpu: CpuId) {
+        let costs = self.costs();
         self.charge(costs.ipi_send_ns);
         self.k.stats.ipis += 1;
         let at = self.now() + costs.ipi_latency_ns;
@@ -362,7 +381,16 @@ pub struct PolicyInfo {
 
 /// The registry, in `schedlab list policies` order: the reference policy, then the
 /// schedulers in historical order.
-pub static POLICIES: &[PolicyInfo] = &[fifo::INFO];
+pub static POLICIES: &[PolicyInfo] = &[
+    fifo::INFO,
+    linux24::INFO,
+    mq::INFO,
+    mq::POOL_INFO,
+    hamq::INFO,
+    o1::INFO_D1,
+    o1::INFO_G1,
+    o1::INFO_26,
+];
 
 /// Build the policy named by `spec` for `machine`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<Box<dyn Policy>, SpecError> {

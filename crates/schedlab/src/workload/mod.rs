@@ -6,9 +6,18 @@
 //! is simulated but, as in the originals, outside the timed interval.
 
 pub mod bw_pipe;
+pub mod chat;
+pub mod hackbench;
+pub mod lat_ctx;
 pub mod lat_pipe;
+pub mod lat_proc;
+pub mod loop_yield;
+pub mod mkbench;
 pub mod program;
+pub mod reflex;
+pub mod sched_yield;
 pub mod synthetic;
+pub mod tbench;
 
 use crate::engine::{Time, SEC};
 use crate::kernel::Kernel;
@@ -51,8 +60,17 @@ pub struct WorkloadInfo {
 
 /// The registry, in `schedlab list workloads` order.
 pub static WORKLOADS: &[WorkloadInfo] = &[
+    reflex::INFO,
+    chat::INFO,
+    hackbench::INFO,
     lat_pipe::INFO,
     bw_pipe::INFO,
+    lat_ctx::INFO,
+    mkbench::INFO,
+    tbench::INFO,
+    loop_yield::INFO,
+    sched_yield::INFO,
+    lat_proc::INFO,
     // The simulator's own stress load stays last.
     synthetic::INFO,
 ];

@@ -97,6 +97,10 @@ pub struct Env<'a> {
     pub now: Time,
     /// This task's pid.
     pub pid: u32,
+    /// `nr_context_switches()` so far: every context switch of every CPU, idle included —
+    /// the `ctxt` line of `/proc/stat` that `vmstat` turns into its `cs` column. Reading it
+    /// is free in the model (a `vmstat` sample every few seconds costs nothing measurable).
+    pub ctxt: u64,
     /// The run's random source.
     pub rng: &'a mut SimRng,
     /// The run's record.

@@ -1,0 +1,760 @@
+//! `linux-2.4`: the 2.4 "goodness" scheduler (2.4.17 by default), schedulers.md §1.
+//!
+//! One global run queue (`runqueue_head`) holds every runnable task, the running ones
+//! included, under one spin lock, `runqueue_lock`. `schedule()` walks the whole queue
+//! with the lock held and takes the task of greatest `goodness()`; when the best is 0
+//! (every schedulable SCHED_OTHER task has spent its counter) every task in the system
+//! gets `counter = counter/2 + NICE_TO_TICKS(nice)` and the walk is repeated. A woken
+//! task goes to the head of the queue and `reschedule_idle()` kicks its last CPU if idle,
+//! else the longest-idle CPU, else preempts the CPU where it beats the current task by
+//! the most.
+//!
+//! # Theory: `goodness(p, this_cpu, this_mm)` (§1.6)
+//!
+//! | task                                   | goodness                                      |
+//! |----------------------------------------|-----------------------------------------------|
+//! | yielded (`SCHED_YIELD` bit)            | −1                                            |
+//! | SCHED_OTHER, `counter == 0`            | 0 (triggers recalculation if it is the best)  |
+//! | SCHED_OTHER, `counter > 0`             | `counter + 20 − nice` <br> + PROC_CHANGE_PENALTY if `processor == this_cpu` (i386: 15) <br> + 1 if `mm == this_mm` or `mm == NULL` |
+//! | SCHED_FIFO / SCHED_RR                  | 1000 + `rt_priority`                          |
+//! | the idle task (never on the queue)     | −1000 (the starting value of the walk)        |
+//!
+//! `NICE_TO_TICKS(n) = TICK_SCALE(20 − n) + 1` (HZ = 100: nice 0 → 6 ticks, −20 → 11,
+//! +19 → 1). Ties go to the task nearest the head of the queue.
+//!
+//! # Costs
+//!
+//! The simulated kernel pays for the walk the 2002 hardware paid: `ctx.examine(nr_running)`
+//! (≈ one L2 miss + a few dozen cycles per task, benchmarks.md §6.3) for every pass, with
+//! `runqueue_lock` held; a recalculation pays one `examine` per task in the system,
+//! outside the lock. The *simulator* finds the same task through [`index`] in
+//! O(log n), so 8,000 runnable tasks simulate in seconds.
+//!
+//! # Versions (§1.14, option `version=`)
+//!
+//! | | 2.4.16 | 2.4.17 (default) | 2.4.20 |
+//! |---|---|---|---|
+//! | wake-up adds at | head | head | **tail** |
+//! | tick sets `need_resched` for SCHED_FIFO | yes | yes | **no** |
+//! | `__schedule_tail` re-places prev if | `state == RUNNING` | on the run queue | on the run queue |
+//! | HT sibling-idle preference | no | yes | yes |
+//!
+//! The HT preference needs `smp_num_siblings == 2`; the modelled PIII machines have no
+//! SMT siblings, so it never applies here. `setscheduler` is not reachable from the
+//! workloads and is not modelled.
+//!
+//! # Invariants (checked by [`Policy::check`])
+//!
+//! * A task is on the run queue ⇔ it is runnable (state running) or is the current task
+//!   of a CPU that has not yet called `schedule()` after leaving the running state.
+//! * Every queued task is in the index; a queued task that is not on a CPU is indexed
+//!   under its current key (a running task's key is refreshed when it enters
+//!   `schedule()`, since `exec` changes its `mm` behind the policy's back).
+//! * The index's pick equals the literal scan's pick (checked on every `schedule()` in
+//!   debug builds for queues up to 256 tasks, and by a property test).
+//!
+//! # Not modelled
+//!
+//! * `tasklist_lock` (the recalculation's read lock): readers never exclude each other and
+//!   the model's writers (fork, exit) take no modelled lock. Two CPUs cannot both
+//!   recalculate for the same exhaustion, because a hook runs atomically: the second sees
+//!   the new counters.
+//! * `sys_sched_yield`'s lock-free scan of the CPUs' `curr` fields is not charged.
+
+mod index;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use crate::engine::Time;
+use crate::kernel::task::{SchedPolicy, Task, TaskId, TaskState};
+use crate::machine::{CpuId, LockId, Machine};
+use crate::spec::{Kind, ParamSpec, Params};
+
+use super::{Policy, PolicyInfo, SchedCtx};
+use index::{GoodnessIndex, IndexKey};
+
+/// Registry entry.
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "linux-2.4",
+    about: "2.4 goodness scheduler: one global run queue under runqueue_lock, O(n) schedule()",
+    params: PARAMS,
+    build,
+};
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "version",
+        default: "2.4.17",
+        kind: Kind::Choice(&["2.4.16", "2.4.17", "2.4.20"]),
+        help: "kernel version whose behaviour to follow (schedulers.md §1.14)",
+    },
+    ParamSpec {
+        name: "pcp",
+        default: "15",
+        kind: Kind::Int { min: 0, max: 1000 },
+        help: "PROC_CHANGE_PENALTY in goodness points (i386: 15; alpha/ia64/ppc: 20; §1.4)",
+    },
+    ParamSpec {
+        name: "hz",
+        default: "100",
+        kind: Kind::Int {
+            min: 10,
+            max: 10000,
+        },
+        help: "timer ticks per second (i386: 100; alpha/ia64: 1024; §1.1)",
+    },
+    ParamSpec {
+        name: "sync_wakeups",
+        default: "on",
+        kind: Kind::Bool,
+        help: "on: a sync wake-up skips reschedule_idle() as 2.4 did; off: treat it as normal",
+    },
+];
+
+/// Kernel version (§1.14).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Version {
+    V2416,
+    V2417,
+    V2420,
+}
+
+fn build(p: &Params, _m: &Machine) -> Box<dyn Policy> {
+    let version = match p.raw("version") {
+        "2.4.16" => Version::V2416,
+        "2.4.20" => Version::V2420,
+        _ => Version::V2417,
+    };
+    Box::new(Linux24::new(
+        version,
+        p.int("pcp"),
+        p.int("hz") as u32,
+        p.flag("sync_wakeups"),
+        p.to_map(),
+    ))
+}
+
+/// `TICK_SCALE(x)` for `hz` (§1.3).
+fn tick_scale(hz: u32, x: i64) -> i64 {
+    match hz {
+        0..200 => x >> 2,
+        200..400 => x >> 1,
+        400..800 => x,
+        800..1600 => x << 1,
+        _ => x << 2,
+    }
+}
+
+/// `NICE_TO_TICKS(nice)` (§1.3).
+pub fn nice_to_ticks(hz: u32, nice: i32) -> i64 {
+    tick_scale(hz, 20 - nice as i64) + 1
+}
+
+/// Per-task scheduler state the 2.4 `task_struct` kept.
+#[derive(Clone, Copy, Debug, Default)]
+struct TaskSched {
+    /// `counter`: remaining timeslice in ticks.
+    counter: i64,
+    /// The SCHED_YIELD bit of `policy`.
+    yielded: bool,
+    /// Position on the run queue (`run_list`), `None` when not queued.
+    pos: Option<i64>,
+    /// What the task is indexed under (`Some` ⇔ queued).
+    ikey: Option<IndexKey>,
+}
+
+/// Outcomes of `reschedule_idle()` (§1.9).
+#[derive(Default)]
+struct Stats {
+    schedule_calls: u64,
+    /// Time inside the policy's `schedule()` (lock, spin, walks, recalculation).
+    schedule_ns: Time,
+    /// Of which acquiring `runqueue_lock` (spin + atomic + line transfer).
+    schedule_lock_ns: Time,
+    tasks_examined: u64,
+    recalculations: u64,
+    recalc_tasks: u64,
+    ri_calls: u64,
+    ri_fast: u64,
+    ri_idle: u64,
+    ri_preempt: u64,
+    ri_none: u64,
+    sync_skips: u64,
+    yields: u64,
+    yields_noop: u64,
+    tail_replacements: u64,
+}
+
+/// The 2.4 scheduler.
+pub struct Linux24 {
+    version: Version,
+    /// PROC_CHANGE_PENALTY.
+    pcp: i64,
+    hz: u32,
+    sync_wakeups: bool,
+    options: BTreeMap<String, String>,
+    runqueue_lock: LockId,
+    /// `runqueue_head`: list position → task. Head insertion takes a position below every
+    /// other, tail insertion one above (determinism: positions are unique).
+    rq: BTreeMap<i64, TaskId>,
+    head_pos: i64,
+    tail_pos: i64,
+    ts: Vec<TaskSched>,
+    index: GoodnessIndex,
+    /// Per CPU, the `active_mm` left loaded by the last real task (lazy TLB: the idle
+    /// task borrows it), the `this_mm` of a scan by the idle task.
+    active_mm: Vec<u32>,
+    stats: Stats,
+}
+
+/// `can_schedule(p, cpu)`: allowed on `cpu` and not running on another CPU.
+fn can_schedule(ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) -> bool {
+    ctx.allowed(p, cpu) && ctx.task(p).on_cpu.is_none_or(|c| c == cpu)
+}
+
+/// `goodness(p, this_cpu, this_mm)` (§1.6).
+fn goodness(ts: &[TaskSched], pcp: i64, ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId, mm: u32) -> i64 {
+    let s = &ts[p as usize];
+    if s.yielded {
+        return -1;
+    }
+    let t = ctx.task(p);
+    if t.policy != SchedPolicy::Other {
+        return 1000 + t.rt_priority as i64;
+    }
+    if s.counter == 0 {
+        return 0;
+    }
+    let mut w = s.counter;
+    if t.processor == cpu {
+        w += pcp;
+    }
+    if t.mm == mm || t.mm == 0 {
+        w += 1;
+    }
+    w + 20 - t.nice as i64
+}
+
+impl Linux24 {
+    fn new(
+        version: Version,
+        pcp: i64,
+        hz: u32,
+        sync_wakeups: bool,
+        options: BTreeMap<String, String>,
+    ) -> Self {
+        Linux24 {
+            version,
+            pcp,
+            hz,
+            sync_wakeups,
+            options,
+            runqueue_lock: 0,
+            rq: BTreeMap::new(),
+            head_pos: 0,
+            tail_pos: 0,
+            ts: Vec::new(),
+            index: GoodnessIndex::default(),
+            active_mm: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// `DEF_COUNTER` = 10·HZ/100 ticks.
+    fn def_counter(&self) -> i64 {
+        10 * self.hz as i64 / 100
+    }
+
+    /// `MAX_COUNTER` = 20·HZ/100 ticks.
+    fn max_counter(&self) -> i64 {
+        20 * self.hz as i64 / 100
+    }
+
+    fn goodness(&self, ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId, mm: u32) -> i64 {
+        goodness(&self.ts, self.pcp, ctx, p, cpu, mm)
+    }
+
+    /// `nr_running`.
+    fn nr_running(&self) -> usize {
+        self.rq.len()
+    }
+
+    fn on_rq(&self, p: TaskId) -> bool {
+        self.ts[p as usize].pos.is_some()
+    }
+
+    /// The index key of queued task `p` from its current state.
+    fn key_of(&self, t: &Task, p: TaskId) -> IndexKey {
+        let s = &self.ts[p as usize];
+        let (key, eligible) = if s.yielded {
+            (-1, false)
+        } else if t.policy != SchedPolicy::Other {
+            (1000 + t.rt_priority as i64, false)
+        } else if s.counter == 0 {
+            (0, false)
+        } else {
+            let kthread = (t.mm == 0) as i64;
+            (s.counter + 20 - t.nice as i64 + kthread, true)
+        };
+        IndexKey {
+            key,
+            pos: s.pos.expect("indexing a task that is not queued"),
+            cpu: t.processor,
+            mm: t.mm,
+            eligible,
+        }
+    }
+
+    /// Re-index queued task `p` after a change to its goodness inputs.
+    fn reindex(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
+        if !self.on_rq(p) {
+            return;
+        }
+        let k = self.key_of(ctx.task(p), p);
+        let s = &mut self.ts[p as usize];
+        if s.ikey == Some(k) {
+            return;
+        }
+        if let Some(old) = s.ikey.replace(k) {
+            self.index.remove(p, &old);
+        }
+        self.index.insert(p, &k);
+    }
+
+    fn set_pos(&mut self, ctx: &SchedCtx<'_>, p: TaskId, pos: i64) {
+        if let Some(old) = self.ts[p as usize].pos.replace(pos) {
+            self.rq.remove(&old);
+        }
+        self.rq.insert(pos, p);
+        self.reindex(ctx, p);
+    }
+
+    /// `add_to_runqueue`: head (2.4.0–2.4.19) or tail (2.4.20), `nr_running++`.
+    fn add_to_runqueue(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
+        debug_assert!(ctx.holds(self.runqueue_lock));
+        debug_assert!(!self.on_rq(p));
+        let pos = if self.version >= Version::V2420 {
+            self.tail_pos += 1;
+            self.tail_pos
+        } else {
+            self.head_pos -= 1;
+            self.head_pos
+        };
+        self.set_pos(ctx, p, pos);
+    }
+
+    /// `move_last_runqueue`.
+    fn move_last_runqueue(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
+        debug_assert!(ctx.holds(self.runqueue_lock));
+        self.tail_pos += 1;
+        let pos = self.tail_pos;
+        self.set_pos(ctx, p, pos);
+    }
+
+    /// `del_from_runqueue`: `nr_running--`, `run_list.next = NULL`.
+    fn del_from_runqueue(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
+        debug_assert!(ctx.holds(self.runqueue_lock));
+        let s = &mut self.ts[p as usize];
+        let pos = s
+            .pos
+            .take()
+            .expect("del_from_runqueue of a task not queued");
+        if let Some(k) = s.ikey.take() {
+            self.index.remove(p, &k);
+        }
+        self.rq.remove(&pos);
+    }
+
+    /// The walk of §1.7 step 5 as the kernel did it: head to tail, strictly greater wins.
+    /// Returns (goodness, task); `(-1000, None)` is the idle task. The reference the
+    /// index is checked against (debug builds and tests).
+    #[cfg(any(test, debug_assertions))]
+    fn scan_literal(&self, ctx: &SchedCtx<'_>, cpu: CpuId, this_mm: u32) -> (i64, Option<TaskId>) {
+        let mut c = -1000;
+        let mut next = None;
+        for &p in self.rq.values() {
+            if can_schedule(ctx, p, cpu) {
+                let w = self.goodness(ctx, p, cpu, this_mm);
+                if w > c {
+                    c = w;
+                    next = Some(p);
+                }
+            }
+        }
+        (c, next)
+    }
+
+    /// The walk's result, found through the index.
+    fn scan_indexed(&self, ctx: &SchedCtx<'_>, cpu: CpuId, this_mm: u32) -> (i64, Option<TaskId>) {
+        let (ts, pcp) = (&self.ts, self.pcp);
+        match self.index.pick(
+            cpu,
+            this_mm,
+            |p| can_schedule(ctx, p, cpu),
+            |p| goodness(ts, pcp, ctx, p, cpu, this_mm),
+        ) {
+            Some((g, _, p)) => (g, Some(p)),
+            None => (-1000, None),
+        }
+    }
+
+    /// Counter recalculation (§1.7 step 6): every task in the system, sleeping ones too,
+    /// charged one `examine` per task. Called without `runqueue_lock`.
+    fn recalculate_counters(&mut self, ctx: &mut SchedCtx<'_>) {
+        let mut n = 0;
+        for p in 0..self.ts.len().min(ctx.tasks_len()) {
+            let t = ctx.task(p as TaskId);
+            if t.is_idle || t.state == TaskState::Dead {
+                continue;
+            }
+            n += 1;
+            let s = &mut self.ts[p];
+            s.counter = (s.counter >> 1) + nice_to_ticks(self.hz, t.nice);
+        }
+        ctx.examine(n);
+        self.stats.recalculations += 1;
+        self.stats.recalc_tasks += n;
+    }
+
+    /// Re-index every queued task (after a recalculation changed all counters).
+    fn rebuild_index(&mut self, ctx: &SchedCtx<'_>) {
+        self.index.clear();
+        let queued: Vec<TaskId> = self.rq.values().copied().collect();
+        for p in queued {
+            let k = self.key_of(ctx.task(p), p);
+            self.ts[p as usize].ikey = Some(k);
+            self.index.insert(p, &k);
+        }
+    }
+
+    /// `reschedule_idle(p)` (§1.9), with `runqueue_lock` held.
+    fn reschedule_idle(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        debug_assert!(ctx.holds(self.runqueue_lock));
+        self.stats.ri_calls += 1;
+        let this_cpu = ctx.cpu();
+        // Fast path: p's last CPU is idle.
+        let best_cpu = ctx.task(p).processor;
+        if can_schedule(ctx, p, best_cpu) && ctx.cpu_is_idle(best_cpu) {
+            self.stats.ri_fast += 1;
+            // send_now_idle: need_resched, IPI unless local or already flagged.
+            ctx.resched_cpu(best_cpu);
+            return;
+        }
+        // Longest-idle CPU; failing that, the busy CPU where p beats curr by the most.
+        let mut oldest_idle: Option<Time> = None;
+        let mut target: Option<CpuId> = None;
+        let mut max_prio = 0;
+        let mut examined = 0;
+        for cpu in 0..ctx.nr_cpus() {
+            if !can_schedule(ctx, p, cpu) {
+                continue;
+            }
+            if ctx.cpu_is_idle(cpu) {
+                let ls = ctx.last_schedule(cpu);
+                if oldest_idle.is_none_or(|o| ls < o) {
+                    oldest_idle = Some(ls);
+                    target = Some(cpu);
+                }
+            } else if oldest_idle.is_none() {
+                let tsk = ctx.curr(cpu);
+                let mm = ctx.task(tsk).mm;
+                examined += 1;
+                let prio = self.goodness(ctx, p, cpu, mm) - self.goodness(ctx, tsk, cpu, mm);
+                if prio > max_prio {
+                    max_prio = prio;
+                    target = Some(cpu);
+                }
+            }
+        }
+        ctx.examine(examined);
+        match target {
+            Some(cpu) if oldest_idle.is_some() => {
+                self.stats.ri_idle += 1;
+                ctx.resched_cpu(cpu);
+            }
+            Some(cpu) => {
+                self.stats.ri_preempt += 1;
+                // The preemption IPI goes out even when need_resched was already set.
+                let was_set = ctx.task(ctx.curr(cpu)).need_resched;
+                ctx.resched_cpu(cpu);
+                if was_set && cpu != this_cpu {
+                    ctx.smp_send_reschedule(cpu);
+                }
+            }
+            None => self.stats.ri_none += 1,
+        }
+    }
+}
+
+impl Policy for Linux24 {
+    fn name(&self) -> &'static str {
+        INFO.name
+    }
+
+    fn options(&self) -> BTreeMap<String, String> {
+        self.options.clone()
+    }
+
+    fn hz(&self) -> u32 {
+        self.hz
+    }
+
+    fn init(&mut self, ctx: &mut SchedCtx<'_>) {
+        self.runqueue_lock = ctx.new_lock("runqueue_lock");
+        self.index = GoodnessIndex::new(ctx.nr_cpus());
+        self.active_mm = vec![0; ctx.nr_cpus()];
+    }
+
+    fn task_new(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
+        let n = p as usize + 1;
+        if self.ts.len() < n {
+            self.ts.resize(n, TaskSched::default());
+        }
+        let counter = match parent {
+            // do_fork (§1.12): the child takes the rounded-up half of the parent's counter.
+            Some(pp) => {
+                let pc = self.ts[pp as usize].counter;
+                self.ts[pp as usize].counter = pc >> 1;
+                if pc >> 1 == 0 {
+                    if let Some(c) = ctx.task(pp).on_cpu {
+                        ctx.resched_cpu(c);
+                    }
+                }
+                self.reindex(ctx, pp);
+                (pc + 1) >> 1
+            }
+            // model: boot tasks (idle, init) start with init_task's DEF_COUNTER.
+            None => self.def_counter(),
+        };
+        self.ts[p as usize] = TaskSched {
+            counter,
+            ..Default::default()
+        };
+    }
+
+    fn try_to_wake_up(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, sync: bool) {
+        ctx.lock(self.runqueue_lock);
+        if !self.on_rq(p) {
+            self.add_to_runqueue(ctx, p);
+            let local_ok = ctx.allowed(p, ctx.cpu());
+            if sync && self.sync_wakeups && local_ok {
+                // __wake_up_sync: the waker is about to sleep; this CPU will pick p up.
+                self.stats.sync_skips += 1;
+            } else {
+                self.reschedule_idle(ctx, p);
+            }
+        }
+        ctx.unlock(self.runqueue_lock);
+    }
+
+    fn schedule(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> TaskId {
+        let t0 = ctx.now();
+        self.stats.schedule_calls += 1;
+        let prev_idle = ctx.task(prev).is_idle;
+        if !prev_idle {
+            self.active_mm[cpu] = ctx.task(prev).mm;
+        }
+        let this_mm = self.active_mm[cpu];
+        ctx.lock(self.runqueue_lock);
+        self.stats.schedule_lock_ns += ctx.now() - t0;
+        if !prev_idle {
+            let t = ctx.task(prev);
+            // §1.7 step 2: an exhausted SCHED_RR task gets a new slice at the tail.
+            if t.policy == SchedPolicy::Rr && self.ts[prev as usize].counter == 0 {
+                self.ts[prev as usize].counter = nice_to_ticks(self.hz, t.nice);
+                self.move_last_runqueue(ctx, prev);
+            }
+            // Step 3: a task that is no longer running leaves the queue.
+            if ctx.task(prev).state != TaskState::Running {
+                if self.on_rq(prev) {
+                    self.del_from_runqueue(ctx, prev);
+                }
+            } else {
+                // model: refresh the running task's index key (exec may have changed mm).
+                self.reindex(ctx, prev);
+            }
+        }
+        // Step 5, `repeat_schedule`.
+        let next = loop {
+            let n = self.nr_running() as u64;
+            ctx.examine(n);
+            self.stats.tasks_examined += n;
+            let (c, next) = self.scan_indexed(ctx, cpu, this_mm);
+            #[cfg(debug_assertions)]
+            if self.rq.len() <= 256 {
+                let lit = self.scan_literal(ctx, cpu, this_mm);
+                assert_eq!(lit, (c, next), "linux-2.4: index and scan disagree");
+            }
+            if c == 0 {
+                // Step 6: recalculation, without runqueue_lock.
+                ctx.unlock(self.runqueue_lock);
+                self.recalculate_counters(ctx);
+                let t1 = ctx.now();
+                ctx.lock(self.runqueue_lock);
+                self.stats.schedule_lock_ns += ctx.now() - t1;
+                self.rebuild_index(ctx);
+                continue;
+            }
+            break next.unwrap_or_else(|| ctx.idle_task(cpu));
+        };
+        // Step 7: commit.
+        if next != ctx.idle_task(cpu) {
+            ctx.set_task_cpu(next, cpu);
+            self.reindex(ctx, next);
+        }
+        ctx.unlock(self.runqueue_lock);
+        // Step 8: re-picked; no __schedule_tail will run.
+        if next == prev && self.ts[prev as usize].yielded {
+            self.ts[prev as usize].yielded = false;
+            self.reindex(ctx, prev);
+        }
+        self.stats.schedule_ns += ctx.now() - t0;
+        next
+    }
+
+    fn schedule_tail(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, prev: TaskId) {
+        // __schedule_tail (§1.8).
+        if ctx.task(prev).is_idle {
+            return;
+        }
+        let yielded = std::mem::take(&mut self.ts[prev as usize].yielded);
+        if yielded {
+            self.reindex(ctx, prev);
+        }
+        let runnable = if self.version == Version::V2416 {
+            ctx.task(prev).state == TaskState::Running
+        } else {
+            self.on_rq(prev)
+        };
+        if !runnable || yielded {
+            return;
+        }
+        ctx.lock(self.runqueue_lock);
+        if ctx.task(prev).state == TaskState::Running
+            && self.on_rq(prev)
+            && ctx.task(prev).on_cpu.is_none()
+        {
+            self.stats.tail_replacements += 1;
+            self.reschedule_idle(ctx, prev);
+        }
+        ctx.unlock(self.runqueue_lock);
+    }
+
+    fn scheduler_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
+        // update_process_times (§1.11): not for the idle tasks (pid 0).
+        if ctx.task(curr).is_idle {
+            return;
+        }
+        let s = &mut self.ts[curr as usize];
+        s.counter -= 1;
+        if s.counter <= 0 {
+            s.counter = 0;
+            let fifo = ctx.task(curr).policy == SchedPolicy::Fifo;
+            if !(fifo && self.version >= Version::V2420) {
+                ctx.resched_cpu(cpu);
+            }
+        }
+        self.reindex(ctx, curr);
+    }
+
+    fn sys_sched_yield(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+        // §1.13: nr_pending = nr_running − CPUs running a real task (this one included).
+        let busy = (0..ctx.nr_cpus()).filter(|&c| !ctx.cpu_is_idle(c)).count();
+        let nr_pending = self.nr_running() as i64 - busy as i64;
+        if nr_pending == 0 {
+            self.stats.yields_noop += 1;
+            return;
+        }
+        self.stats.yields += 1;
+        if ctx.task(p).policy == SchedPolicy::Other {
+            self.ts[p as usize].yielded = true;
+        }
+        ctx.resched_cpu(cpu);
+        ctx.lock(self.runqueue_lock);
+        if self.on_rq(p) {
+            self.move_last_runqueue(ctx, p);
+        }
+        ctx.unlock(self.runqueue_lock);
+    }
+
+    fn sched_exit(&mut self, ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
+        // release_task (§1.12): the reaper gets the child's unused ticks back, capped.
+        let c = self.ts[child as usize].counter;
+        let max = self.max_counter();
+        let s = &mut self.ts[parent as usize];
+        s.counter = (s.counter + c).min(max);
+        self.reindex(ctx, parent);
+    }
+
+    fn set_user_nice(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        self.reindex(ctx, p);
+    }
+
+    fn counters(&self) -> BTreeMap<String, f64> {
+        let s = &self.stats;
+        let calls = s.schedule_calls.max(1) as f64;
+        BTreeMap::from(
+            [
+                ("schedule_calls", s.schedule_calls as f64),
+                ("schedule_ns_mean", s.schedule_ns as f64 / calls),
+                ("schedule_lock_ns_mean", s.schedule_lock_ns as f64 / calls),
+                ("tasks_examined", s.tasks_examined as f64),
+                ("tasks_examined_mean", s.tasks_examined as f64 / calls),
+                ("recalculations", s.recalculations as f64),
+                ("recalc_tasks", s.recalc_tasks as f64),
+                ("reschedule_idle", s.ri_calls as f64),
+                ("reschedule_idle_fast", s.ri_fast as f64),
+                ("reschedule_idle_idle", s.ri_idle as f64),
+                ("reschedule_idle_preempt", s.ri_preempt as f64),
+                ("reschedule_idle_none", s.ri_none as f64),
+                ("sync_wakeups_skipped", s.sync_skips as f64),
+                ("tail_replacements", s.tail_replacements as f64),
+                ("yields", s.yields as f64),
+                ("yields_noop", s.yields_noop as f64),
+            ]
+            .map(|(k, v)| (k.to_string(), v)),
+        )
+    }
+
+    fn check(&self, k: &crate::kernel::Kernel) -> Result<(), String> {
+        for (&pos, &p) in &self.rq {
+            let s = &self.ts[p as usize];
+            if s.pos != Some(pos) {
+                return Err(format!("linux-2.4: task {p} at {pos} thinks {:?}", s.pos));
+            }
+            let t = k.task(p);
+            if t.is_idle || (t.state != TaskState::Running && t.on_cpu.is_none()) {
+                return Err(format!(
+                    "linux-2.4: queued pid {} is {:?} on {:?}",
+                    t.pid, t.state, t.on_cpu
+                ));
+            }
+            let Some(ik) = s.ikey else {
+                return Err(format!("linux-2.4: queued pid {} not indexed", t.pid));
+            };
+            // A running task's key may be stale (refreshed when it enters schedule()).
+            if t.on_cpu.is_none() && self.key_of(t, p) != ik {
+                return Err(format!("linux-2.4: stale index key for pid {}", t.pid));
+            }
+        }
+        for (id, t) in k.tasks.iter().enumerate() {
+            if !t.is_idle
+                && t.state == TaskState::Running
+                && self.ts.get(id).is_none_or(|s| s.pos.is_none())
+            {
+                return Err(format!("linux-2.4: runnable pid {} not queued", t.pid));
+            }
+        }
+        if self.index.len() != self.rq.len() {
+            return Err(format!(
+                "linux-2.4: {} indexed, {} queued",
+                self.index.len(),
+                self.rq.len()
+            ));
+        }
+        self.index
+            .check(|p| self.ts.get(p as usize).and_then(|s| s.ikey))
+    }
+}

@@ -1,0 +1,1057 @@
+//! `mq` and `mq-pool`: the IBM LSE multi-queue scheduler (Franke, Kravetz, Nagar,
+//! Ravindran, 2000–2001) and its pooled variant with the load-balancing module
+//! (schedulers.md §3; reference implementation: the 2.5.0 MQ patch, S9).
+//!
+//! # Theory
+//!
+//! MQ splits 2.4's one run queue and `runqueue_lock` into one queue and one lock per CPU
+//! but keeps 2.4's *decisions*: it tries to run, on every CPU, the task 2.4's global
+//! `goodness()` scan would have picked. To make that possible without scanning every
+//! queue, each CPU publishes two numbers, kept fresh under its own lock:
+//!
+//! * `max_na_goodness(c)` — the non-affinity goodness (§3.2, [`goodness`]) of the best
+//!   *stealable* task on c's queue (not running; the second best of c's last scan);
+//! * `curr_na_goodness(c)` — that of the task c is running (`MIN_GOODNESS` when idle).
+//!
+//! **Remote-steal rule** (`schedule()` on CPU c, §3.3). Let `best` be the highest
+//! `local_goodness` on c's queue, plus PROC_CHANGE_PENALTY (`pcp`) when positive. A remote
+//! queue r is a candidate iff `max_na_goodness(r) > best` and its task may run on c. The
+//! candidates are visited in decreasing `max_na_goodness` (ties: lower CPU number); each
+//! is `spin_trylock`ed — never waited for — and re-checked under the lock; the first that
+//! still qualifies gives up its `max_na_ptr`, which moves to c's queue. If c found nothing
+//! and some trylock failed ("premature idle"), c withdraws its own advertisement and
+//! rescans. A remote task must therefore beat the local best by `pcp`: raising `pcp`
+//! isolates the queues (fewer steals, fewer migrations).
+//!
+//! **Placement rule** (`reschedule_idle(p)`, §3.4), with `t = p->processor`: if t is idle,
+//! queue p there and kick t. Otherwise key every CPU: idle → −(cycles idle) (longest idle
+//! first); busy → `curr_na_goodness + pcp·[cpu ≠ t]`; not allowed → never. Visit the CPUs
+//! whose key is below `na_goodness(p)` in increasing key order: t itself if p preempts its
+//! current task (t's lock is already held); any other CPU by `spin_trylock`, re-checking
+//! "idle or preemptible" under the lock, moving p there on success. Failing all, p stays
+//! queued on t.
+//!
+//! Everything else is 2.4 (§1): counters, ticks, `NICE_TO_TICKS`, the global
+//! recalculation when the best goodness is 0, fork splitting the parent's ticks,
+//! `sched_yield` to the tail of the task's own queue, running tasks staying on their
+//! queue. A sync wake-up whose task may run here just queues the task on its own last
+//! CPU's queue (§3.5).
+//!
+//! **Pools and balancing** (`mq-pool`, §3.6). CPUs are split into pools of `pool_size`;
+//! the steal scan and the placement scan only look inside a pool (the stealing CPU's, the
+//! woken task's last CPU's). Idle CPUs outside the pool are found through the non-idle
+//! bitmap (see [`Mq::reschedule_idle`]), and a load-balancing module runs every
+//! `lb_interval_ms` to equalise queue lengths across all CPUs.
+//!
+//! # Counters (`counters.policy`, the six of the March 2001 PCP experiment, table V4)
+//!
+//! Denominators: every `schedule()` call (1–3), every `reschedule_idle()` call (4–6). A
+//! call counts at most once in each numerator.
+//! 1. `remote_better_pct`: the call's remote scan found at least one remote queue whose
+//!    published `max_na_goodness` beat the local best (boost included) and was allowed.
+//! 2. `remote_lock_ok_pct`: at least one `spin_trylock` of a remote queue succeeded.
+//! 3. `remote_still_better_pct`: under that lock the remote task was still better, and it
+//!    was stolen.
+//! 4. `resched_target_is_task_cpu_pct`: the placement loop reached the task's own CPU as
+//!    a target (the key scan ranked it below `na_goodness(p)`).
+//! 5. `resched_remote_lock_ok_pct`: the loop took the lock of a target other than the
+//!    task's CPU (`spin_trylock` succeeded).
+//! 6. `resched_target_exists_pct`: the key scan found a target at all. Calls settled by
+//!    the fast path (task's CPU idle) count in the denominator only; their share is
+//!    `resched_fast_path_pct`.
+//!
+//! Also reported: `migrations` (kernel counter), steals, premature idles, rescans,
+//! recalculations, balancer runs and moves.
+//!
+//! # Invariants (checked by [`Policy::check`])
+//!
+//! * A task is on a queue ⇔ it is runnable (or is the current task about to leave it),
+//!   and then on exactly the queue of its `processor`.
+//! * `max_na_ptr(c)`, when set, is on c's queue and not running.
+//! * `curr_na_goodness(c) == MIN_GOODNESS` ⇔ c runs its idle task.
+//!
+//! # Not modelled
+//!
+//! `tasklist_lock` (the recalculation walks the task list without a modelled lock), the
+//! `cpus_allowed` change path (no workload changes affinity), the 2.4.17 hyper-threading
+//! tweak.
+
+pub mod goodness;
+pub(crate) mod lines;
+mod pool;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::kernel::task::{SchedPolicy, TaskId, TaskState};
+use crate::kernel::Kernel;
+use crate::machine::{CpuId, LockId, Machine};
+use crate::spec::{Kind, ParamSpec, Params};
+
+use super::{Policy, PolicyInfo, SchedCtx};
+use goodness::{def_counter, max_counter, nice_to_ticks, Prio, MIN_GOODNESS};
+use lines::Lines;
+
+/// Registry entry of `mq`.
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "mq",
+    about: "IBM LSE multi-queue scheduler (2.5.0 patch): per-CPU queues keeping 2.4's global goodness decisions",
+    params: MQ_PARAMS,
+    build: build_mq,
+};
+
+/// Registry entry of `mq-pool`.
+pub const POOL_INFO: PolicyInfo = PolicyInfo {
+    name: "mq-pool",
+    about: "pooled MQ: steal and placement confined to CPU pools, plus the load-balancing module",
+    params: POOL_PARAMS,
+    build: build_pool,
+};
+
+const HZ: ParamSpec = ParamSpec {
+    name: "hz",
+    default: "100",
+    kind: Kind::Int {
+        min: 10,
+        max: 10000,
+    },
+    help: "timer ticks per second (i386 2.4: 100)",
+};
+const PCP: ParamSpec = ParamSpec {
+    name: "pcp",
+    default: "15",
+    kind: Kind::Int { min: 0, max: 1000 },
+    help: "PROC_CHANGE_PENALTY in goodness points (i386: 15; alpha/ia64/ppc: 20)",
+};
+const SYNC: ParamSpec = ParamSpec {
+    name: "sync_wakeups",
+    default: "on",
+    kind: Kind::Bool,
+    help:
+        "on: a sync wake-up of a task allowed here skips reschedule_idle (2.5.0 MQ try_to_wake_up)",
+};
+
+const MQ_PARAMS: &[ParamSpec] = &[HZ, PCP, SYNC];
+
+const POOL_PARAMS: &[ParamSpec] = &[
+    HZ,
+    PCP,
+    SYNC,
+    ParamSpec {
+        name: "pool_size",
+        default: "4",
+        kind: Kind::Choice(&["1", "2", "4", "8"]),
+        help: "CPUs per pool (S11: 8x1, 4x2, 2x4 on an 8-way); default 4 = one ProFusion bus [INFERRED]",
+    },
+    ParamSpec {
+        name: "lb",
+        default: "on",
+        kind: Kind::Bool,
+        help: "run the load-balancing module (loadbalance.c, S12)",
+    },
+    ParamSpec {
+        name: "lb_interval_ms",
+        default: "500",
+        kind: Kind::Int {
+            min: 1,
+            max: 3_600_000,
+        },
+        help: "balancing period in ms; the source leaves it open (a module parameter) [INFERRED default]",
+    },
+    ParamSpec {
+        name: "idle_bitmap",
+        default: "on",
+        kind: Kind::Bool,
+        help: "reschedule_idle uses the non-idle bitmap to reach idle CPUs outside the pool [INFERRED]",
+    },
+];
+
+fn build_mq(p: &Params, m: &Machine) -> Box<dyn Policy> {
+    Box::new(Mq::new(Config::mq(p, m), p.to_map()))
+}
+
+fn build_pool(p: &Params, m: &Machine) -> Box<dyn Policy> {
+    let mut c = Config::mq(p, m);
+    c.name = "mq-pool";
+    c.pool_size = p
+        .raw("pool_size")
+        .parse::<usize>()
+        .expect("choice")
+        .min(m.cpus);
+    c.lb_interval_ms = p.flag("lb").then(|| p.uint("lb_interval_ms"));
+    c.idle_bitmap = p.flag("idle_bitmap");
+    Box::new(Mq::new(c, p.to_map()))
+}
+
+/// Resolved options.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Registry name.
+    pub name: &'static str,
+    /// Timer frequency.
+    pub hz: u32,
+    /// PROC_CHANGE_PENALTY.
+    pub pcp: i32,
+    /// Honour sync wake-ups.
+    pub sync_wakeups: bool,
+    /// CPUs per pool (the number of CPUs for unpooled MQ).
+    pub pool_size: usize,
+    /// Load-balancer period, `None` when off.
+    pub lb_interval_ms: Option<u64>,
+    /// Use the non-idle bitmap to place on idle CPUs outside the pool.
+    pub idle_bitmap: bool,
+}
+
+impl Config {
+    fn mq(p: &Params, m: &Machine) -> Config {
+        Config {
+            name: "mq",
+            hz: p.int("hz") as u32,
+            pcp: p.int("pcp") as i32,
+            sync_wakeups: p.flag("sync_wakeups"),
+            pool_size: m.cpus,
+            lb_interval_ms: None,
+            idle_bitmap: false,
+        }
+    }
+}
+
+/// Per-task scheduling state MQ keeps beside the kernel's task fields.
+#[derive(Clone, Copy, Debug, Default)]
+struct TaskSched {
+    /// `counter`, in ticks.
+    counter: i32,
+    /// `policy & SCHED_YIELD`.
+    yielding: bool,
+    /// On the run queue of its `processor`.
+    on_rq: bool,
+}
+
+/// `runqueue_data[cpu]` (§3.1); `nt_running` is `list.len()`.
+#[derive(Clone, Debug)]
+struct RunQueue {
+    /// Head first; running tasks stay on it.
+    list: VecDeque<TaskId>,
+    max_na_goodness: i32,
+    max_na_ptr: Option<TaskId>,
+    max_na_cpus_allowed: u64,
+    running_non_idle: bool,
+    lock: LockId,
+}
+
+/// What one `schedule()` call saw (for the counters).
+#[derive(Clone, Copy, Debug, Default)]
+struct ScheduleSeen {
+    remote_better: bool,
+    remote_lock_ok: bool,
+    remote_still_better: bool,
+}
+
+/// Raw event counts.
+#[derive(Clone, Debug, Default)]
+struct Stats {
+    schedule_calls: u64,
+    remote_better: u64,
+    remote_lock_ok: u64,
+    remote_still_better: u64,
+    premature_idle: u64,
+    rescans: u64,
+    recalculations: u64,
+    resched_calls: u64,
+    resched_fast_path: u64,
+    resched_target_exists: u64,
+    resched_target_is_task_cpu: u64,
+    resched_remote_lock_ok: u64,
+    resched_moved: u64,
+    resched_bitmap_moves: u64,
+    lb_runs: u64,
+    lb_moves: u64,
+}
+
+/// The MQ scheduler (both registry entries).
+pub struct Mq {
+    cfg: Config,
+    options: BTreeMap<String, String>,
+    rq: Vec<RunQueue>,
+    /// `aligned_data[cpu].curr_na_goodness`.
+    curr_na_goodness: Vec<i32>,
+    ts: Vec<TaskSched>,
+    lines: Lines,
+    /// Jiffy of the next load-balancer run.
+    next_lb: u64,
+    st: Stats,
+}
+
+/// Line of `runqueue_data[cpu]`.
+fn rq_line(cpu: CpuId) -> usize {
+    2 * cpu
+}
+/// Line of `aligned_data[cpu]`.
+fn ad_line(cpu: CpuId) -> usize {
+    2 * cpu + 1
+}
+
+fn pct(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / d as f64
+    }
+}
+
+impl Mq {
+    /// A scheduler with options `cfg`; `options` is what the report shows.
+    pub fn new(cfg: Config, options: BTreeMap<String, String>) -> Mq {
+        Mq {
+            cfg,
+            options,
+            rq: Vec::new(),
+            curr_na_goodness: Vec::new(),
+            ts: Vec::new(),
+            lines: Lines::default(),
+            next_lb: 0,
+            st: Stats::default(),
+        }
+    }
+
+    fn ncpu(&self) -> usize {
+        self.rq.len()
+    }
+
+    /// `first_cpu..last_cpu` of `cpu`'s pool (all CPUs for unpooled MQ).
+    fn pool_of(&self, cpu: CpuId) -> std::ops::Range<CpuId> {
+        let ps = self.cfg.pool_size.max(1);
+        let lo = cpu / ps * ps;
+        lo..(lo + ps).min(self.ncpu())
+    }
+
+    fn line_bitmap(&self) -> usize {
+        2 * self.ncpu()
+    }
+
+    fn prio(&self, ctx: &SchedCtx<'_>, p: TaskId) -> Prio {
+        let t = ctx.task(p);
+        let s = &self.ts[p as usize];
+        Prio {
+            counter: s.counter,
+            yielding: s.yielding,
+            policy: t.policy,
+            nice: t.nice,
+            rt_priority: t.rt_priority,
+            mm: t.mm,
+            processor: t.processor,
+        }
+    }
+
+    fn has_cpu(ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        ctx.task(p).on_cpu.is_some()
+    }
+
+    /// 2.4 `can_schedule(p, cpu)`: allowed there and not running elsewhere.
+    fn can_schedule(ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) -> bool {
+        ctx.allowed(p, cpu) && ctx.task(p).on_cpu.is_none_or(|c| c == cpu)
+    }
+
+    /// `preemption_goodness(curr, p, cpu)` with the full goodness (§3.2).
+    fn preemption_goodness(&self, ctx: &SchedCtx<'_>, curr: TaskId, p: TaskId, cpu: CpuId) -> i32 {
+        let mm = ctx.active_mm(cpu);
+        let pcp = self.cfg.pcp;
+        self.prio(ctx, p).goodness(cpu, mm, pcp) - self.prio(ctx, curr).goodness(cpu, mm, pcp)
+    }
+
+    /// `add_to_runqueue` (`upd`) / `add_to_runqueue_noupd`: at the head of its
+    /// `processor`'s queue, whose lock is held.
+    fn add_to_runqueue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, upd: bool) {
+        let c = ctx.task(p).processor;
+        debug_assert!(ctx.holds(self.rq[c].lock));
+        debug_assert!(!self.ts[p as usize].on_rq);
+        if upd && !Self::has_cpu(ctx, p) {
+            let g = self.prio(ctx, p).na_goodness();
+            if g > self.rq[c].max_na_goodness {
+                let allowed = ctx.task(p).cpus_allowed;
+                let q = &mut self.rq[c];
+                q.max_na_goodness = g;
+                q.max_na_cpus_allowed = allowed;
+                q.max_na_ptr = Some(p);
+            }
+        }
+        self.rq[c].list.push_front(p);
+        self.ts[p as usize].on_rq = true;
+        self.lines.locked(ctx.cpu(), rq_line(c), true);
+    }
+
+    /// `del_from_runqueue` / `del_from_runqueue_update`. The update flavour replaces a
+    /// withdrawn `max_na_ptr` by the *first* non-running task with positive
+    /// `na_goodness` ("a good enough approximation", S9).
+    fn del_from_runqueue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, upd: bool) {
+        let c = ctx.task(p).processor;
+        debug_assert!(ctx.holds(self.rq[c].lock));
+        let i = self.rq[c]
+            .list
+            .iter()
+            .position(|&t| t == p)
+            .unwrap_or_else(|| panic!("mq: task {p} not on queue {c}"));
+        self.rq[c].list.remove(i);
+        self.ts[p as usize].on_rq = false;
+        self.lines.locked(ctx.cpu(), rq_line(c), true);
+        if self.rq[c].max_na_ptr != Some(p) {
+            return;
+        }
+        let mut found = None;
+        if upd {
+            let mut looked = 0;
+            for &t in &self.rq[c].list {
+                looked += 1;
+                if !Self::has_cpu(ctx, t) {
+                    let w = self.prio(ctx, t).na_goodness();
+                    if w > 0 {
+                        found = Some((t, w));
+                        break;
+                    }
+                }
+            }
+            ctx.examine(looked);
+        }
+        let q = &mut self.rq[c];
+        match found {
+            Some((t, w)) => {
+                q.max_na_goodness = w;
+                q.max_na_cpus_allowed = ctx.task(t).cpus_allowed;
+                q.max_na_ptr = Some(t);
+            }
+            None => {
+                q.max_na_goodness = MIN_GOODNESS;
+                q.max_na_ptr = None;
+            }
+        }
+    }
+
+    fn move_last_runqueue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        let c = ctx.task(p).processor;
+        let q = &mut self.rq[c].list;
+        if let Some(i) = q.iter().position(|&t| t == p) {
+            q.remove(i);
+            q.push_back(p);
+        }
+        self.lines.locked(ctx.cpu(), rq_line(c), true);
+    }
+
+    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) {
+        ctx.lock(self.rq[c].lock);
+        self.lines.locked(ctx.cpu(), rq_line(c), false);
+    }
+
+    fn trylock_rq(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) -> bool {
+        let ok = ctx.trylock(self.rq[c].lock);
+        if ok {
+            self.lines.locked(ctx.cpu(), rq_line(c), false);
+        }
+        ok
+    }
+
+    /// `scan_runqueue` (§3.3 step 2): best local task into `next`/`cg`, second best
+    /// published as this queue's `max_na_*`, then the CPU boost.
+    fn scan_runqueue(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        this: CpuId,
+        cg: &mut i32,
+        this_mm: u32,
+        mut next: TaskId,
+    ) -> TaskId {
+        let idle = ctx.idle_task(this);
+        let mut prev_next = idle;
+        let mut prev_next_weight = MIN_GOODNESS;
+        let n = self.rq[this].list.len();
+        for i in 0..n {
+            let p = self.rq[this].list[i];
+            if !Self::can_schedule(ctx, p, this) {
+                continue;
+            }
+            let w = self.prio(ctx, p).local_goodness(this_mm);
+            if w > *cg {
+                if !Self::has_cpu(ctx, next) {
+                    prev_next_weight = *cg;
+                    prev_next = next;
+                }
+                *cg = w;
+                next = p;
+            } else if w > prev_next_weight && !Self::has_cpu(ctx, p) {
+                prev_next_weight = w;
+                prev_next = p;
+            }
+        }
+        ctx.examine(n as u64);
+        if prev_next != idle {
+            let g = self.prio(ctx, prev_next).na_goodness();
+            let allowed = ctx.task(prev_next).cpus_allowed;
+            let q = &mut self.rq[this];
+            q.max_na_goodness = g;
+            q.max_na_cpus_allowed = allowed;
+            q.max_na_ptr = Some(prev_next);
+        } else {
+            let q = &mut self.rq[this];
+            q.max_na_goodness = MIN_GOODNESS;
+            q.max_na_ptr = None;
+        }
+        self.lines.locked(this, rq_line(this), true);
+        if *cg > 0 {
+            *cg += self.cfg.pcp;
+        }
+        next
+    }
+
+    /// The remote queue to try next: the highest published value above `cg` (ties: the
+    /// lower CPU, as the kernel's strict `>` scan).
+    fn best_remote(list: &[i32], cg: i32) -> Option<CpuId> {
+        let mut best = None;
+        let mut v = cg;
+        for (c, &g) in list.iter().enumerate() {
+            if g > v {
+                v = g;
+                best = Some(c);
+            }
+        }
+        best
+    }
+
+    /// `examine_rmt_rqs` (§3.3 step 3). Called with this CPU's queue locked.
+    fn examine_rmt_rqs(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        this: CpuId,
+        cg: &mut i32,
+        mut next: TaskId,
+        seen: &mut ScheduleSeen,
+    ) -> TaskId {
+        let idle = ctx.idle_task(this);
+        let bit = 1u64 << this;
+        let pool = self.pool_of(this);
+        let mut list = vec![MIN_GOODNESS; self.ncpu()];
+        loop {
+            let mut premature_idle = 0u32;
+            for r in pool.clone() {
+                list[r] = MIN_GOODNESS;
+                if r == this {
+                    continue;
+                }
+                self.lines.read(ctx, rq_line(r));
+                let q = &self.rq[r];
+                if q.max_na_cpus_allowed & bit != 0 && q.max_na_goodness > *cg {
+                    list[r] = q.max_na_goodness;
+                }
+            }
+            let mut rrq = Self::best_remote(&list, *cg);
+            if rrq.is_some() {
+                seen.remote_better = true;
+            }
+            while let Some(r) = rrq {
+                if self.trylock_rq(ctx, r) {
+                    seen.remote_lock_ok = true;
+                    let (r_goodness, r_allowed, r_ptr) = {
+                        let q = &self.rq[r];
+                        (q.max_na_goodness, q.max_na_cpus_allowed, q.max_na_ptr)
+                    };
+                    if r_goodness > *cg && r_allowed & bit != 0 {
+                        seen.remote_still_better = true;
+                        if next != idle && !Self::has_cpu(ctx, next) {
+                            let g = self.prio(ctx, next).na_goodness();
+                            let allowed = ctx.task(next).cpus_allowed;
+                            let me = &mut self.rq[this];
+                            me.max_na_goodness = g;
+                            me.max_na_cpus_allowed = allowed;
+                            me.max_na_ptr = Some(next);
+                        }
+                        let t = r_ptr.expect("mq: max_na_goodness without max_na_ptr");
+                        *cg = r_goodness;
+                        self.del_from_runqueue(ctx, t, true);
+                        ctx.set_task_cpu(t, this);
+                        self.add_to_runqueue(ctx, t, false);
+                        next = t;
+                        ctx.unlock(self.rq[r].lock);
+                        break;
+                    }
+                    ctx.unlock(self.rq[r].lock);
+                } else {
+                    premature_idle += 1;
+                }
+                list[r] = MIN_GOODNESS;
+                rrq = Self::best_remote(&list, *cg);
+            }
+            self.st.premature_idle += u64::from(premature_idle);
+            if next == idle && premature_idle > 0 {
+                // Withdraw our own advertisement before looking again ("otherwise there
+                // is the potential for deadlock", S9).
+                let me = &mut self.rq[this];
+                me.max_na_goodness = MIN_GOODNESS;
+                me.max_na_ptr = None;
+                self.st.rescans += 1;
+                continue;
+            }
+            return next;
+        }
+    }
+
+    /// The 2.4 recalculation: every task's `counter = counter/2 + NICE_TO_TICKS(nice)`.
+    fn recalculate(&mut self, ctx: &mut SchedCtx<'_>) {
+        self.st.recalculations += 1;
+        let mut walked = 0;
+        for p in 0..ctx.tasks_len() {
+            let t = ctx.task(p as TaskId);
+            if t.is_idle || t.state == TaskState::Dead {
+                continue;
+            }
+            walked += 1;
+            let add = nice_to_ticks(t.nice, self.cfg.hz);
+            let s = &mut self.ts[p];
+            s.counter = (s.counter >> 1) + add;
+        }
+        ctx.examine(walked);
+    }
+
+    /// `update_sched_data`: publish what this CPU now runs.
+    fn update_sched_data(&mut self, ctx: &mut SchedCtx<'_>, this: CpuId, next: TaskId) {
+        let idle = next == ctx.idle_task(this);
+        let g = if idle {
+            MIN_GOODNESS
+        } else {
+            self.prio(ctx, next).na_goodness()
+        };
+        self.curr_na_goodness[this] = g;
+        if self.rq[this].running_non_idle == idle {
+            self.rq[this].running_non_idle = !idle;
+            if self.cfg.idle_bitmap {
+                let l = self.line_bitmap();
+                self.lines.write(ctx, l);
+            }
+        }
+        self.lines.write(ctx, ad_line(this));
+    }
+
+    /// `reschedule_idle(p)` (§3.4), called with the queue of `p->processor` locked; `p`
+    /// is not running and may not be queued yet. On return `p` is on some queue.
+    fn reschedule_idle(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        let tsk_cpu = ctx.task(p).processor;
+        debug_assert!(ctx.holds(self.rq[tsk_cpu].lock));
+        self.st.resched_calls += 1;
+
+        // Fast path: the task's last CPU is idle.
+        self.lines.read(ctx, ad_line(tsk_cpu));
+        if Self::can_schedule(ctx, p, tsk_cpu) && ctx.cpu_is_idle(tsk_cpu) {
+            self.st.resched_fast_path += 1;
+            if !self.ts[p as usize].on_rq {
+                self.add_to_runqueue(ctx, p, true);
+            }
+            ctx.resched_cpu(tsk_cpu);
+            return;
+        }
+
+        // mq-pool: an idle CPU outside the pool, found through the non-idle bitmap.
+        // [INFERRED] S11 says the bitmap exists "so that idle CPUs anywhere in the system
+        // can be found quickly", not how reschedule_idle uses it; we use it when the
+        // task's pool has no idle CPU, before preempting inside the pool.
+        let pool = self.pool_of(tsk_cpu);
+        if self.cfg.idle_bitmap && pool.len() < self.ncpu() && self.place_outside_pool(ctx, p) {
+            return;
+        }
+
+        let thr = self.prio(ctx, p).na_goodness();
+        let now = ctx.now();
+        let mhz = ctx.costs().cpu_mhz;
+        let mut keys = vec![thr; self.ncpu()];
+        for cpu in pool.clone() {
+            if cpu != tsk_cpu {
+                self.lines.read(ctx, ad_line(cpu));
+            }
+            if !Self::can_schedule(ctx, p, cpu) {
+                continue;
+            }
+            keys[cpu] = if self.curr_na_goodness[cpu] == MIN_GOODNESS {
+                // Longest idle first: minus the cycles since its last switch.
+                let cycles = now.saturating_sub(ctx.last_schedule(cpu)) * mhz / 1000;
+                if cycles > i32::MAX as u64 {
+                    i32::MIN
+                } else {
+                    -(cycles as i32)
+                }
+            } else {
+                self.curr_na_goodness[cpu] + if cpu != tsk_cpu { self.cfg.pcp } else { 0 }
+            };
+        }
+        let lowest = |keys: &[i32]| {
+            let mut best = None;
+            let mut v = thr;
+            for (c, &k) in keys.iter().enumerate() {
+                if k < v {
+                    v = k;
+                    best = Some(c);
+                }
+            }
+            best
+        };
+        let mut target = lowest(&keys);
+        if target.is_some() {
+            self.st.resched_target_exists += 1;
+        }
+        let (mut saw_task_cpu, mut saw_lock) = (false, false);
+        while let Some(t) = target {
+            if t == tsk_cpu {
+                saw_task_cpu = true;
+            }
+            let curr = ctx.curr(t);
+            if t == tsk_cpu && self.preemption_goodness(ctx, curr, p, t) > 0 {
+                // Its queue is the one we hold: no extra lock.
+                if !self.ts[p as usize].on_rq {
+                    self.add_to_runqueue(ctx, p, true);
+                }
+                ctx.resched_cpu(t);
+                self.count_resched(saw_task_cpu, saw_lock);
+                return;
+            } else if self.trylock_rq(ctx, t) {
+                if t != tsk_cpu {
+                    saw_lock = true;
+                }
+                self.lines.read(ctx, ad_line(t));
+                let curr = ctx.curr(t);
+                if ctx.cpu_is_idle(t) || self.preemption_goodness(ctx, curr, p, t) > 0 {
+                    if self.ts[p as usize].on_rq {
+                        self.del_from_runqueue(ctx, p, true);
+                    }
+                    ctx.set_task_cpu(p, t);
+                    self.add_to_runqueue(ctx, p, true);
+                    ctx.resched_cpu(t);
+                    ctx.unlock(self.rq[t].lock);
+                    self.st.resched_moved += 1;
+                    self.count_resched(saw_task_cpu, saw_lock);
+                    return;
+                }
+                ctx.unlock(self.rq[t].lock);
+            }
+            keys[t] = thr;
+            target = lowest(&keys);
+        }
+        self.count_resched(saw_task_cpu, saw_lock);
+        if !self.ts[p as usize].on_rq {
+            self.add_to_runqueue(ctx, p, true);
+        }
+    }
+
+    fn count_resched(&mut self, task_cpu: bool, lock: bool) {
+        self.st.resched_target_is_task_cpu += u64::from(task_cpu);
+        self.st.resched_remote_lock_ok += u64::from(lock);
+    }
+
+    /// mq-pool: when no CPU of the task's pool is idle, move `p` to an idle CPU of
+    /// another pool, found in the non-idle bitmap (lowest number first, as a find-first-
+    /// zero-bit would), by `spin_trylock` and re-check. True when placed.
+    fn place_outside_pool(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) -> bool {
+        let tsk_cpu = ctx.task(p).processor;
+        let pool = self.pool_of(tsk_cpu);
+        let l = self.line_bitmap();
+        self.lines.read(ctx, l);
+        let idle_in_pool = pool.clone().any(|c| !self.rq[c].running_non_idle);
+        if idle_in_pool {
+            return false;
+        }
+        for c in 0..self.ncpu() {
+            if pool.contains(&c) || self.rq[c].running_non_idle || !ctx.allowed(p, c) {
+                continue;
+            }
+            if !self.trylock_rq(ctx, c) {
+                continue;
+            }
+            if ctx.cpu_is_idle(c) {
+                if self.ts[p as usize].on_rq {
+                    self.del_from_runqueue(ctx, p, true);
+                }
+                ctx.set_task_cpu(p, c);
+                self.add_to_runqueue(ctx, p, true);
+                ctx.resched_cpu(c);
+                ctx.unlock(self.rq[c].lock);
+                self.st.resched_bitmap_moves += 1;
+                return true;
+            }
+            ctx.unlock(self.rq[c].lock);
+        }
+        false
+    }
+}
+
+impl Policy for Mq {
+    fn name(&self) -> &'static str {
+        self.cfg.name
+    }
+
+    fn options(&self) -> BTreeMap<String, String> {
+        self.options.clone()
+    }
+
+    fn hz(&self) -> u32 {
+        self.cfg.hz
+    }
+
+    fn init(&mut self, ctx: &mut SchedCtx<'_>) {
+        let n = ctx.nr_cpus();
+        self.rq = (0..n)
+            .map(|_| RunQueue {
+                list: VecDeque::new(),
+                max_na_goodness: MIN_GOODNESS,
+                max_na_ptr: None,
+                max_na_cpus_allowed: 0,
+                running_non_idle: false,
+                lock: ctx.new_lock("runqueue_lock"),
+            })
+            .collect();
+        self.curr_na_goodness = vec![MIN_GOODNESS; n];
+        self.lines = Lines::new(2 * n + 1, n);
+        self.cfg.pool_size = self.cfg.pool_size.clamp(1, n);
+        if let Some(ms) = self.cfg.lb_interval_ms {
+            self.next_lb = Self::lb_ticks(ms, self.cfg.hz);
+        }
+    }
+
+    fn task_new(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
+        let n = p as usize + 1;
+        if self.ts.len() < n {
+            self.ts.resize(n, TaskSched::default());
+        }
+        match parent {
+            None => self.ts[p as usize].counter = def_counter(self.cfg.hz),
+            Some(pp) => {
+                // do_fork (§1.12): the parent's remaining ticks are split.
+                let pc = self.ts[pp as usize].counter;
+                self.ts[p as usize].counter = (pc + 1) >> 1;
+                self.ts[pp as usize].counter = pc >> 1;
+                if pc >> 1 == 0 && !ctx.task(pp).is_idle {
+                    let cpu = ctx.cpu();
+                    ctx.resched_cpu(cpu);
+                }
+            }
+        }
+    }
+
+    fn try_to_wake_up(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, sync: bool) {
+        let cpu_rq = ctx.task(p).processor;
+        self.lock_rq(ctx, cpu_rq);
+        if !self.ts[p as usize].on_rq {
+            let this = ctx.cpu();
+            if sync && self.cfg.sync_wakeups && ctx.allowed(p, this) {
+                self.add_to_runqueue(ctx, p, true);
+            } else {
+                self.reschedule_idle(ctx, p);
+            }
+        }
+        ctx.unlock(self.rq[cpu_rq].lock);
+    }
+
+    fn schedule(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> TaskId {
+        self.lock_rq(ctx, cpu);
+        self.st.schedule_calls += 1;
+        let prev_t = ctx.task(prev);
+        if !prev_t.is_idle {
+            debug_assert_eq!(prev_t.processor, cpu, "mq: running task on another queue");
+            if prev_t.policy == SchedPolicy::Rr && self.ts[prev as usize].counter == 0 {
+                self.ts[prev as usize].counter = nice_to_ticks(prev_t.nice, self.cfg.hz);
+                self.move_last_runqueue(ctx, prev);
+            }
+            if ctx.task(prev).state != TaskState::Running && self.ts[prev as usize].on_rq {
+                self.del_from_runqueue(ctx, prev, false);
+            }
+        }
+        let this_mm = ctx.active_mm(cpu);
+        let mut seen = ScheduleSeen::default();
+        let next = loop {
+            let mut c = MIN_GOODNESS;
+            let next = self.scan_runqueue(ctx, cpu, &mut c, this_mm, ctx.idle_task(cpu));
+            let next = self.examine_rmt_rqs(ctx, cpu, &mut c, next, &mut seen);
+            if c == 0 {
+                ctx.unlock(self.rq[cpu].lock);
+                self.recalculate(ctx);
+                self.lock_rq(ctx, cpu);
+                continue;
+            }
+            break next;
+        };
+        self.st.remote_better += u64::from(seen.remote_better);
+        self.st.remote_lock_ok += u64::from(seen.remote_lock_ok);
+        self.st.remote_still_better += u64::from(seen.remote_still_better);
+        self.update_sched_data(ctx, cpu, next);
+        ctx.unlock(self.rq[cpu].lock);
+        if next == prev {
+            self.ts[prev as usize].yielding = false;
+        }
+        next
+    }
+
+    fn schedule_tail(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) {
+        // __schedule_tail (§1.8 with MQ's locking, §3.3 step 7).
+        let _ = cpu;
+        if ctx.task(prev).is_idle {
+            return;
+        }
+        let yielded = std::mem::take(&mut self.ts[prev as usize].yielding);
+        if yielded {
+            return;
+        }
+        let t = ctx.task(prev);
+        if t.state != TaskState::Running || t.on_cpu.is_some() {
+            return;
+        }
+        let c = t.processor;
+        self.lock_rq(ctx, c);
+        let t = ctx.task(prev);
+        if t.state == TaskState::Running && t.on_cpu.is_none() {
+            self.reschedule_idle(ctx, prev);
+        }
+        ctx.unlock(self.rq[c].lock);
+    }
+
+    fn scheduler_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
+        if let Some(ms) = self.cfg.lb_interval_ms {
+            if cpu == 0 && ctx.jiffies() >= self.next_lb {
+                self.next_lb = ctx.jiffies() + Self::lb_ticks(ms, self.cfg.hz);
+                self.load_balance(ctx);
+            }
+        }
+        if ctx.task(curr).is_idle {
+            return;
+        }
+        // update_process_times (§1.11) plus MQ's refresh of the published value (§3.5).
+        let s = &mut self.ts[curr as usize];
+        s.counter -= 1;
+        if s.counter <= 0 {
+            s.counter = 0;
+            ctx.resched_cpu(cpu);
+        }
+        if self.curr_na_goodness[cpu] != MIN_GOODNESS {
+            self.curr_na_goodness[cpu] = self.prio(ctx, curr).na_goodness();
+            self.lines.write(ctx, ad_line(cpu));
+        }
+    }
+
+    fn sys_sched_yield(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+        // nr_pending = Σ (nt_running − running_non_idle), read without locks.
+        let mut nr_pending = 0i64;
+        for c in 0..self.ncpu() {
+            if c != cpu {
+                self.lines.read(ctx, rq_line(c));
+            }
+            let q = &self.rq[c];
+            nr_pending += q.list.len() as i64 - i64::from(q.running_non_idle);
+        }
+        if nr_pending > 0 {
+            if ctx.task(p).policy == SchedPolicy::Other {
+                self.ts[p as usize].yielding = true;
+            }
+            ctx.resched_cpu(cpu);
+            let c = ctx.task(p).processor;
+            self.lock_rq(ctx, c);
+            self.move_last_runqueue(ctx, p);
+            ctx.unlock(self.rq[c].lock);
+        }
+    }
+
+    fn sched_exit(&mut self, _ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
+        // release_task (§1.12): the parent inherits the child's ticks, capped.
+        let cap = max_counter(self.cfg.hz);
+        let add = self.ts[child as usize].counter;
+        let s = &mut self.ts[parent as usize];
+        s.counter = (s.counter + add).min(cap);
+    }
+
+    fn counters(&self) -> BTreeMap<String, f64> {
+        let s = &self.st;
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: f64| {
+            m.insert(k.to_string(), v);
+        };
+        put("remote_better_pct", pct(s.remote_better, s.schedule_calls));
+        put(
+            "remote_lock_ok_pct",
+            pct(s.remote_lock_ok, s.schedule_calls),
+        );
+        put(
+            "remote_still_better_pct",
+            pct(s.remote_still_better, s.schedule_calls),
+        );
+        put(
+            "resched_target_is_task_cpu_pct",
+            pct(s.resched_target_is_task_cpu, s.resched_calls),
+        );
+        put(
+            "resched_remote_lock_ok_pct",
+            pct(s.resched_remote_lock_ok, s.resched_calls),
+        );
+        put(
+            "resched_target_exists_pct",
+            pct(s.resched_target_exists, s.resched_calls),
+        );
+        put(
+            "resched_fast_path_pct",
+            pct(s.resched_fast_path, s.resched_calls),
+        );
+        put("schedule_calls", s.schedule_calls as f64);
+        put("reschedule_idle_calls", s.resched_calls as f64);
+        put("steals", s.remote_still_better as f64);
+        put("resched_moves", s.resched_moved as f64);
+        put("premature_idle", s.premature_idle as f64);
+        put("rescans", s.rescans as f64);
+        put("recalculations", s.recalculations as f64);
+        if self.cfg.idle_bitmap {
+            put("resched_bitmap_moves", s.resched_bitmap_moves as f64);
+        }
+        if self.cfg.lb_interval_ms.is_some() {
+            put("lb_runs", s.lb_runs as f64);
+            put("lb_moves", s.lb_moves as f64);
+        }
+        m
+    }
+
+    fn check(&self, k: &Kernel) -> Result<(), String> {
+        let name = self.cfg.name;
+        let mut queued = vec![false; self.ts.len()];
+        for (c, q) in self.rq.iter().enumerate() {
+            for &p in &q.list {
+                let t = k.task(p);
+                if std::mem::replace(&mut queued[p as usize], true) {
+                    return Err(format!("{name}: pid {} queued twice", t.pid));
+                }
+                if t.processor != c {
+                    return Err(format!(
+                        "{name}: pid {} on queue {c} but processor {}",
+                        t.pid, t.processor
+                    ));
+                }
+                if t.state != TaskState::Running && t.on_cpu.is_none() {
+                    return Err(format!("{name}: queued pid {} is {:?}", t.pid, t.state));
+                }
+            }
+            if let Some(m) = q.max_na_ptr {
+                if !q.list.contains(&m) || k.task(m).on_cpu.is_some() {
+                    return Err(format!(
+                        "{name}: max_na_ptr of cpu {c} (pid {}) is not a queued, waiting task",
+                        k.task(m).pid
+                    ));
+                }
+            }
+            let idle = k.cpus[c].curr == k.cpus[c].idle;
+            if idle != (self.curr_na_goodness[c] == MIN_GOODNESS) {
+                return Err(format!(
+                    "{name}: cpu {c} idle={idle} but curr_na_goodness {}",
+                    self.curr_na_goodness[c]
+                ));
+            }
+        }
+        for (p, s) in self.ts.iter().enumerate() {
+            if s.on_rq != queued[p] {
+                return Err(format!("{name}: on_rq flag of task {p} disagrees"));
+            }
+            let t = k.task(p as TaskId);
+            if t.state == TaskState::Running && !t.is_idle && !s.on_rq {
+                return Err(format!("{name}: runnable pid {} on no queue", t.pid));
+            }
+        }
+        Ok(())
+    }
+}

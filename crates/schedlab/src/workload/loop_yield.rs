@@ -1,0 +1,218 @@
+//! `loop_yield` (Ingo Molnar's O(1) announcement, LKML 4 Jan 2002): N processes calling
+//! `sched_yield()` in a tight loop; the figure is the system-wide context-switch rate that
+//! `vmstat` prints (benchmarks.md §5b).
+//!
+//! # The original
+//!
+//! A process that loops on `sched_yield()` forever; N instances run at once (4 on a 2-way,
+//! 16 on an 8-way); the figure is the `cs` column of `vmstat 5` — context switches per
+//! second, system-wide. Under 2.4 a yield enters `schedule()` and scans the whole run queue
+//! under `runqueue_lock`; under O(1) the yielder goes to its CPU's expired array.
+//!
+//! # The model
+//!
+//! 1. init forks `instances` processes, each `loop { sched_yield(); }`.
+//! 2. init then plays `vmstat`: it sleeps `warmup_ms`, samples the `ctxt` counter
+//!    ([`Env::ctxt`], all context switches idle included, as `/proc/stat` shows it) and
+//!    the time, sleeps `duration_ms`, samples again and ends the run.
+//! 3. Result: (ctxt₁ − ctxt₀) / (t₁ − t₀), switches per second.
+//!
+//! The original ran forever; the model's window (`duration_ms`) is [INFERRED]: long
+//! enough for a steady rate (many ticks), short enough to simulate. Like the real `vmstat`,
+//! the sampler is a task on the machine: its own two switches per sample are counted, and
+//! it has to win a CPU from the yielders to take its sample.
+//!
+//! What it counts: `ctxt_start`, `ctxt_end` (the samples), `instances` (forked).
+
+use crate::engine::{Time, MS};
+use crate::kernel::Kernel;
+use crate::machine::Machine;
+use crate::report::Metric;
+use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::workload::program::{program, Env, Op, Program, Record};
+
+use super::{interval, metric, Workload, WorkloadInfo};
+
+/// Registry entry.
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "loop_yield",
+    about: "Molnar's loop_yield: N processes in tight sched_yield() loops, vmstat cs rate",
+    metric: "switches/s",
+    params: &[
+        ParamSpec {
+            name: "instances",
+            default: "16",
+            kind: Kind::Int { min: 1, max: 30000 },
+            help: "yielding processes (Molnar: 4 on a 2-way, 16 on an 8-way)",
+        },
+        ParamSpec {
+            name: "duration_ms",
+            default: "100",
+            kind: Kind::Int {
+                min: 1,
+                max: 3_600_000,
+            },
+            help: "sampling window, ms (the original ran forever; vmstat 5 sampled 5 s)",
+        },
+        ParamSpec {
+            name: "warmup_ms",
+            default: "20",
+            kind: Kind::Int {
+                min: 0,
+                max: 3_600_000,
+            },
+            help: "time after the forks before the first sample, ms",
+        },
+    ],
+    build,
+};
+
+fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    Ok(Box::new(LoopYield {
+        instances: p.uint("instances"),
+        duration: p.uint("duration_ms") * MS,
+        warmup: p.uint("warmup_ms") * MS,
+    }))
+}
+
+/// The loop_yield workload.
+pub struct LoopYield {
+    instances: u64,
+    duration: Time,
+    warmup: Time,
+}
+
+enum St {
+    Fork { issued: bool },
+    Warmup,
+    Sample0,
+    Sample1,
+}
+
+/// init: the forks, then `vmstat`.
+struct Vmstat {
+    st: St,
+    instances: u64,
+    forked: u64,
+    duration: Time,
+    warmup: Time,
+}
+
+impl Program for Vmstat {
+    fn next(&mut self, env: &mut Env<'_>) -> Op {
+        loop {
+            match self.st {
+                St::Fork { issued } => {
+                    if issued {
+                        if env.ret < 0 {
+                            env.fail(format!(
+                                "loop_yield: fork() of instance {} refused ({})",
+                                self.forked + 1,
+                                env.ret
+                            ));
+                            return Op::Exit;
+                        }
+                        self.forked += 1;
+                    }
+                    if self.forked < self.instances {
+                        self.st = St::Fork { issued: true };
+                        return Op::Fork {
+                            child: program(|_env: &mut Env<'_>| Op::Yield),
+                        };
+                    }
+                    env.count("instances", self.forked);
+                    self.st = St::Warmup;
+                }
+                St::Warmup => {
+                    self.st = St::Sample0;
+                    if self.warmup > 0 {
+                        return Op::Sleep { ns: self.warmup };
+                    }
+                }
+                St::Sample0 => {
+                    env.mark("start");
+                    env.count("ctxt_start", env.ctxt);
+                    self.st = St::Sample1;
+                    return Op::Sleep { ns: self.duration };
+                }
+                St::Sample1 => {
+                    env.mark("end");
+                    env.count("ctxt_end", env.ctxt);
+                    env.stop();
+                    return Op::Exit;
+                }
+            }
+        }
+    }
+}
+
+impl Workload for LoopYield {
+    fn root(&self) -> Box<dyn Program> {
+        Box::new(Vmstat {
+            st: St::Fork { issued: false },
+            instances: self.instances,
+            forked: 0,
+            duration: self.duration,
+            warmup: self.warmup,
+        })
+    }
+
+    fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {
+        let ns = interval(rec, "start", "end")?;
+        let cs = rec.count("ctxt_end") - rec.count("ctxt_start");
+        Ok(metric(
+            "switches_per_s",
+            cs as f64 / (ns as f64 / 1e9),
+            "switches/s",
+            "higher",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{RunConfig, Simulation};
+
+    fn run(cpus: usize, spec: &str) -> Simulation {
+        let mut s = Simulation::new(RunConfig {
+            machine: "piii700-1m".into(),
+            cpus: Some(cpus),
+            policy: "fifo".into(),
+            workload: spec.into(),
+            seed: 1,
+        })
+        .unwrap();
+        s.run(&mut |_, _| {}).unwrap();
+        s
+    }
+
+    #[test]
+    fn the_rate_is_measured_over_the_window() {
+        let s = run(2, "loop_yield:instances=4,duration_ms=30,warmup_ms=10");
+        assert_eq!(s.rec.count("instances"), 4);
+        assert_eq!(s.k.stats.forks, 4);
+        let start = s.rec.first("start").unwrap();
+        let end = s.rec.last("end").unwrap();
+        // nanosleep rounds up to ticks and adds one: the window is 30-50 ms at HZ=100.
+        assert!(end - start >= 30_000_000 && end - start <= 50_000_000);
+        let cs = s.rec.count("ctxt_end") - s.rec.count("ctxt_start");
+        assert!(cs > 1000, "{cs} switches");
+        let r = s.report().unwrap();
+        assert_eq!(r.result.metric, "switches_per_s");
+        // At most one switch per ~µs per CPU.
+        assert!(
+            r.result.value > 1e4 && r.result.value < 4e6,
+            "{}",
+            r.result.value
+        );
+    }
+
+    #[test]
+    fn a_longer_window_counts_proportionally_more_switches() {
+        let a = run(2, "loop_yield:instances=4,duration_ms=20");
+        let b = run(2, "loop_yield:instances=4,duration_ms=80");
+        let cs = |s: &Simulation| s.rec.count("ctxt_end") - s.rec.count("ctxt_start");
+        let ratio = cs(&b) as f64 / cs(&a) as f64;
+        assert!(ratio > 3.0 && ratio < 5.0, "ratio {ratio}");
+    }
+}

@@ -1,0 +1,280 @@
+//! `sched_yield` (Bill Hartner's `sched_test_yield`, IBM LTC, posted to lse-tech Dec 2000):
+//! N threads of one process loop on `sched_yield()`; the figure is microseconds per yield
+//! (benchmarks.md §2 "Precursors", §5b).
+//!
+//! # The original
+//!
+//! N threads each call `sched_yield()` in a loop; the program reports microseconds per
+//! yield, repeating until a Student-t 95 % interval is within 1 %. Kravetz's 8 × PIII 700
+//! runs (Jan 2001) go from 16 to 4096 threads. Hartner warned that 2.4.0's
+//! `sys_sched_yield` returns without calling `schedule()` when nothing else is runnable.
+//!
+//! # The model
+//!
+//! 1. init (the main thread) creates a "go" pipe and clones `threads` threads; each polls
+//!    the pipe, then loops on `sched_yield()`, adding one to its counter in the process's
+//!    shared memory after every completed call.
+//! 2. The main thread writes "go", sleeps `warmup_ms`, reads the sum of the counters and the
+//!    time, sleeps `duration_ms`, reads them again and ends the run.
+//! 3. Result: window × min(threads, CPUs) / yields in the window.
+//!
+//! **µs per yield** [INFERRED]: the CPU time one yield costs — elapsed time times the CPUs
+//! the threads can occupy, divided by the yields done. Why: Kravetz's multi-queue column is
+//! flat at ≈ 1.46 µs from 16 to 256 threads on 8 CPUs, the price of one yield (system call,
+//! `schedule()`, switch) on one CPU; elapsed / total yields would be 8× smaller and time per
+//! yield of one thread would grow with the thread count. The counters are shared memory of
+//! the threads' one mm, read at no cost, as the original's per-thread counters were. The
+//! measuring window replaces the Student-t loop.
+//!
+//! What it counts: `yields_start`, `yields_end` (the samples), `threads` (cloned).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::engine::{Time, MS};
+use crate::kernel::chan::Fd;
+use crate::kernel::Kernel;
+use crate::machine::Machine;
+use crate::report::Metric;
+use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::workload::program::{Env, Op, Program, Record};
+
+use super::{interval, metric, Workload, WorkloadInfo};
+
+/// Registry entry.
+pub const INFO: WorkloadInfo = WorkloadInfo {
+    name: "sched_yield",
+    about: "Hartner's sched_test_yield: N threads of one process looping on sched_yield()",
+    metric: "us per yield",
+    params: &[
+        ParamSpec {
+            name: "threads",
+            default: "16",
+            kind: Kind::Int { min: 1, max: 30000 },
+            help: "yielding threads (Kravetz: 16..4096)",
+        },
+        ParamSpec {
+            name: "duration_ms",
+            default: "100",
+            kind: Kind::Int {
+                min: 1,
+                max: 3_600_000,
+            },
+            help: "measuring window, ms",
+        },
+        ParamSpec {
+            name: "warmup_ms",
+            default: "20",
+            kind: Kind::Int {
+                min: 0,
+                max: 3_600_000,
+            },
+            help: "time after go before the window opens, ms",
+        },
+    ],
+    build,
+};
+
+fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    Ok(Box::new(SchedYield {
+        threads: p.uint("threads"),
+        duration: p.uint("duration_ms") * MS,
+        warmup: p.uint("warmup_ms") * MS,
+    }))
+}
+
+/// The sched_yield workload.
+pub struct SchedYield {
+    threads: u64,
+    duration: Time,
+    warmup: Time,
+}
+
+/// A yielding thread: wait for go, then yield forever, counting.
+struct Yielder {
+    go: Fd,
+    polled: bool,
+    yielding: bool,
+    count: Arc<AtomicU64>,
+}
+
+impl Program for Yielder {
+    fn next(&mut self, _env: &mut Env<'_>) -> Op {
+        if !self.polled {
+            self.polled = true;
+            return Op::Poll { fds: vec![self.go] };
+        }
+        if self.yielding {
+            // determinism: the simulation runs on one host thread; the atomic only makes
+            // the shared counter `Send`.
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+        self.yielding = true;
+        Op::Yield
+    }
+}
+
+enum St {
+    Pipe { issued: bool },
+    Clone { issued: bool },
+    Go,
+    Warmup,
+    Sample0,
+    Sample1,
+}
+
+/// The main thread.
+struct Main {
+    st: St,
+    threads: u64,
+    cloned: u64,
+    go: Fd,
+    duration: Time,
+    warmup: Time,
+    count: Arc<AtomicU64>,
+}
+
+impl Program for Main {
+    fn next(&mut self, env: &mut Env<'_>) -> Op {
+        loop {
+            match self.st {
+                St::Pipe { issued } => {
+                    if !issued {
+                        self.st = St::Pipe { issued: true };
+                        return Op::Pipe;
+                    }
+                    if env.ret < 0 {
+                        env.fail(format!("sched_yield: pipe() failed ({})", env.ret));
+                        return Op::Exit;
+                    }
+                    self.go = env.ret as Fd;
+                    self.st = St::Clone { issued: false };
+                }
+                St::Clone { issued } => {
+                    if issued {
+                        if env.ret < 0 {
+                            env.fail(format!(
+                                "sched_yield: clone() of thread {} refused ({})",
+                                self.cloned + 1,
+                                env.ret
+                            ));
+                            return Op::Exit;
+                        }
+                        self.cloned += 1;
+                    }
+                    if self.cloned < self.threads {
+                        self.st = St::Clone { issued: true };
+                        return Op::Clone {
+                            child: Box::new(Yielder {
+                                go: self.go,
+                                polled: false,
+                                yielding: false,
+                                count: Arc::clone(&self.count),
+                            }),
+                        };
+                    }
+                    env.count("threads", self.cloned);
+                    self.st = St::Go;
+                }
+                St::Go => {
+                    self.st = St::Warmup;
+                    return Op::Write {
+                        fd: self.go + 1,
+                        len: 1,
+                    };
+                }
+                St::Warmup => {
+                    self.st = St::Sample0;
+                    if self.warmup > 0 {
+                        return Op::Sleep { ns: self.warmup };
+                    }
+                }
+                St::Sample0 => {
+                    env.mark("start");
+                    env.count("yields_start", self.count.load(Ordering::Relaxed));
+                    self.st = St::Sample1;
+                    return Op::Sleep { ns: self.duration };
+                }
+                St::Sample1 => {
+                    env.mark("end");
+                    env.count("yields_end", self.count.load(Ordering::Relaxed));
+                    env.stop();
+                    return Op::Exit;
+                }
+            }
+        }
+    }
+}
+
+impl Workload for SchedYield {
+    fn root(&self) -> Box<dyn Program> {
+        Box::new(Main {
+            st: St::Pipe { issued: false },
+            threads: self.threads,
+            cloned: 0,
+            go: 0,
+            duration: self.duration,
+            warmup: self.warmup,
+            count: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    fn result(&self, rec: &Record, k: &Kernel) -> Result<Metric, String> {
+        let ns = interval(rec, "start", "end")?;
+        let yields = rec.count("yields_end") - rec.count("yields_start");
+        if yields == 0 {
+            return Err("sched_yield: no yield completed in the window".into());
+        }
+        let busy = self.threads.min(k.nr_cpus() as u64);
+        Ok(metric(
+            "us_per_yield",
+            ns as f64 * busy as f64 / yields as f64 / 1000.0,
+            "us",
+            "lower",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{RunConfig, Simulation};
+
+    fn run(cpus: usize, spec: &str) -> Simulation {
+        let mut s = Simulation::new(RunConfig {
+            machine: "piii700-1m".into(),
+            cpus: Some(cpus),
+            policy: "fifo".into(),
+            workload: spec.into(),
+            seed: 1,
+        })
+        .unwrap();
+        s.run(&mut |_, _| {}).unwrap();
+        s
+    }
+
+    #[test]
+    fn threads_of_one_mm_yield_in_the_window() {
+        let s = run(4, "sched_yield:threads=8,duration_ms=20,warmup_ms=10");
+        assert_eq!(s.rec.count("threads"), 8);
+        assert_eq!(s.k.stats.forks, 8);
+        assert!(s.k.tasks.iter().filter(|t| !t.is_idle).all(|t| t.mm == 1));
+        let y = s.rec.count("yields_end") - s.rec.count("yields_start");
+        assert!(y > 1000, "{y} yields");
+        let r = s.report().unwrap();
+        assert_eq!(r.result.metric, "us_per_yield");
+        assert!(
+            r.result.value > 0.2 && r.result.value < 100.0,
+            "{}",
+            r.result.value
+        );
+    }
+
+    #[test]
+    fn a_longer_window_counts_proportionally_more_yields() {
+        let y = |s: &Simulation| s.rec.count("yields_end") - s.rec.count("yields_start");
+        let a = run(2, "sched_yield:threads=4,duration_ms=20");
+        let b = run(2, "sched_yield:threads=4,duration_ms=80");
+        let ratio = y(&b) as f64 / y(&a) as f64;
+        assert!(ratio > 3.0 && ratio < 5.0, "ratio {ratio}");
+    }
+}
