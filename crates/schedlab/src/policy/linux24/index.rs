@@ -21,12 +21,15 @@
 //! then list order forces `u = t*`. So the best of the (at most four) set heads, compared
 //! by true goodness and then list position, is the scan's pick.
 //!
-//! Invariants: a task is in `all` ⇔ it is on the run queue; it is in the three other sets
+//! The policy keeps tasks that are on a CPU out of the index (no other CPU may pick them)
+//! and weighs the scanning CPU's own `prev` separately, so every indexed task passes
+//! `can_schedule` except those whose affinity excludes the scanning CPU; skipping those
+//! is the only walk the index ever does.
+//!
+//! Invariants: a task is in `all` ⇔ the policy indexed it; it is in the three other sets
 //! ⇔ its key says eligible; set entries equal the key the policy stored for the task.
-//! Skipping unschedulable heads (tasks running on another CPU, or not allowed here) costs
-//! at most one step per busy CPU plus the affinity-excluded tasks.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::kernel::task::TaskId;
 use crate::machine::CpuId;
@@ -52,13 +55,16 @@ fn entry(p: TaskId, k: &IndexKey) -> Entry {
     (-k.key, k.pos, p)
 }
 
-/// The sets described in the module docs.
+/// The sets described in the module docs. mm ids are small dense integers (the kernel
+/// numbers address spaces from 1), so the per-mm sets live in vectors indexed by mm.
 #[derive(Default)]
 pub struct GoodnessIndex {
+    nr_cpus: usize,
     all: BTreeSet<Entry>,
     by_cpu: Vec<BTreeSet<Entry>>,
-    by_mm: BTreeMap<u32, BTreeSet<Entry>>,
-    by_cpu_mm: BTreeMap<(CpuId, u32), BTreeSet<Entry>>,
+    by_mm: Vec<BTreeSet<Entry>>,
+    /// Indexed by `mm * nr_cpus + cpu`.
+    by_cpu_mm: Vec<BTreeSet<Entry>>,
 }
 
 /// A candidate: (goodness, list position, task).
@@ -68,22 +74,19 @@ impl GoodnessIndex {
     /// An empty index for `nr_cpus` CPUs.
     pub fn new(nr_cpus: usize) -> Self {
         GoodnessIndex {
+            nr_cpus,
             by_cpu: vec![BTreeSet::new(); nr_cpus],
             ..Default::default()
         }
     }
 
+    fn cpu_mm(&self, cpu: CpuId, mm: u32) -> usize {
+        mm as usize * self.nr_cpus + cpu
+    }
+
     /// Number of indexed tasks.
     pub fn len(&self) -> usize {
         self.all.len()
-    }
-
-    /// Forget everything.
-    pub fn clear(&mut self) {
-        self.all.clear();
-        self.by_cpu.iter_mut().for_each(BTreeSet::clear);
-        self.by_mm.clear();
-        self.by_cpu_mm.clear();
     }
 
     /// Index `p` under `k`.
@@ -94,8 +97,14 @@ impl GoodnessIndex {
         if k.eligible {
             self.by_cpu[k.cpu].insert(e);
             if k.mm != 0 {
-                self.by_mm.entry(k.mm).or_default().insert(e);
-                self.by_cpu_mm.entry((k.cpu, k.mm)).or_default().insert(e);
+                let (m, cm) = (k.mm as usize, self.cpu_mm(k.cpu, k.mm));
+                if self.by_mm.len() <= m {
+                    self.by_mm.resize_with(m + 1, BTreeSet::new);
+                    self.by_cpu_mm
+                        .resize_with((m + 1) * self.nr_cpus, BTreeSet::new);
+                }
+                self.by_mm[m].insert(e);
+                self.by_cpu_mm[cm].insert(e);
             }
         }
     }
@@ -108,13 +117,15 @@ impl GoodnessIndex {
         if k.eligible {
             self.by_cpu[k.cpu].remove(&e);
             if k.mm != 0 {
-                remove_from(&mut self.by_mm, k.mm, &e);
-                remove_from(&mut self.by_cpu_mm, (k.cpu, k.mm), &e);
+                let cm = self.cpu_mm(k.cpu, k.mm);
+                self.by_mm[k.mm as usize].remove(&e);
+                self.by_cpu_mm[cm].remove(&e);
             }
         }
     }
 
-    /// The scan's pick on `cpu` with `this_mm`: `schedulable` is `can_schedule`,
+    /// The scan's pick on `cpu` with `this_mm` among the indexed tasks: `schedulable` is
+    /// `can_schedule`,
     /// `goodness` the true goodness. `None` when no task is schedulable (idle).
     pub fn pick(
         &self,
@@ -124,9 +135,9 @@ impl GoodnessIndex {
         goodness: impl Fn(TaskId) -> i64,
     ) -> Option<Pick> {
         let sets = [
-            self.by_cpu_mm.get(&(cpu, this_mm)),
+            self.by_cpu_mm.get(self.cpu_mm(cpu, this_mm)),
             self.by_cpu.get(cpu),
-            self.by_mm.get(&this_mm),
+            self.by_mm.get(this_mm as usize),
             Some(&self.all),
         ];
         let mut best: Option<Pick> = None;
@@ -158,11 +169,8 @@ impl GoodnessIndex {
                 let e = (k, pos, p);
                 let in_cpu = self.by_cpu[ik.cpu].contains(&e);
                 let in_mm = ik.mm == 0
-                    || (self.by_mm.get(&ik.mm).is_some_and(|s| s.contains(&e))
-                        && self
-                            .by_cpu_mm
-                            .get(&(ik.cpu, ik.mm))
-                            .is_some_and(|s| s.contains(&e)));
+                    || (self.by_mm[ik.mm as usize].contains(&e)
+                        && self.by_cpu_mm[self.cpu_mm(ik.cpu, ik.mm)].contains(&e));
                 if !in_cpu || !in_mm {
                     return Err(format!("index: eligible task {p} missing from a set"));
                 }
@@ -172,22 +180,13 @@ impl GoodnessIndex {
             }
         }
         let n_cpu: usize = self.by_cpu.iter().map(BTreeSet::len).sum();
-        let n_mm: usize = self.by_mm.values().map(BTreeSet::len).sum();
-        let n_cpu_mm: usize = self.by_cpu_mm.values().map(BTreeSet::len).sum();
+        let n_mm: usize = self.by_mm.iter().map(BTreeSet::len).sum();
+        let n_cpu_mm: usize = self.by_cpu_mm.iter().map(BTreeSet::len).sum();
         if n_cpu != eligible || n_mm != with_mm || n_cpu_mm != with_mm {
             return Err(format!(
                 "index: set sizes {n_cpu}/{n_mm}/{n_cpu_mm}, expected {eligible}/{with_mm}/{with_mm}"
             ));
         }
         Ok(())
-    }
-}
-
-fn remove_from<K: Ord>(m: &mut BTreeMap<K, BTreeSet<Entry>>, k: K, e: &Entry) {
-    if let Some(s) = m.get_mut(&k) {
-        s.remove(e);
-        if s.is_empty() {
-            m.remove(&k);
-        }
     }
 }

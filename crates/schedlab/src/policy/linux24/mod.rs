@@ -47,9 +47,9 @@
 //!
 //! * A task is on the run queue ⇔ it is runnable (state running) or is the current task
 //!   of a CPU that has not yet called `schedule()` after leaving the running state.
-//! * Every queued task is in the index; a queued task that is not on a CPU is indexed
-//!   under its current key (a running task's key is refreshed when it enters
-//!   `schedule()`, since `exec` changes its `mm` behind the policy's back).
+//! * A queued task that is not on a CPU is in the index under its current key; a task on
+//!   a CPU is not (only its own CPU's walk may pick it, as `prev`, weighed directly — so
+//!   ticks, forks, yields, `nice` and `exec` of a running task never touch the index).
 //! * The index's pick equals the literal scan's pick (checked on every `schedule()` in
 //!   debug builds for queues up to 256 tasks, and by a property test).
 //!
@@ -161,7 +161,10 @@ struct TaskSched {
     yielded: bool,
     /// Position on the run queue (`run_list`), `None` when not queued.
     pos: Option<i64>,
-    /// What the task is indexed under (`Some` ⇔ queued).
+    /// On a CPU, as `schedule()` committed it (2.4 `cpus_runnable != ~0`; released at
+    /// the switch, which in the model is the same event).
+    has_cpu: bool,
+    /// What the task is indexed under (`Some` ⇔ queued and not on a CPU).
     ikey: Option<IndexKey>,
 }
 
@@ -307,20 +310,24 @@ impl Linux24 {
         }
     }
 
-    /// Re-index queued task `p` after a change to its goodness inputs.
+    /// Make `p`'s index entry match its state: indexed under its current key when queued
+    /// and not on a CPU, absent otherwise.
     fn reindex(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
-        if !self.on_rq(p) {
-            return;
-        }
-        let k = self.key_of(ctx.task(p), p);
+        let want = if self.on_rq(p) && !self.ts[p as usize].has_cpu {
+            Some(self.key_of(ctx.task(p), p))
+        } else {
+            None
+        };
         let s = &mut self.ts[p as usize];
-        if s.ikey == Some(k) {
+        if s.ikey == want {
             return;
         }
-        if let Some(old) = s.ikey.replace(k) {
+        if let Some(old) = std::mem::replace(&mut s.ikey, want) {
             self.index.remove(p, &old);
         }
-        self.index.insert(p, &k);
+        if let Some(k) = want {
+            self.index.insert(p, &k);
+        }
     }
 
     fn set_pos(&mut self, ctx: &SchedCtx<'_>, p: TaskId, pos: i64) {
@@ -386,15 +393,31 @@ impl Linux24 {
         (c, next)
     }
 
-    /// The walk's result, found through the index.
-    fn scan_indexed(&self, ctx: &SchedCtx<'_>, cpu: CpuId, this_mm: u32) -> (i64, Option<TaskId>) {
+    /// The walk's result, found through the index (the tasks not on a CPU) and `prev`,
+    /// the one running task this CPU's walk may pick.
+    fn scan_indexed(
+        &self,
+        ctx: &SchedCtx<'_>,
+        cpu: CpuId,
+        prev: TaskId,
+        this_mm: u32,
+    ) -> (i64, Option<TaskId>) {
         let (ts, pcp) = (&self.ts, self.pcp);
-        match self.index.pick(
+        let mut best = self.index.pick(
             cpu,
             this_mm,
-            |p| can_schedule(ctx, p, cpu),
+            |p| ctx.allowed(p, cpu),
             |p| goodness(ts, pcp, ctx, p, cpu, this_mm),
-        ) {
+        );
+        if let Some(pos) = ts[prev as usize].pos {
+            if ctx.allowed(prev, cpu) {
+                let g = self.goodness(ctx, prev, cpu, this_mm);
+                if best.is_none_or(|(bg, bpos, _)| g > bg || (g == bg && pos < bpos)) {
+                    best = Some((g, pos, prev));
+                }
+            }
+        }
+        match best {
             Some((g, _, p)) => (g, Some(p)),
             None => (-1000, None),
         }
@@ -420,12 +443,9 @@ impl Linux24 {
 
     /// Re-index every queued task (after a recalculation changed all counters).
     fn rebuild_index(&mut self, ctx: &SchedCtx<'_>) {
-        self.index.clear();
         let queued: Vec<TaskId> = self.rq.values().copied().collect();
         for p in queued {
-            let k = self.key_of(ctx.task(p), p);
-            self.ts[p as usize].ikey = Some(k);
-            self.index.insert(p, &k);
+            self.reindex(ctx, p);
         }
     }
 
@@ -567,13 +587,8 @@ impl Policy for Linux24 {
                 self.move_last_runqueue(ctx, prev);
             }
             // Step 3: a task that is no longer running leaves the queue.
-            if ctx.task(prev).state != TaskState::Running {
-                if self.on_rq(prev) {
-                    self.del_from_runqueue(ctx, prev);
-                }
-            } else {
-                // model: refresh the running task's index key (exec may have changed mm).
-                self.reindex(ctx, prev);
+            if ctx.task(prev).state != TaskState::Running && self.on_rq(prev) {
+                self.del_from_runqueue(ctx, prev);
             }
         }
         // Step 5, `repeat_schedule`.
@@ -581,7 +596,7 @@ impl Policy for Linux24 {
             let n = self.nr_running() as u64;
             ctx.examine(n);
             self.stats.tasks_examined += n;
-            let (c, next) = self.scan_indexed(ctx, cpu, this_mm);
+            let (c, next) = self.scan_indexed(ctx, cpu, prev, this_mm);
             #[cfg(debug_assertions)]
             if self.rq.len() <= 256 {
                 let lit = self.scan_literal(ctx, cpu, this_mm);
@@ -599,16 +614,23 @@ impl Policy for Linux24 {
             }
             break next.unwrap_or_else(|| ctx.idle_task(cpu));
         };
-        // Step 7: commit.
-        if next != ctx.idle_task(cpu) {
-            ctx.set_task_cpu(next, cpu);
-            self.reindex(ctx, next);
+        // Step 7: commit. prev leaves the CPU (it is switched out in this same event) and
+        // joins the index if still queued; next leaves the index.
+        if next != prev {
+            if !prev_idle {
+                self.ts[prev as usize].has_cpu = false;
+                self.reindex(ctx, prev);
+            }
+            if next != ctx.idle_task(cpu) {
+                ctx.set_task_cpu(next, cpu);
+                self.ts[next as usize].has_cpu = true;
+                self.reindex(ctx, next);
+            }
         }
         ctx.unlock(self.runqueue_lock);
         // Step 8: re-picked; no __schedule_tail will run.
-        if next == prev && self.ts[prev as usize].yielded {
+        if next == prev {
             self.ts[prev as usize].yielded = false;
-            self.reindex(ctx, prev);
         }
         self.stats.schedule_ns += ctx.now() - t0;
         next
@@ -731,12 +753,15 @@ impl Policy for Linux24 {
                     t.pid, t.state, t.on_cpu
                 ));
             }
-            let Some(ik) = s.ikey else {
-                return Err(format!("linux-2.4: queued pid {} not indexed", t.pid));
-            };
-            // A running task's key may be stale (refreshed when it enters schedule()).
-            if t.on_cpu.is_none() && self.key_of(t, p) != ik {
-                return Err(format!("linux-2.4: stale index key for pid {}", t.pid));
+            if s.has_cpu != t.on_cpu.is_some() {
+                return Err(format!("linux-2.4: pid {} has_cpu {}", t.pid, s.has_cpu));
+            }
+            let want = (!s.has_cpu).then(|| self.key_of(t, p));
+            if s.ikey != want {
+                return Err(format!(
+                    "linux-2.4: pid {} indexed as {:?}, expected {want:?}",
+                    t.pid, s.ikey
+                ));
             }
         }
         for (id, t) in k.tasks.iter().enumerate() {
@@ -747,11 +772,15 @@ impl Policy for Linux24 {
                 return Err(format!("linux-2.4: runnable pid {} not queued", t.pid));
             }
         }
-        if self.index.len() != self.rq.len() {
+        let off_cpu = self
+            .rq
+            .values()
+            .filter(|&&p| !self.ts[p as usize].has_cpu)
+            .count();
+        if self.index.len() != off_cpu {
             return Err(format!(
-                "linux-2.4: {} indexed, {} queued",
+                "linux-2.4: {} indexed, {off_cpu} queued off a CPU",
                 self.index.len(),
-                self.rq.len()
             ));
         }
         self.index

@@ -99,16 +99,27 @@ impl Bed {
         t.on_cpu = Some(cpu);
         t.processor = cpu;
         self.pol.active_mm[cpu] = t.mm;
-        self.with(cpu, |pol, ctx| pol.reindex(ctx, p));
+        self.pol.ts[old as usize].has_cpu = false;
+        self.pol.ts[p as usize].has_cpu = true;
+        self.with(cpu, |pol, ctx| {
+            pol.reindex(ctx, old);
+            pol.reindex(ctx, p);
+        });
     }
 
     fn goodness(&mut self, p: TaskId, cpu: CpuId, mm: u32) -> i64 {
         self.with(cpu, |pol, ctx| pol.goodness(ctx, p, cpu, mm))
     }
 
+    /// `schedule()` on `cpu` and the kernel's side of the context switch.
     fn schedule(&mut self, cpu: CpuId) -> TaskId {
         let prev = self.sim.k.cpus[cpu].curr;
-        self.with(cpu, |pol, ctx| pol.schedule(ctx, cpu, prev))
+        let next = self.with(cpu, |pol, ctx| pol.schedule(ctx, cpu, prev));
+        let k = &mut self.sim.k;
+        k.tasks[prev as usize].on_cpu = None;
+        k.cpus[cpu].curr = next;
+        k.tasks[next as usize].on_cpu = Some(cpu);
+        next
     }
 
     fn need_resched(&self, cpu: CpuId) -> bool {
@@ -234,11 +245,13 @@ fn the_idle_task_is_picked_when_nothing_can_run_here() {
     let p = b.runnable(3, 0, 5, 1);
     b.run_on(p, 1);
     assert_eq!(b.schedule(0), 0, "the only task runs on CPU 1");
+    b.check();
+    let mut b = Bed::new(2, Version::V2417);
+    let p = b.task(3, 0, 5, 1);
     b.sim.k.tasks[p as usize].cpus_allowed = 0b10;
-    b.sim.k.tasks[p as usize].on_cpu = None;
-    b.sim.k.cpus[1].curr = 1;
-    b.sim.k.tasks[1].on_cpu = Some(1);
+    b.queue(p, false);
     assert_eq!(b.schedule(0), 0, "not allowed on CPU 0");
+    assert_eq!(b.schedule(1), p);
 }
 
 #[test]
@@ -481,7 +494,8 @@ proptest! {
         for cpu in 0..cpus {
             for mm in 0..4 {
                 let lit = b.with(cpu, |pol, ctx| pol.scan_literal(ctx, cpu, mm));
-                let idx = b.with(cpu, |pol, ctx| pol.scan_indexed(ctx, cpu, mm));
+                let prev = b.sim.k.cpus[cpu].curr;
+                let idx = b.with(cpu, |pol, ctx| pol.scan_indexed(ctx, cpu, prev, mm));
                 prop_assert_eq!(lit, idx, "cpu {} mm {}", cpu, mm);
             }
         }
