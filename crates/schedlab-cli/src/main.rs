@@ -77,7 +77,7 @@ struct NativeArgs {
     #[arg(long)]
     list: bool,
     /// Stop a run after this many seconds, killing every process it started.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     timeout: Option<f64>,
     /// Repeat the run this many times and report the median.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use schedlab::report::round;
-use schedlab::spec::Params;
+use schedlab::spec::{Params, SpecError};
 
 use crate::report::NativeReport;
 use crate::runner::{kill_group, RunError, RunOptions};
@@ -245,7 +245,7 @@ pub fn run_tool(t: &Tool, opts: &RunOptions) -> Result<f64, RunError> {
 /// native runs with the tools' rows in `compare`.
 pub fn compare(cfg: &NativeConfig) -> Result<NativeReport, NativeError> {
     let (w, _, p) = parse(&cfg.workload).map_err(NativeError::Spec)?;
-    let tools = tools_for(w.name, &p).map_err(|m| NativeError::Run(RunError::Failed(m)))?;
+    let tools = tools_for(w.name, &p).map_err(|m| NativeError::Spec(SpecError(m)))?;
     let opts = RunOptions {
         timeout: cfg.timeout,
         interrupt: cfg.interrupt.clone(),

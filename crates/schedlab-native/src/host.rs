@@ -87,9 +87,7 @@ pub fn stat() -> Stat {
                 s.total = v.iter().take(8).sum();
             }
             Some("ctxt") => s.ctxt = it.next().and_then(|x| x.parse().ok()).unwrap_or(0),
-            Some("processes") => {
-                s.processes = it.next().and_then(|x| x.parse().ok()).unwrap_or(0)
-            }
+            Some("processes") => s.processes = it.next().and_then(|x| x.parse().ok()).unwrap_or(0),
             _ => {}
         }
     }

@@ -151,7 +151,11 @@ pub fn build(w: &NativeWorkload, p: &Params, runs: Vec<OneRun>) -> NativeReport 
                 system_pct: pct(s.system, s.total),
                 idle_pct: pct(s.idle, s.total),
             },
-            workload: o.counts.iter().map(|(k, v)| (k.clone(), round(*v))).collect(),
+            workload: o
+                .counts
+                .iter()
+                .map(|(k, v)| (k.clone(), round(*v)))
+                .collect(),
         },
         native: NativeInfo {
             wall_ms: pick.wall_ns / 1_000_000,

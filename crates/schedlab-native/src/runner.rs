@@ -227,7 +227,13 @@ fn child_body<F: FnOnce() -> Res<()>>(err_fd: RawFd, f: F) -> ! {
 fn die_with_parent(parent: libc::pid_t) {
     // SAFETY: prctl/getppid/_exit on ourselves.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
         if libc::getppid() != parent {
             libc::_exit(1);
         }

@@ -111,7 +111,9 @@ fn check(call: &str, r: libc::c_int) -> Res<libc::c_int> {
 pub fn pipe() -> Res<(RawFd, RawFd)> {
     let mut fds = [0; 2];
     // SAFETY: fds is a valid two-element array.
-    check("pipe", unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    check("pipe", unsafe {
+        libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC)
+    })?;
     Ok((fds[0], fds[1]))
 }
 

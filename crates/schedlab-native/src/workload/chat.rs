@@ -29,7 +29,10 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "rooms",
         default: "10",
-        kind: Kind::Int { min: 1, max: 10_000 },
+        kind: Kind::Int {
+            min: 1,
+            max: 10_000,
+        },
         help: "chat rooms (chat_c num_rooms, default 10)",
     },
     ParamSpec {
@@ -126,7 +129,9 @@ fn server(
         let user = u32::from_le_bytes(hello[4..].try_into().expect("4 bytes")) as usize;
         let k = room * users + user;
         if room >= rooms || user >= users || conns[k].is_some() {
-            return Err(Fail(format!("chat server: bad hello room {room} user {user}")));
+            return Err(Fail(format!(
+                "chat server: bad hello room {room} user {user}"
+            )));
         }
         conns[k] = Some(s);
     }
@@ -139,7 +144,9 @@ fn server(
             })
         })
         .collect();
-    let live: Vec<Arc<AtomicUsize>> = (0..rooms).map(|_| Arc::new(AtomicUsize::new(users))).collect();
+    let live: Vec<Arc<AtomicUsize>> = (0..rooms)
+        .map(|_| Arc::new(AtomicUsize::new(users)))
+        .collect();
     let mut threads = Vec::with_capacity(2 * n);
     let spawn = |f: Box<dyn FnOnce() -> Res<()> + Send>| {
         std::thread::Builder::new()
@@ -168,7 +175,9 @@ fn server(
             .filter(|&u| u != user)
             .map(|u| Arc::clone(&outs[room * users + u]))
             .collect();
-        let room_outs: Vec<Arc<Outbox>> = (0..users).map(|u| Arc::clone(&outs[room * users + u])).collect();
+        let room_outs: Vec<Arc<Outbox>> = (0..users)
+            .map(|u| Arc::clone(&outs[room * users + u]))
+            .collect();
         let live = Arc::clone(&live[room]);
         threads.push(spawn(Box::new(move || {
             sys::set_nice(nice)?;
@@ -207,7 +216,9 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let c = Counters::new(NAMES)?;
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .map_err(|e| io_fail("bind 127.0.0.1", e))?;
-    let addr = listener.local_addr().map_err(|e| io_fail("getsockname", e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| io_fail("getsockname", e))?;
     let (ready_r, ready_w) = sys::pipe()?;
     let rep = ctx.reporter();
     // The listener moves into the child; the parent's copy is closed when the closure drops.

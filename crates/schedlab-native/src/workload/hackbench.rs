@@ -21,7 +21,10 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "groups",
         default: "10",
-        kind: Kind::Int { min: 1, max: 100_000 },
+        kind: Kind::Int {
+            min: 1,
+            max: 100_000,
+        },
         help: "groups of senders and receivers (rt-tests default 10)",
     },
     ParamSpec {
@@ -45,7 +48,10 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "fds",
         default: "20",
-        kind: Kind::Int { min: 1, max: 10_000 },
+        kind: Kind::Int {
+            min: 1,
+            max: 10_000,
+        },
         help: "senders and receivers per group",
     },
     ParamSpec {

@@ -18,7 +18,10 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "procs",
         default: "2",
-        kind: Kind::Int { min: 2, max: 10_000 },
+        kind: Kind::Int {
+            min: 2,
+            max: 10_000,
+        },
         help: "processes in the ring (lmbench #procs)",
     },
     ParamSpec {

@@ -33,7 +33,10 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "warmup",
         default: "10",
-        kind: Kind::Int { min: 0, max: 100_000 },
+        kind: Kind::Int {
+            min: 0,
+            max: 100_000,
+        },
         help: "untimed repetitions first",
     },
 ];
@@ -51,7 +54,9 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let c = Counters::new(NAMES)?;
     let prog = CString::new(EXEC_PROGRAM).expect("no NUL");
     if exec && !std::path::Path::new(EXEC_PROGRAM).exists() {
-        return Err(Fail(format!("lat_proc:op=exec needs {EXEC_PROGRAM}, which is missing")));
+        return Err(Fail(format!(
+            "lat_proc:op=exec needs {EXEC_PROGRAM}, which is missing"
+        )));
     }
     let argv = [prog.as_ptr(), std::ptr::null()];
     let mut t0 = sys::now_ns();

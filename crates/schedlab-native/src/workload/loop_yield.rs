@@ -19,7 +19,10 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "instances",
         default: "4",
-        kind: Kind::Int { min: 1, max: 100_000 },
+        kind: Kind::Int {
+            min: 1,
+            max: 100_000,
+        },
         help: "yielding processes (Molnar: 4 on a 2-way, 16 on an 8-way)",
     },
     ParamSpec {
@@ -72,6 +75,7 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let mut out = Outcome::new("switches_per_s", rate, "switches/s", "higher", ns);
     out.counts = c.to_map();
     out.counts.remove("stop");
-    out.counts.insert("host_context_switches".into(), d.ctxt as f64);
+    out.counts
+        .insert("host_context_switches".into(), d.ctxt as f64);
     Ok(out)
 }

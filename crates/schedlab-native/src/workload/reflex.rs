@@ -22,13 +22,19 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "tasks",
         default: "16",
-        kind: Kind::Int { min: 2, max: 100_000 },
+        kind: Kind::Int {
+            min: 2,
+            max: 100_000,
+        },
         help: "threads (Kravetz: 2 to 128)",
     },
     ParamSpec {
         name: "sets",
         default: "auto",
-        kind: Kind::Int { min: 1, max: 50_000 },
+        kind: Kind::Int {
+            min: 1,
+            max: 50_000,
+        },
         help: "active sets (auto: tasks/2, Kravetz's runs)",
     },
     ParamSpec {

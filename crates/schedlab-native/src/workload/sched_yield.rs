@@ -18,7 +18,10 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "threads",
         default: "4",
-        kind: Kind::Int { min: 1, max: 100_000 },
+        kind: Kind::Int {
+            min: 1,
+            max: 100_000,
+        },
         help: "yielding threads",
     },
     ParamSpec {
