@@ -14,6 +14,7 @@ use schedlab::workload::WORKLOADS;
 use schedlab::{RunConfig, SimError, Simulation};
 
 mod bench;
+mod native;
 
 /// A laboratory for SMP CPU schedulers: the 2001-2003 Linux schedulers on a modelled
 /// multiprocessor, driven by the era's benchmarks.
@@ -42,12 +43,13 @@ enum Cmd {
         #[arg(long)]
         out: Option<std::path::PathBuf>,
         /// Parallel simulations (default: all cores).
-        #[arg(long)]
         jobs: Option<usize>,
         /// Output format on stdout.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Run a workload for real on this host: processes, threads, pipes, sockets.
+    Native(NativeArgs),
     /// Measure the simulator: events/s and wall time for standard runs.
     Bench {
         /// Fewer and smaller runs.
@@ -76,6 +78,27 @@ struct RunArgs {
     /// Seed of the run's random source.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(clap::Args)]
+struct NativeArgs {
+    /// Workload, NAME[:key=value,...] (see `schedlab native --list`).
+    workload: Option<String>,
+    /// List the native workloads with their parameters and defaults.
+    #[arg(long)]
+    list: bool,
+    /// Stop a run after this many seconds, killing every process it started.
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    timeout: Option<f64>,
+    /// Repeat the run this many times and report the median.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+    /// Also run the real tools with equal parameters (rt-tests hackbench, perf bench).
+    #[arg(long)]
+    compare: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -127,12 +150,14 @@ fn main() -> ExitCode {
             jobs,
             format,
         } => reproduce(ids, out, jobs, format),
+        Cmd::Native(a) => native::native(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
             eprintln!("schedlab: {msg}");
-            ExitCode::from(2)
+            // 128 + SIGINT, as a shell reports an interrupted command.
+            ExitCode::from(if msg.contains("interrupted;") { 130 } else { 2 })
         }
     }
 }

@@ -128,3 +128,215 @@ fn list_names_every_registered_thing() {
     let s = String::from_utf8(schedlab(&["list", "counters"]).stdout).unwrap();
     assert!(s.contains("unaffine_switch_pct"));
 }
+
+// ---- schedlab native -------------------------------------------------------------------
+
+/// Live processes whose environment carries `mark` (the CLI's workers inherit it).
+fn marked(mark: &str) -> Vec<i32> {
+    let needle = format!("SCHEDLAB_TEST_MARK={mark}");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+fn native_cmd(args: &[&str], mark: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_schedlab"));
+    c.arg("native").args(args).env("SCHEDLAB_TEST_MARK", mark);
+    c
+}
+
+#[test]
+fn native_rejects_bad_input_with_one_line() {
+    one_line_error(
+        &["native", "hackbench:groups=0"],
+        "bad value groups=0 for workload hackbench: expected an integer in 1..=",
+    );
+    one_line_error(&["native", "hackbnch"], "did you mean 'hackbench'");
+    one_line_error(&["native", "lat_pipe:bogus=1"], "accepted: rounds, warmup");
+    one_line_error(&["native", "reflex:tasks=4,sets=3"], "sets <= tasks/2");
+    one_line_error(&["native"], "native needs a workload");
+    one_line_error(
+        &["native", "lat_pipe", "--timeout", "-1"],
+        "bad value --timeout -1",
+    );
+    one_line_error(
+        &["native", "lat_pipe", "--timeout", "0"],
+        "bad value --timeout 0",
+    );
+    one_line_error(
+        &["native", "lat_ctx", "--compare"],
+        "no reference tool for lat_ctx",
+    );
+    let s = String::from_utf8(schedlab(&["native", "--list"]).stdout).unwrap();
+    for w in [
+        "hackbench",
+        "lat_pipe",
+        "bw_pipe",
+        "lat_ctx",
+        "reflex",
+        "chat",
+        "loop_yield",
+        "sched_yield",
+        "lat_proc",
+    ] {
+        assert!(s.contains(w), "{s}");
+    }
+}
+
+#[test]
+fn native_json_follows_the_run_schema() {
+    let o = schedlab(&[
+        "native",
+        "hackbench:groups=1,loops=3,fds=3",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for path in [
+        "/machine/name",
+        "/machine/kernel",
+        "/machine/cpu_model",
+        "/machine/nproc",
+        "/cpus",
+        "/policy/options",
+        "/workload/params",
+        "/result/value",
+        "/counters/context_switches",
+        "/counters/voluntary_switches",
+        "/counters/idle_pct",
+        "/native/wall_ms",
+        "/native/runs",
+    ] {
+        assert!(v.pointer(path).is_some(), "missing {path}");
+    }
+    assert_eq!(v["policy"]["name"], "host");
+    assert_eq!(v["workload"]["name"], "hackbench");
+    assert_eq!(v["result"]["metric"], "seconds");
+    assert_eq!(v["counters"]["workload"]["messages"], 27.0);
+}
+
+#[test]
+fn native_timeout_kills_and_reaps_everything() {
+    let mark = format!("timeout-{}", std::process::id());
+    let o = native_cmd(
+        &["hackbench:groups=5,loops=1000000", "--timeout", "1"],
+        &mark,
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("timed out after 1 s (--timeout); stopped "),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
+}
+
+#[test]
+fn native_sigint_kills_and_reaps_everything() {
+    let mark = format!("sigint-{}", std::process::id());
+    let child = native_cmd(&["hackbench:groups=5,loops=1000000"], &mark)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run is under way: the CLI, its leader and workers exist.
+    let t = std::time::Instant::now();
+    while marked(&mark).len() < 100 && t.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted; stopped "), "{err}");
+    assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
+}
+
+#[test]
+fn native_resource_failure_names_the_limit() {
+    use std::os::unix::process::CommandExt;
+    let mark = format!("nofile-{}", std::process::id());
+    let mut c = native_cmd(&["hackbench:groups=1,threads=on"], &mark);
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            let r = libc::rlimit {
+                rlim_cur: 24,
+                rlim_max: 24,
+            };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+            Ok(())
+        });
+    }
+    let o = c.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("Too many open files") && err.contains("RLIMIT_NOFILE = 24"),
+        "{err}"
+    );
+    assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
+}
+
+fn on_path(p: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+}
+
+#[test]
+fn native_compare_runs_the_real_tools() {
+    if !on_path("hackbench") && !on_path("perf") {
+        eprintln!("skipped: neither rt-tests hackbench nor perf is installed (apt-get install rt-tests linux-perf)");
+        return;
+    }
+    let o = schedlab(&[
+        "native",
+        "hackbench:groups=1,loops=5",
+        "--compare",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["compare"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        let tool = r["tool"].as_str().unwrap();
+        let present = on_path(if tool.starts_with("rt-tests") {
+            "hackbench"
+        } else {
+            "perf"
+        });
+        if present && r["note"].is_null() {
+            assert_eq!(r["runs"].as_array().unwrap().len(), 1, "{r}");
+            assert!(r["median"].as_f64().unwrap() > 0.0, "{r}");
+        } else {
+            // Absent, or present but unable to run here: the note says why.
+            eprintln!("skipped {tool}: {}", r["note"]);
+            assert!(r["note"].is_string(), "{r}");
+        }
+    }
+    if on_path("perf") {
+        let o = schedlab(&["native", "lat_pipe:rounds=500", "--compare"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let s = String::from_utf8(o.stdout).unwrap();
+        assert!(s.contains("perf bench sched pipe"), "{s}");
+    } else {
+        eprintln!("skipped lat_pipe --compare: perf is not installed (apt-get install linux-perf)");
+    }
+}

@@ -1,0 +1,57 @@
+//! `schedlab native`: parse, call `schedlab_native`, print.
+
+use std::time::Duration;
+
+use schedlab_native::{compare, runner, NativeConfig, NATIVE_WORKLOADS};
+
+use crate::{Format, NativeArgs};
+
+pub(crate) fn native(a: NativeArgs) -> Result<(), String> {
+    if a.list {
+        for w in NATIVE_WORKLOADS {
+            println!(
+                "{:<12} {} -> {}\n{}",
+                w.name,
+                w.about,
+                w.metric,
+                schedlab::spec::describe(w.params)
+            );
+        }
+        return Ok(());
+    }
+    let Some(workload) = a.workload else {
+        let names: Vec<&str> = NATIVE_WORKLOADS.iter().map(|w| w.name).collect();
+        return Err(format!(
+            "native needs a workload, NAME[:key=value,...] (accepted: {})",
+            names.join(", ")
+        ));
+    };
+    let timeout = match a.timeout {
+        None => None,
+        Some(t) if t.is_finite() && t > 0.0 && t < 1e9 => Some(Duration::from_secs_f64(t)),
+        Some(t) => {
+            return Err(format!(
+                "bad value --timeout {t}: expected a number of seconds > 0"
+            ))
+        }
+    };
+    // Validate before installing handlers or forking anything.
+    schedlab_native::parse(&workload).map_err(|e| e.to_string())?;
+    let cfg = NativeConfig {
+        workload,
+        timeout,
+        runs: a.runs as usize,
+        interrupt: Some(runner::interrupt_flag()),
+    };
+    let report = if a.compare {
+        compare::compare(&cfg)
+    } else {
+        schedlab_native::run(&cfg)
+    }
+    .map_err(|e| e.to_string())?;
+    match a.format {
+        Format::Json => println!("{}", report.to_json()),
+        Format::Text => print!("{}", report.to_text()),
+    }
+    Ok(())
+}

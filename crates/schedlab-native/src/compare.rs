@@ -1,0 +1,348 @@
+//! `--compare`: the real tools beside the native workload, with equal parameters.
+//!
+//! * hackbench → rt-tests `hackbench -g G -l L -s D -f F [-p] [-T]` (prints `Time: x.xxx`)
+//!   and `perf bench sched messaging -g G -l L [-p] [-t]` (prints `Total time: x.xxx
+//!   [sec]`; its datasize 100 and 20 fds are fixed, so it is skipped for other values);
+//! * lat_pipe → `perf bench sched pipe -l R` (prints `x usecs/op`; one op is one round
+//!   trip of the same two-pipe ping-pong).
+//!
+//! Repetitions are interleaved (ours, tool 1, tool 2, ours, ...) so that a drift of the
+//! host's load hits all alike. A tool runs in its own process group and is killed and
+//! reaped on timeout or interrupt, like a native run. A missing tool is named with the
+//! Debian package that provides it.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use schedlab::report::round;
+use schedlab::spec::{Params, SpecError};
+
+use crate::report::NativeReport;
+use crate::runner::{kill_group, RunError, RunOptions};
+use crate::{median, parse, report, run_once, NativeConfig, NativeError};
+
+/// A real tool to run beside a workload.
+#[derive(Clone, Debug)]
+pub struct Tool {
+    /// Label in the table.
+    pub label: &'static str,
+    /// Program name, looked up in `PATH`.
+    pub program: &'static str,
+    /// Debian package that provides it.
+    pub package: &'static str,
+    /// Arguments.
+    pub args: Vec<String>,
+    /// Read the figure (in the native metric's unit) from the tool's standard output.
+    pub parse: fn(&str) -> Option<f64>,
+    /// Why the tool cannot run these parameters, if it cannot.
+    pub unsupported: Option<String>,
+}
+
+/// One tool's line in the comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolRow {
+    /// Label.
+    pub tool: String,
+    /// The exact command.
+    pub command: String,
+    /// The figure of each repetition.
+    pub runs: Vec<f64>,
+    /// Median, if it ran.
+    pub median: Option<f64>,
+    /// Median / native median.
+    pub ratio_to_native: Option<f64>,
+    /// Why it did not run, or stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The number after `key` on the first line that contains it.
+fn number_after(out: &str, key: &str) -> Option<f64> {
+    out.lines().find_map(|l| {
+        let i = l.find(key)?;
+        l[i + key.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|t| t.parse::<f64>().ok())
+    })
+}
+
+/// rt-tests hackbench: `Time: 0.060`.
+pub fn parse_hackbench(out: &str) -> Option<f64> {
+    number_after(out, "Time:")
+}
+
+/// perf bench sched messaging: `Total time: 0.160 [sec]`.
+pub fn parse_perf_messaging(out: &str) -> Option<f64> {
+    number_after(out, "Total time:")
+}
+
+/// perf bench sched pipe: `55.878250 usecs/op`.
+pub fn parse_perf_pipe(out: &str) -> Option<f64> {
+    out.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        let v = it.next()?.parse::<f64>().ok()?;
+        (it.next()? == "usecs/op").then_some(v)
+    })
+}
+
+/// The tools for a workload, or why there are none.
+pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
+    let s = |v: u64| v.to_string();
+    match name {
+        "hackbench" => {
+            let mut rt = vec![
+                "-g".into(),
+                s(p.uint("groups")),
+                "-l".into(),
+                s(p.uint("loops")),
+                "-s".into(),
+                s(p.uint("datasize")),
+                "-f".into(),
+                s(p.uint("fds")),
+            ];
+            let mut perf: Vec<String> = ["bench", "sched", "messaging", "-g"]
+                .iter()
+                .map(|x| x.to_string())
+                .collect();
+            perf.extend([s(p.uint("groups")), "-l".into(), s(p.uint("loops"))]);
+            if p.flag("pipe") {
+                rt.push("-p".into());
+                perf.push("-p".into());
+            }
+            if p.flag("threads") {
+                rt.push("-T".into());
+                perf.push("-t".into());
+            }
+            let fixed = p.uint("datasize") != 100 || p.uint("fds") != 20;
+            Ok(vec![
+                Tool {
+                    label: "rt-tests hackbench",
+                    program: "hackbench",
+                    package: "rt-tests",
+                    args: rt,
+                    parse: parse_hackbench,
+                    unsupported: None,
+                },
+                Tool {
+                    label: "perf bench sched messaging",
+                    program: "perf",
+                    package: "linux-perf",
+                    args: perf,
+                    parse: parse_perf_messaging,
+                    unsupported: fixed.then(|| {
+                        "perf bench sched messaging has fixed datasize=100 and fds=20".into()
+                    }),
+                },
+            ])
+        }
+        "lat_pipe" => Ok(vec![Tool {
+            label: "perf bench sched pipe",
+            program: "perf",
+            package: "linux-perf",
+            args: ["bench", "sched", "pipe", "-l"]
+                .iter()
+                .map(|x| x.to_string())
+                .chain([s(p.uint("rounds"))])
+                .collect(),
+            parse: parse_perf_pipe,
+            unsupported: None,
+        }]),
+        other => Err(format!(
+            "--compare: no reference tool for {other} (supported: hackbench with rt-tests hackbench and perf bench sched messaging, lat_pipe with perf bench sched pipe)"
+        )),
+    }
+}
+
+/// `program` in `PATH`, if present.
+pub fn which(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|f| f.is_file())
+}
+
+/// Run a tool once, supervised like a native run; its figure or why not.
+pub fn run_tool(t: &Tool, opts: &RunOptions) -> Result<f64, RunError> {
+    let mut child = Command::new(t.program)
+        .args(&t.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| RunError::Failed(format!("{}: cannot start: {e}", t.program)))?;
+    let pid = child.id() as libc::pid_t;
+    let mut so = child.stdout.take().expect("piped");
+    let mut se = child.stderr.take().expect("piped");
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if opts
+            .interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+        {
+            return Err(RunError::Interrupted {
+                stopped: kill_group(pid),
+            });
+        }
+        if let Some(to) = opts.timeout {
+            if start.elapsed() >= to {
+                return Err(RunError::Timeout {
+                    secs: to.as_secs_f64(),
+                    stopped: kill_group(pid),
+                });
+            }
+        }
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(RunError::Failed(format!("{}: wait: {e}", t.program))),
+        }
+    };
+    // Strays of the tool (none expected) go with its group.
+    kill_group(pid);
+    let out = out_t.join().unwrap_or_default();
+    let err = err_t.join().unwrap_or_default();
+    if !status.success() {
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        return Err(RunError::Failed(format!(
+            "{} {} ({last})",
+            t.program, status
+        )));
+    }
+    (t.parse)(&out).ok_or_else(|| {
+        RunError::Failed(format!(
+            "{}: could not find the figure in its output: {:?}",
+            t.program,
+            out.lines().last().unwrap_or("")
+        ))
+    })
+}
+
+/// Run the workload and its tools `cfg.runs` times, interleaved; the report of the
+/// native runs with the tools' rows in `compare`.
+pub fn compare(cfg: &NativeConfig) -> Result<NativeReport, NativeError> {
+    let (w, _, p) = parse(&cfg.workload).map_err(NativeError::Spec)?;
+    let tools = tools_for(w.name, &p).map_err(|m| NativeError::Spec(SpecError(m)))?;
+    let opts = RunOptions {
+        timeout: cfg.timeout,
+        interrupt: cfg.interrupt.clone(),
+    };
+    let mut rows: Vec<ToolRow> = tools
+        .iter()
+        .map(|t| ToolRow {
+            tool: t.label.into(),
+            command: format!("{} {}", t.program, t.args.join(" ")),
+            runs: Vec::new(),
+            median: None,
+            ratio_to_native: None,
+            note: t.unsupported.clone().or_else(|| {
+                which(t.program).is_none().then(|| {
+                    format!(
+                        "{} not found; install the Debian package {} (apt-get install {})",
+                        t.program, t.package, t.package
+                    )
+                })
+            }),
+        })
+        .collect();
+    let mut ours = Vec::new();
+    for _ in 0..cfg.runs.max(1) {
+        ours.push(run_once(w, &p, &opts).map_err(NativeError::Run)?);
+        for (t, row) in tools.iter().zip(rows.iter_mut()) {
+            if row.note.is_some() {
+                continue;
+            }
+            match run_tool(t, &opts) {
+                Ok(v) => row.runs.push(v),
+                Err(e @ RunError::Interrupted { .. }) => return Err(NativeError::Run(e)),
+                Err(e) => row.note = Some(e.to_string()),
+            }
+        }
+    }
+    let mut rep = report::build(w, &p, ours);
+    let native = rep.result.value;
+    for row in &mut rows {
+        if !row.runs.is_empty() {
+            let m = median(&row.runs);
+            row.median = Some(round(m));
+            row.ratio_to_native = (native > 0.0).then(|| round(m / native));
+        }
+    }
+    rep.compare = Some(rows);
+    Ok(rep)
+}
+
+/// The comparison as text.
+pub fn to_text(rep: &NativeReport, rows: &[ToolRow]) -> String {
+    let mut o = String::new();
+    let n = rep.native.runs.len();
+    o += &format!(
+        "  compare     median of {n} run{} each, {} ({} is better)\n",
+        if n == 1 { "" } else { "s" },
+        rep.result.unit,
+        rep.result.better
+    );
+    o += &format!(
+        "    {:<28} {:>12}   {}\n",
+        "schedlab native", rep.result.value, rep.workload.name
+    );
+    for r in rows {
+        match (r.median, &r.note) {
+            (Some(m), note) => {
+                o += &format!(
+                    "    {:<28} {:>12}   {} (x{:.3} of native){}\n",
+                    r.tool,
+                    m,
+                    r.command,
+                    r.ratio_to_native.unwrap_or(0.0),
+                    note.as_ref()
+                        .map(|s| format!("; stopped: {s}"))
+                        .unwrap_or_default()
+                )
+            }
+            (None, Some(note)) => o += &format!("    {:<28} {:>12}   {note}\n", r.tool, "-"),
+            (None, None) => o += &format!("    {:<28} {:>12}\n", r.tool, "-"),
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_tools_outputs() {
+        let hb = "Running in process mode with 2 groups using 40 file descriptors each (== 80 tasks)\nEach sender will pass 20 messages of 100 bytes\nTime: 0.060\n";
+        assert_eq!(parse_hackbench(hb), Some(0.060));
+        let pm = "# Running 'sched/messaging' benchmark:\n# 20 sender and receiver processes per group\n# 2 groups == 80 processes run\n\n     Total time: 0.160 [sec]\n";
+        assert_eq!(parse_perf_messaging(pm), Some(0.160));
+        let pp = "# Running 'sched/pipe' benchmark:\n# Executed 20000 pipe operations between two processes\n\n     Total time: 1.117 [sec]\n\n      55.878250 usecs/op\n          17896 ops/sec\n";
+        assert_eq!(parse_perf_pipe(pp), Some(55.878250));
+        assert_eq!(parse_hackbench("garbage"), None);
+        assert_eq!(parse_perf_pipe("Total time: 1 [sec]"), None);
+    }
+}

@@ -1,0 +1,325 @@
+//! Thin wrappers over the system calls the workloads make, with one-line errors.
+//!
+//! Every wrapper retries on `EINTR` and turns a failure into a [`Fail`] naming the call and
+//! the error. Resource failures (`EAGAIN` from fork or thread creation, `EMFILE`, `ENFILE`,
+//! `ENOMEM`) additionally name the limit that was hit and its current value, read from
+//! `getrlimit` and `/proc/sys`, so the user knows which knob to turn.
+//!
+//! File descriptors are plain `RawFd`s closed explicitly: ownership across `fork` is
+//! per-process, so the workloads close what each process does not use, as the originals did.
+
+use std::ffi::CStr;
+use std::fmt;
+use std::os::fd::RawFd;
+
+/// A failure, as one line for the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fail(pub String);
+
+impl fmt::Display for Fail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Fail {}
+
+impl From<String> for Fail {
+    fn from(s: String) -> Fail {
+        Fail(s)
+    }
+}
+
+/// Result of a workload step.
+pub type Res<T> = Result<T, Fail>;
+
+/// The current `errno`.
+pub fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// `strerror(e)`.
+pub fn strerror(e: i32) -> String {
+    std::io::Error::from_raw_os_error(e)
+        .to_string()
+        .split(" (os error")
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn read_proc(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn rlimit(res: libc::__rlimit_resource_t) -> (String, String) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(res, &mut r) } != 0 {
+        return ("?".into(), "?".into());
+    }
+    let f = |v: libc::rlim_t| {
+        if v == libc::RLIM_INFINITY {
+            "unlimited".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    (f(r.rlim_cur), f(r.rlim_max))
+}
+
+/// The error line for a failed call, naming the limit behind a resource failure.
+pub fn explain(call: &str, e: i32) -> Fail {
+    let base = format!("{call} failed: {}", strerror(e));
+    let limit = match e {
+        libc::EMFILE => {
+            let (s, h) = rlimit(libc::RLIMIT_NOFILE);
+            format!(" (per-process open-file limit RLIMIT_NOFILE = {s}, hard {h}; raise it with `ulimit -n`)")
+        }
+        libc::ENFILE => format!(
+            " (system-wide file limit fs.file-max = {})",
+            read_proc("/proc/sys/fs/file-max")
+        ),
+        libc::EAGAIN if call.starts_with("fork") || call.starts_with("thread") => {
+            let (s, h) = rlimit(libc::RLIMIT_NPROC);
+            format!(
+                " (per-user process limit RLIMIT_NPROC = {s}, hard {h}; kernel.threads-max = {}; kernel.pid_max = {}; raise with `ulimit -u`)",
+                read_proc("/proc/sys/kernel/threads-max"),
+                read_proc("/proc/sys/kernel/pid_max")
+            )
+        }
+        libc::ENOMEM => " (out of memory)".to_string(),
+        _ => String::new(),
+    };
+    Fail(base + &limit)
+}
+
+fn check(call: &str, r: libc::c_int) -> Res<libc::c_int> {
+    if r < 0 {
+        Err(explain(call, errno()))
+    } else {
+        Ok(r)
+    }
+}
+
+/// `pipe2(O_CLOEXEC)`: (read end, write end).
+pub fn pipe() -> Res<(RawFd, RawFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid two-element array.
+    check("pipe", unsafe {
+        libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC)
+    })?;
+    Ok((fds[0], fds[1]))
+}
+
+/// `socketpair(AF_UNIX, SOCK_STREAM)`.
+pub fn socketpair() -> Res<(RawFd, RawFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid two-element array.
+    check("socketpair", unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    })?;
+    Ok((fds[0], fds[1]))
+}
+
+/// A channel as hackbench's `fdpair()`: a pipe or an AF_UNIX stream socketpair.
+/// Returns (receiving end, sending end).
+pub fn fdpair(use_pipe: bool) -> Res<(RawFd, RawFd)> {
+    if use_pipe {
+        pipe()
+    } else {
+        socketpair()
+    }
+}
+
+/// `close(fd)`, ignoring errors (the descriptor is gone either way).
+pub fn close(fd: RawFd) {
+    // SAFETY: closing a descriptor number; at worst EBADF.
+    unsafe {
+        libc::close(fd);
+    }
+}
+
+/// One `read`, retried on EINTR. Returns the byte count (0 at end of file).
+pub fn read(fd: RawFd, buf: &mut [u8]) -> Res<usize> {
+    loop {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(explain("read", e));
+        }
+    }
+}
+
+/// One `write`, retried on EINTR. Returns the byte count.
+pub fn write(fd: RawFd, buf: &[u8]) -> Res<usize> {
+    loop {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let r = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(explain("write", e));
+        }
+    }
+}
+
+/// Read exactly `buf.len()` bytes, looping on short reads (as hackbench's receiver does).
+/// `what` names the reader in the error on a premature end of file.
+pub fn read_full(fd: RawFd, buf: &mut [u8], what: &str) -> Res<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = read(fd, &mut buf[done..])?;
+        if n == 0 {
+            return Err(Fail(format!(
+                "{what}: unexpected end of file after {done} of {} bytes",
+                buf.len()
+            )));
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// Write all of `buf`, looping on short writes (as hackbench's sender does).
+pub fn write_full(fd: RawFd, buf: &[u8]) -> Res<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        done += write(fd, &buf[done..])?;
+    }
+    Ok(())
+}
+
+/// `poll` one descriptor for input, without timeout (hackbench's start barrier).
+pub fn poll_in(fd: RawFd) -> Res<()> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, -1) };
+        if r == 1 {
+            return Ok(());
+        }
+        let e = errno();
+        if r < 0 && e != libc::EINTR {
+            return Err(explain("poll", e));
+        }
+    }
+}
+
+/// `waitpid(pid, 0)` retried on EINTR: the raw status.
+pub fn waitpid(pid: libc::pid_t) -> Res<(libc::pid_t, i32)> {
+    let mut st = 0;
+    loop {
+        // SAFETY: st is a valid int.
+        let r = unsafe { libc::waitpid(pid, &mut st, 0) };
+        if r >= 0 {
+            return Ok((r, st));
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(explain("waitpid", e));
+        }
+    }
+}
+
+/// Describe a wait status that is not a clean exit, or `None` for exit status 0.
+pub fn bad_status(st: i32) -> Option<String> {
+    if libc::WIFEXITED(st) {
+        match libc::WEXITSTATUS(st) {
+            0 => None,
+            c => Some(format!("exited with status {c}")),
+        }
+    } else if libc::WIFSIGNALED(st) {
+        let s = libc::WTERMSIG(st);
+        // SAFETY: strsignal returns a static or thread-local string.
+        let name = unsafe {
+            let p = libc::strsignal(s);
+            if p.is_null() {
+                format!("signal {s}")
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        Some(format!("killed by {name} (signal {s})"))
+    } else {
+        Some(format!("stopped (status {st:#x})"))
+    }
+}
+
+/// `sched_yield()`.
+pub fn sched_yield() {
+    // SAFETY: no arguments.
+    unsafe {
+        libc::sched_yield();
+    }
+}
+
+/// The calling thread's kernel id.
+pub fn gettid() -> libc::pid_t {
+    // SAFETY: no arguments.
+    unsafe { libc::gettid() }
+}
+
+/// Nanoseconds on CLOCK_MONOTONIC.
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is valid.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Busy-loop for `us` microseconds (reflex's calibrated compute delay).
+pub fn spin_us(us: u64) {
+    if us == 0 {
+        return;
+    }
+    let end = now_ns() + us * 1000;
+    while now_ns() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// `setpriority(PRIO_PROCESS, tid, nice)` for the calling thread.
+pub fn set_nice(nice: i32) -> Res<()> {
+    if nice == 0 {
+        return Ok(());
+    }
+    // SAFETY: plain syscall on our own thread id.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, gettid() as libc::id_t, nice) };
+    if r < 0 {
+        let e = errno();
+        return Err(Fail(format!(
+            "setpriority(nice={nice}) failed: {}{}",
+            strerror(e),
+            if e == libc::EPERM || e == libc::EACCES {
+                " (a negative nice needs CAP_SYS_NICE or RLIMIT_NICE)"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! hackbench (benchmarks.md §1; the rt-tests version of §1.3): groups of `fds` senders
+//! spraying `loops` messages of `datasize` bytes to each of `fds` receivers.
+//!
+//! As the original: the leader creates the ready and wake channels, then for each group
+//! creates each channel and at once starts its receiver, then starts the senders, then
+//! closes its own copies (process mode). Every worker writes one byte to *ready* and blocks
+//! in `poll()` on *wake*. The leader reads one ready byte per worker, takes the time, writes
+//! one byte to *wake* (the thundering herd), reaps every worker and takes the time again:
+//! worker exit and reaping are inside the figure, forking is not. Result: seconds.
+//!
+//! Invariants checked by the tests: messages = groups · fds · fds · loops; bytes received =
+//! bytes sent = messages · datasize.
+
+use schedlab::spec::{Kind, ParamSpec, Params};
+
+use crate::runner::{Counters, Ctx, Outcome, Task};
+use crate::sys::{self, Res};
+
+/// Parameters (names and defaults of the simulated workload, system.md "Contracts").
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "groups",
+        default: "10",
+        kind: Kind::Int {
+            min: 1,
+            max: 100_000,
+        },
+        help: "groups of senders and receivers (rt-tests default 10)",
+    },
+    ParamSpec {
+        name: "loops",
+        default: "100",
+        kind: Kind::Int {
+            min: 1,
+            max: 100_000_000,
+        },
+        help: "messages each sender sends to each receiver",
+    },
+    ParamSpec {
+        name: "datasize",
+        default: "100",
+        kind: Kind::Int {
+            min: 1,
+            max: 1 << 20,
+        },
+        help: "message size in bytes (DATASIZE)",
+    },
+    ParamSpec {
+        name: "fds",
+        default: "20",
+        kind: Kind::Int {
+            min: 1,
+            max: 10_000,
+        },
+        help: "senders and receivers per group",
+    },
+    ParamSpec {
+        name: "pipe",
+        default: "off",
+        kind: Kind::Bool,
+        help: "pipes instead of AF_UNIX stream socketpairs (-pipe)",
+    },
+    ParamSpec {
+        name: "threads",
+        default: "off",
+        kind: Kind::Bool,
+        help: "threads instead of processes (-T)",
+    },
+];
+
+const C_MESSAGES: usize = 0;
+const C_BYTES_RECEIVED: usize = 1;
+const C_BYTES_SENT: usize = 2;
+const NAMES: &[&str] = &["messages", "bytes_received", "bytes_sent"];
+
+/// hackbench's `ready()`: announce readiness, then wait for the start byte.
+fn ready(ready_out: i32, wakefd: i32) -> Res<()> {
+    sys::write_full(ready_out, b"*")?;
+    sys::poll_in(wakefd)
+}
+
+/// Run it.
+pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
+    let groups = p.uint("groups");
+    let loops = p.uint("loops");
+    let datasize = p.uint("datasize") as usize;
+    let fds = p.uint("fds") as usize;
+    let use_pipe = p.flag("pipe");
+    let threads = p.flag("threads");
+    let c = Counters::new(NAMES)?;
+
+    let (ready_in, ready_out) = sys::fdpair(use_pipe)?;
+    let (wake_in, wake_out) = sys::fdpair(use_pipe)?;
+    let mut tasks: Vec<Task> = Vec::new();
+    for _ in 0..groups {
+        let mut out_fds = Vec::with_capacity(fds);
+        for _ in 0..fds {
+            let (rx, tx) = sys::fdpair(use_pipe)?;
+            let packets = fds as u64 * loops;
+            tasks.push(ctx.spawn(threads, move || {
+                if !threads {
+                    sys::close(tx);
+                }
+                ready(ready_out, wake_in)?;
+                let mut data = vec![0u8; datasize];
+                let mut bytes = 0u64;
+                for _ in 0..packets {
+                    sys::read_full(rx, &mut data, "hackbench receiver")?;
+                    bytes += datasize as u64;
+                }
+                c.add(C_MESSAGES, packets);
+                c.add(C_BYTES_RECEIVED, bytes);
+                Ok(())
+            })?);
+            out_fds.push(tx);
+            if !threads {
+                sys::close(rx);
+            }
+        }
+        for _ in 0..fds {
+            let outs = out_fds.clone();
+            tasks.push(ctx.spawn(threads, move || {
+                ready(ready_out, wake_in)?;
+                let data = vec![b'-'; datasize];
+                for _ in 0..loops {
+                    for &fd in &outs {
+                        sys::write_full(fd, &data)?;
+                    }
+                }
+                c.add(C_BYTES_SENT, loops * outs.len() as u64 * datasize as u64);
+                Ok(())
+            })?);
+        }
+        if !threads {
+            for fd in out_fds {
+                sys::close(fd);
+            }
+        }
+    }
+    let mut dummy = [0u8; 1];
+    for _ in 0..tasks.len() {
+        sys::read_full(ready_in, &mut dummy, "hackbench ready barrier")?;
+    }
+    let t0 = sys::now_ns();
+    sys::write_full(wake_out, b"*")?;
+    ctx.join_all(tasks)?;
+    let ns = sys::now_ns() - t0;
+    let mut out = Outcome::new("seconds", ns as f64 / 1e9, "s", "lower", ns);
+    out.counts = c.to_map();
+    Ok(out)
+}

@@ -1,0 +1,280 @@
+//! Native workloads: structural counts on small runs, cleanup on timeout, interrupt and
+//! failure, and clear rejection of bad parameters. No wall-clock assertions.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use schedlab_native::runner::{supervise, Outcome, RunError, RunOptions};
+use schedlab_native::{parse, run, sys, NativeConfig, NativeError, NativeReport};
+
+fn native(spec: &str) -> NativeReport {
+    run(&NativeConfig {
+        workload: spec.into(),
+        timeout: Some(Duration::from_secs(120)),
+        runs: 1,
+        interrupt: None,
+    })
+    .unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+fn counts(r: &NativeReport) -> &BTreeMap<String, f64> {
+    &r.counters.workload
+}
+
+#[test]
+fn hackbench_counts_every_message_and_byte() {
+    // groups · fds · fds · loops messages of datasize bytes, in all four modes.
+    for mode in ["", ",pipe=on", ",threads=on", ",pipe=true,threads=true"] {
+        let spec = format!("hackbench:groups=2,loops=7,datasize=33,fds=4{mode}");
+        let r = native(&spec);
+        let c = counts(&r);
+        let msgs = (2 * 4 * 4 * 7) as f64;
+        assert_eq!(c["messages"], msgs, "{spec}");
+        assert_eq!(c["bytes_received"], msgs * 33.0, "{spec}");
+        assert_eq!(c["bytes_sent"], msgs * 33.0, "{spec}");
+        assert_eq!(r.native.tasks, 2 * 2 * 4, "{spec}");
+        assert_eq!(r.result.metric, "seconds");
+        assert_eq!(r.result.unit, "s");
+        assert!(r.result.value > 0.0);
+        assert_eq!(r.policy.name, "host");
+        assert_eq!(r.workload.params["groups"], "2");
+    }
+}
+
+#[test]
+fn pipe_benchmarks_count_round_trips_and_bytes() {
+    let r = native("lat_pipe:rounds=300,warmup=7");
+    assert_eq!(counts(&r)["round_trips"], 300.0);
+    assert_eq!(counts(&r)["child_round_trips"], 307.0);
+    assert_eq!(r.result.metric, "us_per_round_trip");
+
+    let r = native("bw_pipe:mb=2,chunk_kb=16,warmup_kb=32");
+    let total = (2 * 1024 * 1024 + 32 * 1024) as f64;
+    assert_eq!(counts(&r)["bytes_written"], total);
+    assert_eq!(counts(&r)["bytes_read"], total);
+    assert_eq!(r.result.unit, "MB/s");
+
+    let r = native("lat_ctx:procs=3,size_kb=4,rounds=50,warmup=2");
+    assert_eq!(counts(&r)["hops"], 150.0);
+    assert_eq!(r.native.tasks, 2, "the leader is ring member 0");
+}
+
+#[test]
+fn thread_workloads_count_rounds_and_yields() {
+    // 7 tasks in 3 sets: sizes 3, 2, 2; each member passes the token once per round.
+    let r = native("reflex:tasks=7,sets=3,rounds=40");
+    assert_eq!(counts(&r)["rounds"], 120.0);
+    assert_eq!(counts(&r)["token_passes"], 7.0 * 40.0);
+    assert_eq!(r.workload.params["sets"], "3");
+    let r = native("reflex:tasks=6,rounds=10");
+    assert_eq!(r.workload.params["sets"], "3", "sets defaults to tasks/2");
+
+    let r = native("sched_yield:threads=3,yields=500");
+    assert_eq!(counts(&r)["yields"], 1500.0);
+    assert_eq!(r.native.tasks, 3);
+
+    let r = native("loop_yield:instances=2,duration_ms=50");
+    assert!(counts(&r)["yields"] > 0.0);
+    assert_eq!(r.result.metric, "switches_per_s");
+}
+
+#[test]
+fn chat_delivers_every_message_to_the_other_users() {
+    let r = native("chat:rooms=2,messages=15,users=5");
+    let c = counts(&r);
+    assert_eq!(c["sent"], 2.0 * 5.0 * 15.0);
+    assert_eq!(c["delivered"], 2.0 * 5.0 * 15.0 * 4.0);
+    assert_eq!(c["server_forwarded"], c["delivered"]);
+    // 2 client threads per user in the leader, the server process.
+    assert_eq!(r.native.tasks, 2 * 2 * 5 + 1);
+}
+
+#[test]
+fn lat_proc_forks_and_execs() {
+    let r = native("lat_proc:op=fork,iterations=20,warmup=3");
+    assert_eq!(counts(&r)["children"], 23.0);
+    assert_eq!(r.native.tasks, 23);
+    assert_eq!(r.result.metric, "us_per_fork");
+    if std::path::Path::new("/bin/true").exists() {
+        let r = native("lat_proc:op=exec,iterations=5,warmup=0");
+        assert_eq!(r.result.metric, "us_per_exec");
+    }
+}
+
+#[test]
+fn bad_parameters_are_rejected_with_one_clear_line() {
+    let e = |s: &str| parse(s).err().unwrap_or_else(|| panic!("{s} accepted")).0;
+    assert!(e("hackbench:groups=0")
+        .contains("bad value groups=0 for workload hackbench: expected an integer in 1..="));
+    assert!(e("hackbench:gropus=3").contains("did you mean 'groups'"));
+    assert!(e("hackbnch").contains("did you mean 'hackbench'"));
+    assert!(e("hackbench:pipe=maybe").contains("expected on or off"));
+    assert!(e("lat_proc:op=shell").contains("one of fork, exec"));
+    assert!(e("reflex:tasks=4,sets=3").contains("sets <= tasks/2 = 2"));
+    assert!(e("chat:users=1").contains("users=1"));
+    assert!(e("lat_ctx:procs=1").contains("procs=1"));
+    for s in ["hackbench:groups", "hackbench:groups=1,groups=2", ":a=1"] {
+        assert!(!e(s).contains('\n'));
+    }
+    // Run-time errors are lines too, never panics.
+    let err = run(&NativeConfig {
+        workload: "nosuch".into(),
+        ..NativeConfig::default()
+    })
+    .unwrap_err();
+    assert!(matches!(err, NativeError::Spec(_)));
+}
+
+/// True when `pid` no longer exists, not even as a zombie.
+fn gone(pid: i32) -> bool {
+    !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// A workload whose workers report their pids on `pid_w` and then block forever.
+fn stuck_workers(
+    pid_w: i32,
+    n: usize,
+) -> impl FnOnce(&mut schedlab_native::runner::Ctx) -> sys::Res<Outcome> {
+    move |ctx| {
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        sys::write_full(pid_w, &me.to_le_bytes())?;
+        let (r, _w) = sys::pipe()?;
+        for i in 0..n {
+            let spawn_grandchild = i == 0;
+            ctx.fork(move || {
+                if spawn_grandchild {
+                    // A grandchild, to check that orphans are reaped too.
+                    // SAFETY: the grandchild only writes, blocks and is killed.
+                    let pid = unsafe { libc::fork() };
+                    if pid == 0 {
+                        let gp = unsafe { libc::getpid() };
+                        let _ = sys::write_full(pid_w, &gp.to_le_bytes());
+                        let mut b = [0u8; 1];
+                        let _ = sys::read(r, &mut b);
+                        unsafe { libc::_exit(0) };
+                    }
+                }
+                // SAFETY: getpid has no preconditions.
+                let p = unsafe { libc::getpid() };
+                sys::write_full(pid_w, &p.to_le_bytes())?;
+                let mut b = [0u8; 1];
+                sys::read(r, &mut b)?; // never returns: nobody writes
+                Ok(())
+            })?;
+        }
+        let mut b = [0u8; 1];
+        sys::read(r, &mut b)?;
+        Ok(Outcome::default())
+    }
+}
+
+fn read_pids(fd: i32) -> Vec<i32> {
+    // SAFETY: non-blocking flag on our own descriptor.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut buf = [0u8; 4096];
+    let n = sys::read(fd, &mut buf).unwrap_or(0);
+    buf[..n]
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_timed_out_run_leaves_no_process_behind() {
+    let (pr, pw) = sys::pipe().unwrap();
+    let opts = RunOptions {
+        timeout: Some(Duration::from_millis(1000)),
+        interrupt: None,
+    };
+    let err = supervise(&opts, 64 * 1024, stuck_workers(pw, 5)).unwrap_err();
+    sys::close(pw);
+    // Leader, 5 workers and a grandchild report themselves (all of them unless the host is
+    // too slow to fork 7 processes within the second: no count is asserted).
+    let pids = read_pids(pr);
+    match err {
+        RunError::Timeout { stopped, .. } => assert!(stopped as usize >= pids.len(), "{pids:?}"),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(!pids.is_empty() && pids.len() <= 7, "{pids:?}");
+    for p in pids {
+        assert!(gone(p), "process {p} left behind");
+    }
+}
+
+#[test]
+fn an_interrupted_run_leaves_no_process_behind() {
+    let (pr, pw) = sys::pipe().unwrap();
+    let flag = Arc::new(AtomicBool::new(false));
+    let f2 = Arc::clone(&flag);
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        f2.store(true, Ordering::SeqCst);
+    });
+    let opts = RunOptions {
+        timeout: Some(Duration::from_secs(60)),
+        interrupt: Some(flag),
+    };
+    let err = supervise(&opts, 64 * 1024, stuck_workers(pw, 3)).unwrap_err();
+    t.join().unwrap();
+    sys::close(pw);
+    assert!(matches!(err, RunError::Interrupted { .. }), "{err:?}");
+    let pids = read_pids(pr);
+    assert!(!pids.is_empty() && pids.len() <= 5, "{pids:?}");
+    for p in pids {
+        assert!(gone(p), "process {p} left behind");
+    }
+}
+
+#[test]
+fn a_failing_worker_stops_the_run_and_its_siblings() {
+    let (pr, pw) = sys::pipe().unwrap();
+    let opts = RunOptions {
+        timeout: Some(Duration::from_secs(60)),
+        interrupt: None,
+    };
+    let err = supervise(&opts, 64 * 1024, move |ctx| {
+        let (r, _w) = sys::pipe()?;
+        for _ in 0..3 {
+            ctx.fork(move || {
+                // SAFETY: getpid has no preconditions.
+                let p = unsafe { libc::getpid() };
+                sys::write_full(pw, &p.to_le_bytes())?;
+                let mut b = [0u8; 1];
+                sys::read(r, &mut b)?;
+                Ok(())
+            })?;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        ctx.fork(|| Err(sys::Fail("worker 4 refused".into())))?;
+        let mut b = [0u8; 1];
+        sys::read(r, &mut b)?;
+        Ok(Outcome::default())
+    })
+    .unwrap_err();
+    sys::close(pw);
+    assert_eq!(err, RunError::Failed("worker 4 refused".into()));
+    let pids = read_pids(pr);
+    assert!(pids.len() <= 3);
+    for p in pids {
+        assert!(gone(p), "process {p} left behind");
+    }
+}
+
+#[test]
+fn resource_failures_name_the_limit() {
+    let f = sys::explain("socketpair", libc::EMFILE).0;
+    assert!(
+        f.starts_with("socketpair failed: ") && f.contains("RLIMIT_NOFILE = "),
+        "{f}"
+    );
+    let f = sys::explain("fork", libc::EAGAIN).0;
+    assert!(
+        f.contains("RLIMIT_NPROC = ") && f.contains("kernel.threads-max"),
+        "{f}"
+    );
+    let f = sys::explain("pipe", libc::ENFILE).0;
+    assert!(f.contains("fs.file-max"), "{f}");
+}
