@@ -34,6 +34,11 @@ pub trait Workload: Send {
     fn limit_ns(&self) -> Time {
         3600 * SEC
     }
+
+    /// Values the workload derived for parameters given as `auto`, to show in reports.
+    fn resolved(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// Constructor of a workload from validated parameters.
@@ -80,8 +85,12 @@ pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Param
                 names.join(", ")
             ))
         })?;
-    let params = spec::resolve("workload", spec, info.params)?;
-    Ok(((info.build)(&params, machine)?, params))
+    let mut params = spec::resolve("workload", spec, info.params)?;
+    let w = (info.build)(&params, machine)?;
+    for (k, v) in w.resolved() {
+        params.set(k, v);
+    }
+    Ok((w, params))
 }
 
 /// A metric value in the unit of the original benchmark.

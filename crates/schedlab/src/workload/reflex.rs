@@ -354,6 +354,10 @@ impl Workload for Reflex {
         })
     }
 
+    fn resolved(&self) -> Vec<(&'static str, String)> {
+        vec![("sets", self.sets.to_string())]
+    }
+
     fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {
         let ns = interval(rec, "start", "end")?;
         let rounds = rec.count("rounds");
