@@ -291,8 +291,8 @@ fn bad_input_is_one_clear_error() {
 
 /// Small instances of the era's benchmarks (issue 6a), for the every-policy runs below.
 const SMALL_BENCHMARKS: &[&str] = &[
-    "reflex:tasks=6,rounds=30",
-    "reflex:tasks=5,sets=1,rounds=10,delay_us=3,yield_pct=30",
+    "reflex:tasks=6,warmup_ms=5,duration_ms=10",
+    "reflex:tasks=5,sets=1,warmup_ms=0,duration_ms=10,delay_us=3,yield_pct=30",
     "chat:rooms=2,users=4,messages=4",
     "chat:rooms=1,users=3,messages=5,nice=19",
     "hackbench:groups=2,loops=3,fds=5",

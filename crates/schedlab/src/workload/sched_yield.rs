@@ -24,7 +24,9 @@
 //! `schedule()`, switch) on one CPU; elapsed / total yields would be 8× smaller and time per
 //! yield of one thread would grow with the thread count. The counters are shared memory of
 //! the threads' one mm, read at no cost, as the original's per-thread counters were. The
-//! measuring window replaces the Student-t loop.
+//! measuring window replaces the Student-t loop; the warm-up lets the freshly cloned
+//! threads (all on the parent's CPU) be spread by the policy's balancer first (O(1) -D1
+//! rebalances every 250 ms).
 //!
 //! What it counts: `yields_start`, `yields_end` (the samples), `threads` (cloned).
 
@@ -55,7 +57,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         },
         ParamSpec {
             name: "duration_ms",
-            default: "100",
+            default: "500",
             kind: Kind::Int {
                 min: 1,
                 max: 3_600_000,
@@ -64,7 +66,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         },
         ParamSpec {
             name: "warmup_ms",
-            default: "20",
+            default: "300",
             kind: Kind::Int {
                 min: 0,
                 max: 3_600_000,
@@ -272,9 +274,13 @@ mod tests {
     #[test]
     fn a_longer_window_counts_proportionally_more_yields() {
         let y = |s: &Simulation| s.rec.count("yields_end") - s.rec.count("yields_start");
-        let a = run(2, "sched_yield:threads=4,duration_ms=20");
-        let b = run(2, "sched_yield:threads=4,duration_ms=80");
-        let ratio = y(&b) as f64 / y(&a) as f64;
-        assert!(ratio > 3.0 && ratio < 5.0, "ratio {ratio}");
+        let a = run(2, "sched_yield:threads=4,duration_ms=20,warmup_ms=10");
+        let b = run(2, "sched_yield:threads=4,duration_ms=80,warmup_ms=10");
+        let w = |s: &crate::Simulation| {
+            (s.rec.last("end").unwrap() - s.rec.first("start").unwrap()) as f64
+        };
+        assert!(w(&b) > 2.5 * w(&a));
+        let ratio = y(&b) as f64 / y(&a) as f64 / (w(&b) / w(&a));
+        assert!(ratio > 0.8 && ratio < 1.25, "yield rate ratio {ratio}");
     }
 }
