@@ -13,6 +13,7 @@ pub mod loop_yield;
 pub mod program;
 pub mod reflex;
 pub mod sched_yield;
+pub mod window;
 
 use crate::engine::{Time, SEC};
 use crate::kernel::Kernel;

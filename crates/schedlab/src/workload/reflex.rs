@@ -23,8 +23,9 @@
 //!    stays); otherwise write the token into its successor's pipe (Path II). When the
 //!    set's last member has written the token back to the leader, the set has completed a
 //!    round: it adds one to a round counter in the threads' shared memory.
-//! 4. init (the main thread) sleeps `warmup_ms`, reads the counters and the time, sleeps
-//!    `duration_ms`, reads them again and ends the run.
+//! 4. The threads time themselves ([`super::window`]): the first round completed
+//!    `warmup_ms` after "go" opens the window, the first one `duration_ms` later closes it
+//!    and ends the run. init (the main thread) waits in `wait()` meanwhile.
 //!
 //! **Round** (the definition adopted, [INFERRED] from benchmarks.md §2): one trip of the
 //! token around an active set (with 2-task sets: A→B and B→A, two hand-offs). The result is
@@ -40,15 +41,13 @@
 //! a warm-up instead of timing a fixed number of rounds from the first hand-off, so the
 //! figure does not depend on how fast a policy spreads freshly cloned threads.
 //!
-//! What it counts: `rounds_start`, `rounds_end` (the samples of all sets' rounds), `yields`
-//! (Path I calls), `threads` (cloned); marks `go` (tokens injected), `start`, `end`.
+//! What it counts: `rounds_start`, `rounds_end` (all sets' rounds when the window opens and
+//! closes), `yields` (Path I calls), `threads` (cloned); marks `go` (tokens injected),
+//! `start`, `end`.
 //!
 //! Other inferences, each marked in the code: the partition order (contiguous blocks), the
 //! start protocol (the parent injects the tokens after every thread exists), the
 //! perturbation (uniform ±5 %) and the compute's working set (none: a register busy loop).
-
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use crate::engine::{Time, MS};
 use crate::kernel::chan::Fd;
@@ -58,6 +57,7 @@ use crate::report::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
 use crate::workload::program::{Env, Op, Program, Record};
 
+use super::window::Window;
 use super::{interval, metric, Workload, WorkloadInfo};
 
 /// Registry entry.
@@ -142,6 +142,9 @@ fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     }))
 }
 
+/// Where the window records the round counter.
+const KEYS: [&str; 2] = ["rounds_start", "rounds_end"];
+
 /// The reflex workload.
 pub struct Reflex {
     tasks: u64,
@@ -181,8 +184,8 @@ struct Thread {
     st: ThreadSt,
     own: Fd,
     succ: Fd,
-    /// The set's round counter, when this thread closes the set's ring (last member).
-    rounds: Option<Arc<AtomicU64>>,
+    /// The round counter, when this thread closes the set's ring (last member).
+    rounds: Option<Window>,
     delay_ns: Time,
     yield_p: f64,
 }
@@ -234,10 +237,8 @@ impl Program for Thread {
                         env.fail(format!("reflex: token write returned {}", env.ret));
                         return Op::Exit;
                     }
-                    if let Some(r) = &self.rounds {
-                        // determinism: one host thread runs the simulation; the atomic
-                        // only makes the shared counter `Send`.
-                        r.fetch_add(1, Ordering::Relaxed);
+                    if let Some(w) = &self.rounds {
+                        w.done(env);
                     }
                     self.st = ThreadSt::Read;
                 }
@@ -256,9 +257,7 @@ enum ParentSt {
         issued: bool,
     },
     Inject,
-    Warmup,
-    Sample0,
-    Sample1,
+    Wait,
 }
 
 /// init, the main thread: pipes, threads, token injection, the two samples.
@@ -268,14 +267,12 @@ struct Parent {
     tasks: u64,
     delay_ns: Time,
     yield_p: f64,
-    warmup: Time,
-    duration: Time,
     /// Read end of thread `i`'s pipe (the write end is `+ 1`).
     pipes: Vec<Fd>,
     cloned: u64,
     injected: usize,
-    /// Rounds completed by all sets (the sum of the per-set counters of the original).
-    rounds: Arc<AtomicU64>,
+    /// Rounds completed by all sets, and the measuring window.
+    rounds: Window,
 }
 
 impl Parent {
@@ -291,7 +288,7 @@ impl Parent {
             st: ThreadSt::Read,
             own: self.pipes[i as usize],
             succ: self.pipes[succ as usize] + 1,
-            rounds: (j == k - 1).then(|| Arc::clone(&self.rounds)),
+            rounds: (j == k - 1).then(|| self.rounds.clone()),
             delay_ns: self.delay_ns,
             yield_p: self.yield_p,
         }
@@ -336,7 +333,7 @@ impl Program for Parent {
                     }
                     env.count("threads", self.cloned);
                     // model: [INFERRED] the tokens go in once every thread exists.
-                    env.mark("go");
+                    self.rounds.go(env);
                     self.st = ParentSt::Inject;
                 }
                 ParentSt::Inject => {
@@ -348,26 +345,9 @@ impl Program for Parent {
                             len: 1,
                         };
                     }
-                    self.st = ParentSt::Warmup;
+                    self.st = ParentSt::Wait;
                 }
-                ParentSt::Warmup => {
-                    self.st = ParentSt::Sample0;
-                    if self.warmup > 0 {
-                        return Op::Sleep { ns: self.warmup };
-                    }
-                }
-                ParentSt::Sample0 => {
-                    env.mark("start");
-                    env.count("rounds_start", self.rounds.load(Ordering::Relaxed));
-                    self.st = ParentSt::Sample1;
-                    return Op::Sleep { ns: self.duration };
-                }
-                ParentSt::Sample1 => {
-                    env.mark("end");
-                    env.count("rounds_end", self.rounds.load(Ordering::Relaxed));
-                    env.stop();
-                    return Op::Exit;
-                }
+                ParentSt::Wait => return Op::Wait,
             }
         }
     }
@@ -381,12 +361,10 @@ impl Workload for Reflex {
             tasks: self.tasks,
             delay_ns: self.delay_ns,
             yield_p: self.yield_p,
-            warmup: self.warmup,
-            duration: self.duration,
             pipes: Vec::with_capacity(self.tasks as usize),
             cloned: 0,
             injected: 0,
-            rounds: Arc::new(AtomicU64::new(0)),
+            rounds: Window::new(self.warmup, self.duration, KEYS),
         })
     }
 
@@ -396,7 +374,7 @@ impl Workload for Reflex {
 
     fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {
         let ns = interval(rec, "start", "end")?;
-        let rounds = rec.count("rounds_end") - rec.count("rounds_start");
+        let rounds = Window::counted(rec, KEYS);
         if rounds == 0 {
             return Err("reflex: no round completed in the window".into());
         }
