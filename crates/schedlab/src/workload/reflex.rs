@@ -25,7 +25,9 @@
 //!    round: it adds one to a round counter in the threads' shared memory.
 //! 4. The threads time themselves ([`super::window`]): the first round completed
 //!    `warmup_ms` after "go" opens the window, the first one `duration_ms` later closes it
-//!    and ends the run. init (the main thread) waits in `wait()` meanwhile.
+//!    and ends the run. init (the main thread) waits in `wait()` meanwhile. With
+//!    `rounds=N` instead, the window opens at "go" and closes when the sets together have
+//!    completed `sets × N` rounds (fixed work, for tests and short runs).
 //!
 //! **Round** (the definition adopted, [INFERRED] from benchmarks.md §2): one trip of the
 //! token around an active set (with 2-task sets: A→B and B→A, two hand-offs). The result is
@@ -97,6 +99,15 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
             help: "chance of Path I (sched_yield) per round of a thread, % (published: 0)",
         },
         ParamSpec {
+            name: "rounds",
+            default: "auto",
+            kind: Kind::Int {
+                min: 1,
+                max: 100_000_000,
+            },
+            help: "auto: time a window (warmup_ms, duration_ms); N: time sets x N rounds from go",
+        },
+        ParamSpec {
             name: "warmup_ms",
             default: "300",
             kind: Kind::Int {
@@ -137,6 +148,7 @@ fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
         sets,
         delay_ns: (p.float("delay_us") * 1000.0).round() as Time,
         yield_p: p.float("yield_pct") / 100.0,
+        rounds: (!p.is_auto("rounds")).then(|| p.uint("rounds")),
         warmup: p.uint("warmup_ms") * MS,
         duration: p.uint("duration_ms") * MS,
     }))
@@ -151,6 +163,8 @@ pub struct Reflex {
     sets: u64,
     delay_ns: Time,
     yield_p: f64,
+    /// Fixed work: rounds per set, timed from "go" (else a time window).
+    rounds: Option<u64>,
     warmup: Time,
     duration: Time,
 }
@@ -364,7 +378,10 @@ impl Workload for Reflex {
             pipes: Vec::with_capacity(self.tasks as usize),
             cloned: 0,
             injected: 0,
-            rounds: Window::new(self.warmup, self.duration, KEYS),
+            rounds: match self.rounds {
+                Some(n) => Window::until(n * self.sets, KEYS),
+                None => Window::new(self.warmup, self.duration, KEYS),
+            },
         })
     }
 
@@ -397,6 +414,7 @@ mod tests {
             sets,
             delay_ns: 0,
             yield_p: 0.0,
+            rounds: None,
             warmup: 0,
             duration: MS,
         }
@@ -477,6 +495,16 @@ mod tests {
             per_hold > 0.7 && per_hold < 1.3,
             "{per_hold} yields per hold"
         );
+    }
+
+    #[test]
+    fn fixed_rounds_are_timed_from_go() {
+        let sim = run(2, "reflex:tasks=4,rounds=300");
+        assert_eq!(Window::counted(&sim.rec, KEYS), 2 * 300);
+        assert_eq!(sim.rec.first("start"), sim.rec.first("go"));
+        // 2 sets x 300 rounds x 2 hand-offs, the 2 injected tokens.
+        let read: u64 = sim.k.streams.iter().map(|s| s.read).sum();
+        assert!((1200..=1204).contains(&read), "{read}");
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //! finish one `duration` later closes it and ends the run. No sampler task has to win a
 //! CPU from the threads, so the window does not depend on how a policy treats a sleeper.
 //!
+//! A fixed amount of work can be timed instead ([`Window::until`]): the window opens at
+//! "go" and closes when the counter reaches the target.
+//!
 //! Records: marks `start`, `end`; counts `<what>_start`, `<what>_end` (the counter at both).
 
 use std::sync::{Arc, Mutex};
@@ -27,6 +30,8 @@ pub struct Window {
     state: Arc<Mutex<State>>,
     warmup: Time,
     duration: Time,
+    /// Close when this many units are done (and open at "go"), instead of by time.
+    target: Option<u64>,
     keys: [&'static str; 2],
 }
 
@@ -38,14 +43,29 @@ impl Window {
             state: Arc::default(),
             warmup,
             duration,
+            target: None,
             keys,
+        }
+    }
+
+    /// A window opening at [`Window::go`] and closing when `target` units are done.
+    pub fn until(target: u64, keys: [&'static str; 2]) -> Window {
+        Window {
+            target: Some(target),
+            ..Window::new(0, 0, keys)
         }
     }
 
     /// The benchmark starts now (the main thread, before releasing the workers).
     pub fn go(&self, env: &mut Env<'_>) {
         env.mark("go");
-        self.lock().go = Some(env.now);
+        let mut s = self.lock();
+        s.go = Some(env.now);
+        if self.target.is_some() {
+            s.start = Some(env.now);
+            env.mark("start");
+            env.count(self.keys[0], s.done);
+        }
     }
 
     /// One unit of work is done at `env.now`: count it, open or close the window.
@@ -56,6 +76,15 @@ impl Window {
         let mut s = self.lock();
         s.done += 1;
         let Some(go) = s.go else { return };
+        if let Some(target) = self.target {
+            if !s.closed && s.done >= target {
+                s.closed = true;
+                env.mark("end");
+                env.count(keys[1], s.done);
+                env.stop();
+            }
+            return;
+        }
         match s.start {
             None if env.now >= go + warmup => {
                 s.start = Some(env.now);
@@ -122,5 +151,29 @@ mod tests {
         assert_eq!((rec.count("n_start"), rec.count("n_end")), (3, 5));
         assert_eq!(Window::counted(&rec, ["n_start", "n_end"]), 2);
         assert!(rec.stop);
+    }
+
+    #[test]
+    fn a_target_window_opens_at_go_and_closes_at_the_target() {
+        let w = Window::until(2, ["n_start", "n_end"]);
+        let mut rng = SimRng::new(1);
+        let mut rec = Record::default();
+        for (now, go) in [(10, true), (20, false), (30, false), (40, false)] {
+            let mut env = Env {
+                ret: 0,
+                now,
+                pid: 2,
+                ctxt: 0,
+                rng: &mut rng,
+                rec: &mut rec,
+            };
+            if go {
+                w.go(&mut env);
+            } else {
+                w.done(&mut env);
+            }
+        }
+        assert_eq!((rec.first("start"), rec.last("end")), (Some(10), Some(30)));
+        assert_eq!(Window::counted(&rec, ["n_start", "n_end"]), 2);
     }
 }
