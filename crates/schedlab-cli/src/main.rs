@@ -43,6 +43,7 @@ enum Cmd {
         #[arg(long)]
         out: Option<std::path::PathBuf>,
         /// Parallel simulations (default: all cores).
+        #[arg(long)]
         jobs: Option<usize>,
         /// Output format on stdout.
         #[arg(long, value_enum, default_value_t = Format::Text)]

@@ -17,8 +17,10 @@
 //!    the time, sleeps `duration_ms`, samples again and ends the run.
 //! 3. Result: (ctxt₁ − ctxt₀) / (t₁ − t₀), switches per second.
 //!
-//! The original ran forever; the model's window (`duration_ms`) is [INFERRED]: long
-//! enough for a steady rate (many ticks), short enough to simulate. Like the real `vmstat`,
+//! The original ran forever; the model's window is [INFERRED]: `duration_ms` long enough
+//! for a steady rate (many ticks), short enough to simulate, after a `warmup_ms` that lets
+//! start-up placement and the first load-balancing passes settle (O(1) -D1 rebalances every
+//! 250 ms), as a `vmstat` sample taken well into a run would. Like the real `vmstat`,
 //! the sampler is a task on the machine: its own two switches per sample are counted, and
 //! it has to win a CPU from the yielders to take its sample.
 //!
@@ -47,7 +49,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         },
         ParamSpec {
             name: "duration_ms",
-            default: "100",
+            default: "500",
             kind: Kind::Int {
                 min: 1,
                 max: 3_600_000,
@@ -56,7 +58,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         },
         ParamSpec {
             name: "warmup_ms",
-            default: "20",
+            default: "300",
             kind: Kind::Int {
                 min: 0,
                 max: 3_600_000,
@@ -209,10 +211,14 @@ mod tests {
 
     #[test]
     fn a_longer_window_counts_proportionally_more_switches() {
-        let a = run(2, "loop_yield:instances=4,duration_ms=20");
-        let b = run(2, "loop_yield:instances=4,duration_ms=80");
+        let a = run(2, "loop_yield:instances=4,duration_ms=20,warmup_ms=10");
+        let b = run(2, "loop_yield:instances=4,duration_ms=80,warmup_ms=10");
         let cs = |s: &Simulation| s.rec.count("ctxt_end") - s.rec.count("ctxt_start");
-        let ratio = cs(&b) as f64 / cs(&a) as f64;
-        assert!(ratio > 3.0 && ratio < 5.0, "ratio {ratio}");
+        let w = |s: &crate::Simulation| {
+            (s.rec.last("end").unwrap() - s.rec.first("start").unwrap()) as f64
+        };
+        assert!(w(&b) > 2.5 * w(&a));
+        let ratio = cs(&b) as f64 / cs(&a) as f64 / (w(&b) / w(&a));
+        assert!(ratio > 0.8 && ratio < 1.25, "switch rate ratio {ratio}");
     }
 }

@@ -18,6 +18,7 @@ pub mod reflex;
 pub mod sched_yield;
 pub mod synthetic;
 pub mod tbench;
+pub mod window;
 
 use crate::engine::{Time, SEC};
 use crate::kernel::Kernel;
@@ -38,6 +39,11 @@ pub trait Workload: Send {
     /// Simulated time after which the run is abandoned.
     fn limit_ns(&self) -> Time {
         3600 * SEC
+    }
+
+    /// Values the workload derived for parameters given as `auto`, to show in reports.
+    fn resolved(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
     }
 }
 
@@ -91,8 +97,12 @@ pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Param
                 names.join(", ")
             ))
         })?;
-    let params = spec::resolve("workload", spec, info.params)?;
-    Ok(((info.build)(&params, machine)?, params))
+    let mut params = spec::resolve("workload", spec, info.params)?;
+    let w = (info.build)(&params, machine)?;
+    for (k, v) in w.resolved() {
+        params.set(k, v);
+    }
+    Ok((w, params))
 }
 
 /// A metric value in the unit of the original benchmark.

@@ -12,10 +12,11 @@
 //! # The model
 //!
 //! 1. init (the main thread) creates a "go" pipe and clones `threads` threads; each polls
-//!    the pipe, then loops on `sched_yield()`, adding one to its counter in the process's
+//!    the pipe, then loops on `sched_yield()`, adding one to a counter in the process's
 //!    shared memory after every completed call.
-//! 2. The main thread writes "go", sleeps `warmup_ms`, reads the sum of the counters and the
-//!    time, sleeps `duration_ms`, reads them again and ends the run.
+//! 2. The main thread writes "go" and waits in `wait()`. The threads time themselves
+//!    ([`super::window`]): the first yield completed `warmup_ms` after "go" opens the
+//!    window, the first one `duration_ms` later closes it and ends the run.
 //! 3. Result: window × min(threads, CPUs) / yields in the window.
 //!
 //! **µs per yield** [INFERRED]: the CPU time one yield costs — elapsed time times the CPUs
@@ -24,12 +25,12 @@
 //! `schedule()`, switch) on one CPU; elapsed / total yields would be 8× smaller and time per
 //! yield of one thread would grow with the thread count. The counters are shared memory of
 //! the threads' one mm, read at no cost, as the original's per-thread counters were. The
-//! measuring window replaces the Student-t loop.
+//! measuring window replaces the Student-t loop; the warm-up lets the freshly cloned
+//! threads (all on the parent's CPU) be spread by the policy's balancer first (O(1) -D1
+//! rebalances every 250 ms).
 //!
-//! What it counts: `yields_start`, `yields_end` (the samples), `threads` (cloned).
-
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+//! What it counts: `yields_start`, `yields_end` (the counter when the window opens and
+//! closes), `threads` (cloned).
 
 use crate::engine::{Time, MS};
 use crate::kernel::chan::Fd;
@@ -39,6 +40,7 @@ use crate::report::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
 use crate::workload::program::{Env, Op, Program, Record};
 
+use super::window::Window;
 use super::{interval, metric, Workload, WorkloadInfo};
 
 /// Registry entry.
@@ -55,7 +57,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         },
         ParamSpec {
             name: "duration_ms",
-            default: "100",
+            default: "500",
             kind: Kind::Int {
                 min: 1,
                 max: 3_600_000,
@@ -64,7 +66,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
         },
         ParamSpec {
             name: "warmup_ms",
-            default: "20",
+            default: "300",
             kind: Kind::Int {
                 min: 0,
                 max: 3_600_000,
@@ -83,6 +85,9 @@ fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     }))
 }
 
+/// Where the window records the yield counter.
+const KEYS: [&str; 2] = ["yields_start", "yields_end"];
+
 /// The sched_yield workload.
 pub struct SchedYield {
     threads: u64,
@@ -95,19 +100,17 @@ struct Yielder {
     go: Fd,
     polled: bool,
     yielding: bool,
-    count: Arc<AtomicU64>,
+    window: Window,
 }
 
 impl Program for Yielder {
-    fn next(&mut self, _env: &mut Env<'_>) -> Op {
+    fn next(&mut self, env: &mut Env<'_>) -> Op {
         if !self.polled {
             self.polled = true;
             return Op::Poll { fds: vec![self.go] };
         }
         if self.yielding {
-            // determinism: the simulation runs on one host thread; the atomic only makes
-            // the shared counter `Send`.
-            self.count.fetch_add(1, Ordering::Relaxed);
+            self.window.done(env);
         }
         self.yielding = true;
         Op::Yield
@@ -118,9 +121,7 @@ enum St {
     Pipe { issued: bool },
     Clone { issued: bool },
     Go,
-    Warmup,
-    Sample0,
-    Sample1,
+    Wait,
 }
 
 /// The main thread.
@@ -129,9 +130,8 @@ struct Main {
     threads: u64,
     cloned: u64,
     go: Fd,
-    duration: Time,
-    warmup: Time,
-    count: Arc<AtomicU64>,
+    /// The yield counter and the measuring window.
+    window: Window,
 }
 
 impl Program for Main {
@@ -169,7 +169,7 @@ impl Program for Main {
                                 go: self.go,
                                 polled: false,
                                 yielding: false,
-                                count: Arc::clone(&self.count),
+                                window: self.window.clone(),
                             }),
                         };
                     }
@@ -177,30 +177,14 @@ impl Program for Main {
                     self.st = St::Go;
                 }
                 St::Go => {
-                    self.st = St::Warmup;
+                    self.window.go(env);
+                    self.st = St::Wait;
                     return Op::Write {
                         fd: self.go + 1,
                         len: 1,
                     };
                 }
-                St::Warmup => {
-                    self.st = St::Sample0;
-                    if self.warmup > 0 {
-                        return Op::Sleep { ns: self.warmup };
-                    }
-                }
-                St::Sample0 => {
-                    env.mark("start");
-                    env.count("yields_start", self.count.load(Ordering::Relaxed));
-                    self.st = St::Sample1;
-                    return Op::Sleep { ns: self.duration };
-                }
-                St::Sample1 => {
-                    env.mark("end");
-                    env.count("yields_end", self.count.load(Ordering::Relaxed));
-                    env.stop();
-                    return Op::Exit;
-                }
+                St::Wait => return Op::Wait,
             }
         }
     }
@@ -213,15 +197,13 @@ impl Workload for SchedYield {
             threads: self.threads,
             cloned: 0,
             go: 0,
-            duration: self.duration,
-            warmup: self.warmup,
-            count: Arc::new(AtomicU64::new(0)),
+            window: Window::new(self.warmup, self.duration, KEYS),
         })
     }
 
     fn result(&self, rec: &Record, k: &Kernel) -> Result<Metric, String> {
         let ns = interval(rec, "start", "end")?;
-        let yields = rec.count("yields_end") - rec.count("yields_start");
+        let yields = Window::counted(rec, KEYS);
         if yields == 0 {
             return Err("sched_yield: no yield completed in the window".into());
         }
@@ -272,9 +254,13 @@ mod tests {
     #[test]
     fn a_longer_window_counts_proportionally_more_yields() {
         let y = |s: &Simulation| s.rec.count("yields_end") - s.rec.count("yields_start");
-        let a = run(2, "sched_yield:threads=4,duration_ms=20");
-        let b = run(2, "sched_yield:threads=4,duration_ms=80");
-        let ratio = y(&b) as f64 / y(&a) as f64;
-        assert!(ratio > 3.0 && ratio < 5.0, "ratio {ratio}");
+        let a = run(2, "sched_yield:threads=4,duration_ms=20,warmup_ms=10");
+        let b = run(2, "sched_yield:threads=4,duration_ms=80,warmup_ms=10");
+        let w = |s: &crate::Simulation| {
+            (s.rec.last("end").unwrap() - s.rec.first("start").unwrap()) as f64
+        };
+        assert!(w(&b) > 2.5 * w(&a));
+        let ratio = y(&b) as f64 / y(&a) as f64 / (w(&b) / w(&a));
+        assert!(ratio > 0.8 && ratio < 1.25, "yield rate ratio {ratio}");
     }
 }
