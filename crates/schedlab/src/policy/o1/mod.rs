@@ -119,9 +119,13 @@ const PARAMS_D1: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "idle_rebalance_ms",
-        default: "250",
+        // model: [INFERRED] -D1's own code is lost. Every idle tick (10 ms), as the S6
+        // design has it and as system.md finding 6 ("rebalanced too often") and the V3
+        // bw_pipe figure (the pipe pair split across CPUs without sync wake-ups) require;
+        // the stored Jan-2002 variant's HZ/4 stays available as 250.
+        default: "10",
         kind: MS_KIND,
-        help: "idle-tick rebalance period in ms (pre-G1 REBALANCE_TICK = HZ/4); 0: only when a queue empties",
+        help: "idle-tick rebalance period in ms (default every tick, S6; the stored Jan-2002 variant: 250 = HZ/4); 0: only when a queue empties",
     },
 ];
 
