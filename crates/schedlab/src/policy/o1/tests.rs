@@ -382,7 +382,13 @@ fn sync_wakeups_keep_the_bw_pipe_pair_together() {
     let (off, r_off) = result("o1-2.6:sync_wakeups=off", "bw_pipe:mb=4");
     let (on, r_on) = result("o1-2.6:sync_wakeups=on", "bw_pipe:mb=4");
     assert!(on > 3.0 * off, "bw_pipe off {off} on {on}");
-    assert!(r_off.counters.ipis > 1000 && r_on.counters.ipis < 10);
+    // Split, every page hand-off is a cross-CPU wake-up; together, almost none are.
+    assert!(
+        r_off.counters.ipis > 1000 && r_on.counters.ipis * 20 < r_off.counters.ipis,
+        "IPIs off {} on {}",
+        r_off.counters.ipis,
+        r_on.counters.ipis
+    );
     let (loff, _) = result("o1-2.6:sync_wakeups=off", "lat_pipe:rounds=3000");
     let (lon, _) = result("o1-2.6:sync_wakeups=on", "lat_pipe:rounds=3000");
     assert!(
