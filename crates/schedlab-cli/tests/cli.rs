@@ -340,3 +340,40 @@ fn native_compare_runs_the_real_tools() {
         eprintln!("skipped lat_pipe --compare: perf is not installed (apt-get install linux-perf)");
     }
 }
+
+#[test]
+fn reproduce_writes_the_report_plots_and_results() {
+    let dir = std::env::temp_dir().join(format!("schedlab-reproduce-{}", std::process::id()));
+    let o = schedlab(&["reproduce", "V3", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("V3a-lat-pipe-sync") && text.contains("V3b-bw-pipe-sync"),
+        "{text}"
+    );
+    assert!(text.contains("scores: order") && text.contains("The seed findings"));
+    for f in [
+        "report.md",
+        "results.json",
+        "V3a-lat-pipe-sync.svg",
+        "V3b-bw-pipe-sync.svg",
+    ] {
+        let p = dir.join(f);
+        assert!(
+            std::fs::metadata(&p)
+                .map(|m| m.len() > 100)
+                .unwrap_or(false),
+            "{f} missing"
+        );
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let cells = v["tables"][1]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    assert!(cells.iter().all(|c| c["simulated"].as_f64().unwrap() > 0.0));
+    let _ = std::fs::remove_dir_all(&dir);
+    one_line_error(
+        &["reproduce", "V9"],
+        "unknown table 'V9' (accepted: V1-reflex-2002",
+    );
+}
