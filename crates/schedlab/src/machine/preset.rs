@@ -47,7 +47,11 @@ pub struct Costs {
     /// free, queueing). Inferred, B§6.2: AF_UNIX latency 25.7 µs vs pipe 10.8 µs.
     pub unix_call_ns: Time,
     /// TCP-over-loopback send or receive work per segment beyond the syscall (tcp_sendmsg,
-    /// loopback xmit, softirq, tcp_v4_rcv, ack). Inferred, B§6.2: TCP latency 43.5 µs.
+    /// loopback xmit, softirq, tcp_v4_rcv, ack). Inferred, B§6.2: TCP latency 43.5 µs per
+    /// round trip = 21.75 µs per process hop = 2 syscalls (1.0) + wakeup/schedule/switch with
+    /// mm (≈ 2.8, B§6.3) + three charges of this cost (the model charges the write, the read
+    /// that blocks and the read's retry after the wakeup) ⇒ ≈ 6.0 µs. *calibrated*
+    /// (docs/calibration.md; was 7.5 µs, which assumed two charges per hop).
     pub tcp_call_ns: Time,
     /// `connect`+`accept` on loopback. B§6.2: TCP connect 85 µs.
     pub tcp_connect_ns: Time,
@@ -178,7 +182,7 @@ const fn piii700(l2_bytes: u64) -> Costs {
         c2c_cross_bus_line_ns: 200,
         pipe_call_ns: 600,
         unix_call_ns: 2_500,
-        tcp_call_ns: 7_500,
+        tcp_call_ns: 6_000,
         tcp_connect_ns: 85_000,
         copy_ns_per_kb: 300,
         sum_ns_per_kb: 366,
