@@ -150,6 +150,12 @@ impl Reproduction {
         let rs = &self.results[i];
         let s = &self.scores[i];
         let pols = Self::policies(t);
+        let w = Self::rows(t)
+            .iter()
+            .map(|r| r.len())
+            .max()
+            .unwrap_or(0)
+            .max(24);
         let mut o = String::new();
         if md {
             let _ = writeln!(o, "## {} — {}\n", t.id, t.title);
@@ -174,13 +180,13 @@ impl Reproduction {
                 "\n{} — {}  [{} on {}, {} is better]",
                 t.id, t.title, t.unit, t.machine, t.better
             );
-            let mut head = format!("  {:<24}", "row");
+            let mut head = format!("  {:<w$}", "row");
             for p in &pols {
                 let short: String = p.chars().take(24).collect();
                 let _ = write!(head, " | {short:^30}");
             }
             let _ = writeln!(o, "{head}");
-            let mut sub = format!("  {:<24}", "");
+            let mut sub = format!("  {:<w$}", "");
             for _ in &pols {
                 let _ = write!(sub, " | {:>11} {:>11} {:>6}", "published", "simulated", "x");
             }
@@ -190,7 +196,7 @@ impl Reproduction {
             let mut line = if md {
                 format!("| {row} |")
             } else {
-                format!("  {row:<24}")
+                format!("  {row:<w$}")
             };
             for p in &pols {
                 let idx = t.cells.iter().position(|c| c.row == row && c.policy == *p);
