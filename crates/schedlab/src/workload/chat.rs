@@ -622,20 +622,8 @@ impl Workload for Chat {
 
 #[cfg(test)]
 mod tests {
-    use crate::{RunConfig, Simulation};
 
-    fn run(cpus: usize, spec: &str) -> Simulation {
-        let mut s = Simulation::new(RunConfig {
-            machine: "piii700-1m".into(),
-            cpus: Some(cpus),
-            policy: "fifo".into(),
-            workload: spec.into(),
-            seed: 1,
-        })
-        .unwrap();
-        s.run(&mut |_, _| {}).unwrap();
-        s
-    }
+    use crate::workload::tests::run;
 
     #[test]
     fn each_message_reaches_the_other_users_of_its_room() {

@@ -173,20 +173,9 @@ impl Workload for LoopYield {
 
 #[cfg(test)]
 mod tests {
-    use crate::{RunConfig, Simulation};
+    use crate::Simulation;
 
-    fn run(cpus: usize, spec: &str) -> Simulation {
-        let mut s = Simulation::new(RunConfig {
-            machine: "piii700-1m".into(),
-            cpus: Some(cpus),
-            policy: "fifo".into(),
-            workload: spec.into(),
-            seed: 1,
-        })
-        .unwrap();
-        s.run(&mut |_, _| {}).unwrap();
-        s
-    }
+    use crate::workload::tests::run;
 
     #[test]
     fn the_rate_is_measured_over_the_window() {

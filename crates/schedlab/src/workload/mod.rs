@@ -130,3 +130,23 @@ pub fn interval(rec: &Record, start: &str, end: &str) -> Result<Time, String> {
     }
     Ok(e - s)
 }
+
+/// Helpers for the workloads' own tests.
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::{RunConfig, Simulation};
+
+    /// Run `spec` under `fifo` on `cpus` CPUs of piii700-1m, seed 1, to completion.
+    pub(crate) fn run(cpus: usize, spec: &str) -> Simulation {
+        let mut s = Simulation::new(RunConfig {
+            machine: "piii700-1m".into(),
+            cpus: Some(cpus),
+            policy: "fifo".into(),
+            workload: spec.into(),
+            seed: 1,
+        })
+        .unwrap();
+        s.run(&mut |_, _| {}).unwrap();
+        s
+    }
+}

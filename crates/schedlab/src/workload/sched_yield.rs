@@ -219,20 +219,9 @@ impl Workload for SchedYield {
 
 #[cfg(test)]
 mod tests {
-    use crate::{RunConfig, Simulation};
+    use crate::Simulation;
 
-    fn run(cpus: usize, spec: &str) -> Simulation {
-        let mut s = Simulation::new(RunConfig {
-            machine: "piii700-1m".into(),
-            cpus: Some(cpus),
-            policy: "fifo".into(),
-            workload: spec.into(),
-            seed: 1,
-        })
-        .unwrap();
-        s.run(&mut |_, _| {}).unwrap();
-        s
-    }
+    use crate::workload::tests::run;
 
     #[test]
     fn threads_of_one_mm_yield_in_the_window() {
