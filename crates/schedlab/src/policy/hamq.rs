@@ -497,33 +497,7 @@ impl Policy for Hamq {
     }
 
     fn check(&self, k: &Kernel) -> Result<(), String> {
-        let mut queued = vec![false; self.ts.len()];
-        for (c, q) in self.rq.iter().enumerate() {
-            for &p in &q.list {
-                let t = k.task(p);
-                if std::mem::replace(&mut queued[p as usize], true) {
-                    return Err(format!("hamq: pid {} queued twice", t.pid));
-                }
-                if t.processor != c {
-                    return Err(format!(
-                        "hamq: pid {} on queue {c}, processor {}",
-                        t.pid, t.processor
-                    ));
-                }
-                if t.state != TaskState::Running && t.on_cpu.is_none() {
-                    return Err(format!("hamq: queued pid {} is {:?}", t.pid, t.state));
-                }
-            }
-        }
-        for (p, s) in self.ts.iter().enumerate() {
-            let t = k.task(p as TaskId);
-            if s.on_rq != queued[p] {
-                return Err(format!("hamq: on_rq flag of task {p} disagrees"));
-            }
-            if t.state == TaskState::Running && !t.is_idle && !s.on_rq {
-                return Err(format!("hamq: runnable pid {} on no queue", t.pid));
-            }
-        }
-        Ok(())
+        let on_rq: Vec<bool> = self.ts.iter().map(|s| s.on_rq).collect();
+        super::check_per_cpu_queues("hamq", k, self.rq.iter().map(|q| &q.list), &on_rq)
     }
 }

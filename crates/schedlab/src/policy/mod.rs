@@ -367,6 +367,49 @@ impl<'a> SchedCtx<'a> {
     }
 }
 
+/// The invariant of every per-CPU-queue policy: each task is on at most one queue, on the
+/// queue of its `processor`, runnable (or still on its CPU); a policy's `on_rq` flag
+/// agrees with the queues; and every runnable task that is not an idle task is queued.
+/// `queues` yields each CPU's queue in CPU order.
+pub fn check_per_cpu_queues<'q>(
+    name: &str,
+    k: &Kernel,
+    queues: impl Iterator<Item = &'q std::collections::VecDeque<TaskId>>,
+    on_rq: &[bool],
+) -> Result<(), String> {
+    use crate::kernel::task::TaskState;
+    let mut queued = vec![false; on_rq.len()];
+    for (c, q) in queues.enumerate() {
+        for &p in q {
+            let t = k.task(p);
+            if std::mem::replace(&mut queued[p as usize], true) {
+                return Err(format!("{name}: pid {} queued twice", t.pid));
+            }
+            if t.processor != c {
+                return Err(format!(
+                    "{name}: pid {} on queue {c} but processor {}",
+                    t.pid, t.processor
+                ));
+            }
+            if t.state != TaskState::Running && t.on_cpu.is_none() {
+                return Err(format!("{name}: queued pid {} is {:?}", t.pid, t.state));
+            }
+        }
+    }
+    for (p, &flag) in on_rq.iter().enumerate() {
+        if flag != queued[p] {
+            return Err(format!(
+                "{name}: on_rq flag of task {p} disagrees with the queues"
+            ));
+        }
+        let t = k.task(p as TaskId);
+        if t.state == TaskState::Running && !t.is_idle && !flag {
+            return Err(format!("{name}: runnable pid {} on no queue", t.pid));
+        }
+    }
+    Ok(())
+}
+
 /// A registered policy.
 pub struct PolicyInfo {
     /// Name on the command line.

@@ -89,7 +89,7 @@ use crate::kernel::Kernel;
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::{Kind, ParamSpec, Params};
 
-use super::{Policy, PolicyInfo, SchedCtx};
+use super::{check_per_cpu_queues, Policy, PolicyInfo, SchedCtx};
 use goodness::{def_counter, max_counter, nice_to_ticks, Prio, MIN_GOODNESS};
 use lines::Lines;
 
@@ -1010,23 +1010,9 @@ impl Policy for Mq {
 
     fn check(&self, k: &Kernel) -> Result<(), String> {
         let name = self.cfg.name;
-        let mut queued = vec![false; self.ts.len()];
+        let on_rq: Vec<bool> = self.ts.iter().map(|s| s.on_rq).collect();
+        check_per_cpu_queues(name, k, self.rq.iter().map(|q| &q.list), &on_rq)?;
         for (c, q) in self.rq.iter().enumerate() {
-            for &p in &q.list {
-                let t = k.task(p);
-                if std::mem::replace(&mut queued[p as usize], true) {
-                    return Err(format!("{name}: pid {} queued twice", t.pid));
-                }
-                if t.processor != c {
-                    return Err(format!(
-                        "{name}: pid {} on queue {c} but processor {}",
-                        t.pid, t.processor
-                    ));
-                }
-                if t.state != TaskState::Running && t.on_cpu.is_none() {
-                    return Err(format!("{name}: queued pid {} is {:?}", t.pid, t.state));
-                }
-            }
             if let Some(m) = q.max_na_ptr {
                 if !q.list.contains(&m) || k.task(m).on_cpu.is_some() {
                     return Err(format!(
@@ -1041,15 +1027,6 @@ impl Policy for Mq {
                     "{name}: cpu {c} idle={idle} but curr_na_goodness {}",
                     self.curr_na_goodness[c]
                 ));
-            }
-        }
-        for (p, s) in self.ts.iter().enumerate() {
-            if s.on_rq != queued[p] {
-                return Err(format!("{name}: on_rq flag of task {p} disagrees"));
-            }
-            let t = k.task(p as TaskId);
-            if t.state == TaskState::Running && !t.is_idle && !s.on_rq {
-                return Err(format!("{name}: runnable pid {} on no queue", t.pid));
             }
         }
         Ok(())
