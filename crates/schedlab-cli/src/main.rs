@@ -100,6 +100,10 @@ struct NativeArgs {
     /// Also run the real tools with equal parameters (rt-tests hackbench, perf bench).
     #[arg(long)]
     compare: bool,
+    /// Run the workload (and the compared tools) on these host CPUs only, as `taskset -c`
+    /// would: e.g. 0 or 0-1.
+    #[arg(long, value_name = "CPUS")]
+    pin: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,

@@ -37,6 +37,9 @@ pub(crate) fn native(a: NativeArgs) -> Result<(), String> {
     };
     // Validate before installing handlers or forking anything.
     schedlab_native::parse(&workload).map_err(|e| e.to_string())?;
+    if let Some(list) = &a.pin {
+        schedlab_native::host::pin(list)?;
+    }
     let cfg = NativeConfig {
         workload,
         timeout,

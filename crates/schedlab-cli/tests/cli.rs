@@ -176,6 +176,14 @@ fn native_rejects_bad_input_with_one_line() {
         &["native", "lat_ctx", "--compare"],
         "no reference tool for lat_ctx",
     );
+    one_line_error(
+        &["native", "lat_pipe", "--pin", "0-x"],
+        "bad CPU list '0-x'",
+    );
+    one_line_error(
+        &["native", "lat_pipe", "--pin", "1000"],
+        "cannot pin to CPU 1000",
+    );
     let s = String::from_utf8(schedlab(&["native", "--list"]).stdout).unwrap();
     for w in [
         "hackbench",
