@@ -11,6 +11,13 @@ const FULL: &[(&str, usize, &str, &str)] = &[
     ("piii700-4way-1m", 4, "fifo", "bw_pipe:mb=200"),
     ("piii700-1m", 8, "fifo", "synthetic:tasks=2000,ops=200"),
     ("piii700-2m", 8, "fifo", "synthetic:tasks=4000,ops=100"),
+    // The era's workloads under the era's policies, 8-way: is a simulated hackbench
+    // faster than the real one ran (sim/wall > 1)?
+    ("piii700-1m", 8, "linux-2.4", "hackbench:groups=10"),
+    ("piii700-1m", 8, "o1-2.6", "hackbench:groups=10"),
+    ("piii700-1m", 8, "mq", "reflex:tasks=16"),
+    ("piii700-1m", 8, "linux-2.4", "chat:rooms=10,messages=200"),
+    ("piii700-1m", 8, "o1-g1", "loop_yield:instances=16"),
 ];
 
 const QUICK: &[(&str, usize, &str, &str)] = &[
