@@ -164,26 +164,18 @@ fn native_rejects_bad_input_with_one_line() {
     one_line_error(&["native", "lat_pipe:bogus=1"], "accepted: rounds, warmup");
     one_line_error(&["native", "reflex:tasks=4,sets=3"], "sets <= tasks/2");
     one_line_error(&["native"], "native needs a workload");
-    one_line_error(
-        &["native", "lat_pipe", "--timeout", "-1"],
-        "bad value --timeout -1",
-    );
-    one_line_error(
-        &["native", "lat_pipe", "--timeout", "0"],
-        "bad value --timeout 0",
-    );
-    one_line_error(
-        &["native", "lat_ctx", "--compare"],
-        "no reference tool for lat_ctx",
-    );
-    one_line_error(
-        &["native", "lat_pipe", "--pin", "0-x"],
-        "bad CPU list '0-x'",
-    );
-    one_line_error(
-        &["native", "lat_pipe", "--pin", "1000"],
-        "cannot pin to CPU 1000",
-    );
+    let flag_cases: [(&[&str], &str); 5] = [
+        (&["lat_pipe", "--timeout", "-1"], "bad value --timeout -1"),
+        (&["lat_pipe", "--timeout", "0"], "bad value --timeout 0"),
+        (&["lat_ctx", "--compare"], "no reference tool for lat_ctx"),
+        (&["lat_pipe", "--pin", "0-x"], "bad CPU list '0-x'"),
+        (&["lat_pipe", "--pin", "1000"], "cannot pin to CPU 1000"),
+    ];
+    for (args, needle) in flag_cases {
+        let mut a = vec!["native"];
+        a.extend_from_slice(args);
+        one_line_error(&a, needle);
+    }
     let s = String::from_utf8(schedlab(&["native", "--list"]).stdout).unwrap();
     for w in [
         "hackbench",
