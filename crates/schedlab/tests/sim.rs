@@ -782,6 +782,33 @@ fn mq_higher_pcp_means_fewer_migrations_and_steals() {
     assert!(f(&lo, "remote_lock_ok_pct") <= f(&lo, "remote_better_pct"));
 }
 
+/// See: docs/calibration.md, V4, and our table X3 — with token passing only, reflex's sets
+/// settle one per CPU and MQ stops stealing and placing remotely; reflex's Path I
+/// (`sched_yield`, goodness −1 for that `schedule()`) keeps CPUs going idle, which brings
+/// back the steals and remote placements V4 published. With yields, a higher
+/// PROC_CHANGE_PENALTY means fewer remote placements (V4 counter 5).
+#[test]
+fn mq_reflex_yields_keep_the_steal_and_placement_counters_alive() {
+    let window = "warmup_ms=20,duration_ms=40";
+    let token = policy_counters("mq:pcp=6", &format!("reflex:tasks=16,sets=8,{window}"));
+    let w = format!("reflex:tasks=16,sets=8,yield_pct=50,{window}");
+    let lo = policy_counters("mq:pcp=6", &w);
+    let hi = policy_counters("mq:pcp=40", &w);
+    let f = |v: &serde_json::Value, k: &str| v["policy"][k].as_f64().unwrap();
+    assert!(f(&token, "remote_still_better_pct") < 1.0, "{token}");
+    assert!(f(&token, "resched_remote_lock_ok_pct") < 1.0, "{token}");
+    assert!(token["idle_pct"].as_f64().unwrap() < 2.0, "{token}");
+    for k in ["remote_better_pct", "remote_still_better_pct"] {
+        assert!(f(&lo, k) > 15.0, "{k}: {lo}");
+    }
+    assert!(f(&lo, "resched_target_exists_pct") > 50.0, "{lo}");
+    assert!(lo["idle_pct"].as_f64().unwrap() > 5.0, "{lo}");
+    assert!(
+        f(&hi, "resched_remote_lock_ok_pct") < f(&lo, "resched_remote_lock_ok_pct"),
+        "pcp 6: {lo}\npcp 40: {hi}"
+    );
+}
+
 /// See: system.md finding 3 — haMQ runs the woken task of a 2-task ping-pong on the other
 /// (idle) CPU, so nearly every hop is a cross-CPU wake-up with an IPI, and the round is
 /// slower than when the pair shares one CPU.
