@@ -120,7 +120,7 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 /// bimodal — both ends on one CPU, or a cross-CPU wake-up through the hypervisor, an order
 /// of magnitude slower — and which mode the host's scheduler picks varies from run to run;
 /// pinning both tools alike makes `--compare` measure one mode.
-pub fn pin(list: &str) -> Result<Vec<usize>, String> {
+pub fn pin(list: &str) -> Result<(), String> {
     let cpus = parse_cpu_list(list)?;
     let allowed = allowed_cpus();
     if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
@@ -144,7 +144,7 @@ pub fn pin(list: &str) -> Result<Vec<usize>, String> {
             std::io::Error::last_os_error()
         ));
     }
-    Ok(cpus)
+    Ok(())
 }
 
 /// A `/proc/stat` sample.
