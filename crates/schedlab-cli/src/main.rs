@@ -317,6 +317,9 @@ counters.unaffine_switch_pct  % of task switches whose incoming task last ran on
 counters.ipis               reschedule IPIs sent
 counters.idle_pct           % of all CPU time spent idle
 counters.wakeups            successful try_to_wake_up calls
+counters.schedule_calls     schedule() calls
+counters.schedule_ns_mean   mean ns in the scheduler's part of schedule(): from requesting the run-queue lock to releasing it
+counters.schedule_lock_ns_mean  of which acquiring locks (spinning, the atomic, line transfers)
 counters.ticks              timer interrupts handled
 counters.syscalls           system calls made
 counters.forks              tasks created by fork or clone

@@ -22,4 +22,5 @@ pub mod sim;
 pub mod spec;
 pub mod workload;
 
-pub use sim::{run, RunConfig, SimError, Simulation};
+pub use report::run;
+pub use sim::{RunConfig, SimError, Simulation};

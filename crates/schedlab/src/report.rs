@@ -6,20 +6,8 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::kernel::Acct;
-use crate::sim::Simulation;
-
-/// A workload's result, as the original benchmark reported it.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Metric {
-    /// Name, e.g. `us_per_round`.
-    pub metric: String,
-    /// Value.
-    pub value: f64,
-    /// Unit, e.g. `us`.
-    pub unit: String,
-    /// `lower` or `higher`.
-    pub better: String,
-}
+use crate::sim::{RunConfig, SimError, Simulation};
+pub use crate::workload::Metric;
 
 /// The machine as booted.
 #[derive(Clone, Debug, Serialize)]
@@ -110,6 +98,13 @@ pub struct Counters {
     pub syscalls: u64,
     /// Tasks created.
     pub forks: u64,
+    /// `schedule()` calls.
+    pub schedule_calls: u64,
+    /// Mean time of the scheduler's part of `schedule()`: from requesting the run-queue
+    /// lock to releasing it (fixed kernel costs excluded).
+    pub schedule_ns_mean: f64,
+    /// Of which acquiring locks: spinning, the atomic, line transfers.
+    pub schedule_lock_ns_mean: f64,
     /// CPU time by category.
     pub cpu_time: CpuTime,
 }
@@ -235,6 +230,11 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             ticks: s.ticks,
             syscalls: s.syscalls,
             forks: s.forks,
+            schedule_calls: s.schedule_calls,
+            schedule_ns_mean: round(s.schedule_ns as f64 / s.schedule_calls.max(1) as f64),
+            schedule_lock_ns_mean: round(
+                s.schedule_lock_ns as f64 / s.schedule_calls.max(1) as f64,
+            ),
             cpu_time,
         },
         sim: SimInfo {
@@ -325,4 +325,22 @@ impl RunReport {
         );
         o
     }
+}
+
+impl Simulation {
+    /// The report of a finished run.
+    pub fn report(&self) -> Result<RunReport, SimError> {
+        let result = self
+            .workload()
+            .result(&self.k.rec, &self.k)
+            .map_err(SimError::Workload)?;
+        Ok(build(self, result))
+    }
+}
+
+/// Build, run and report in one call.
+pub fn run(config: RunConfig) -> Result<RunReport, SimError> {
+    let mut sim = Simulation::new(config)?;
+    sim.run(&mut |_, _| {})?;
+    sim.report()
 }

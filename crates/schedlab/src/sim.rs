@@ -1,23 +1,16 @@
-//! A run: boot the machine, start the workload's first task, handle events until the
-//! workload is done, and report.
-//!
-//! Boot order (determinism: everything below happens in this order, at time 0): idle
-//! tasks 0..cpus; `policy.init`; `task_new` for each idle task; init (pid 1) running the
-//! workload's root program, woken on CPU 0; one `Resume` per CPU in CPU order; the first
-//! tick of CPU `c` at `tick + c·tick/cpus` (local APIC timers are not in phase, but all
-//! see the same `jiffies`).
+//! A run: validate the configuration, boot the kernel with the workload's first program,
+//! handle events until the workload is done. The report is built above this layer
+//! ([`crate::report`]).
 
 use std::time::Instant;
 
-use crate::engine::{EventQueue, SimRng, Time};
-use crate::kernel::frame::Frame;
-use crate::kernel::task::{SchedPolicy, Task, TaskState, TaskStats};
-use crate::kernel::{Acct, Cpu, Event, Kernel, KernelStats};
-use crate::machine::{preset, CacheModel, Machine};
-use crate::policy::{self, Policy, SchedCtx};
-use crate::report::{self, RunReport};
+use crate::engine::Time;
+use crate::kernel::sched::SchedClass;
+use crate::kernel::task::TaskState;
+use crate::kernel::{Acct, Kernel};
+use crate::machine::{preset, Machine};
+use crate::policy;
 use crate::spec::Spec;
-use crate::workload::program::{Program, Record};
 use crate::workload::{self, Workload};
 
 /// What to run.
@@ -52,16 +45,10 @@ pub enum SimError {
 
 /// The whole simulated system.
 pub struct Simulation {
-    /// The kernel state.
+    /// The kernel, with its scheduling class and the workload's programs.
     pub k: Kernel,
-    pub(crate) policy: Box<dyn Policy>,
-    pub(crate) programs: Vec<Option<Box<dyn Program>>>,
-    /// What the workload recorded.
-    pub rec: Record,
     workload: Box<dyn Workload>,
     workload_params: std::collections::BTreeMap<String, String>,
-    pub(crate) stopped: bool,
-    pub(crate) stop_at: Option<Time>,
     config: RunConfig,
     policy_spec: Spec,
     workload_spec: Spec,
@@ -125,121 +112,22 @@ impl Simulation {
 
     fn boot(
         machine: Machine,
-        policy: Box<dyn Policy>,
+        class: Box<dyn SchedClass>,
         workload: Box<dyn Workload>,
         config: RunConfig,
         policy_spec: Spec,
         workload_spec: Spec,
     ) -> Simulation {
-        let n = machine.cpus;
-        let costs = machine.costs();
-        let hz = policy.hz();
-        let tick_ns = Machine::tick_ns(hz);
-        let k = Kernel {
-            now: 0,
-            hz,
-            tick_ns,
-            queue: EventQueue::new(),
-            rng: SimRng::new(config.seed),
-            tasks: Vec::new(),
-            cpus: Vec::with_capacity(n),
-            locks: Vec::new(),
-            cache: CacheModel::new(n, costs.line_bytes, costs.l1_bytes, costs.l2_bytes),
-            waitqs: Vec::new(),
-            streams: Vec::new(),
-            files: Vec::new(),
-            open_files: 0,
-            live_tasks: 0,
-            next_pid: 1,
-            next_mm: 1,
-            stats: KernelStats::default(),
-            machine,
-        };
-        let mut sim = Simulation {
+        let k = Kernel::boot(machine, class, workload.root(), config.seed);
+        Simulation {
             k,
-            policy,
-            programs: Vec::new(),
-            rec: Record::default(),
             workload,
             workload_params: Default::default(),
-            stopped: false,
-            stop_at: None,
             config,
             policy_spec,
             workload_spec,
             wall_ms: 0,
-        };
-        for c in 0..n {
-            let wq = sim.k.new_waitq();
-            sim.k.tasks.push(Task {
-                pid: 0,
-                mm: 0,
-                nice: 0,
-                policy: SchedPolicy::Other,
-                rt_priority: 0,
-                cpus_allowed: 1 << c,
-                processor: c,
-                last_ran: Some(c),
-                state: TaskState::Running,
-                on_cpu: Some(c),
-                need_resched: false,
-                is_idle: true,
-                parent: None,
-                children: Vec::new(),
-                zombies: Default::default(),
-                wait_chldexit: wq,
-                kstack: vec![Frame::Idle],
-                ret: 0,
-                wq_regs: Vec::new(),
-                stats: TaskStats::default(),
-                born_at: 0,
-            });
-            sim.programs.push(None);
-            sim.k.cpus.push(Cpu {
-                curr: c as u32,
-                idle: c as u32,
-                clock: 0,
-                acct: [0; 4],
-                halted: false,
-                user: None,
-                gen: 0,
-                pending_ticks: 0,
-                pending_ipi: false,
-                last_schedule: 0,
-                active_mm: 0,
-                timers: Vec::new(),
-                tick_phase: tick_ns * c as Time / n as Time,
-                nr_switches: 0,
-            });
         }
-        let mut ctx = SchedCtx::new(&mut sim.k, 0, Acct::Sched);
-        sim.policy.init(&mut ctx);
-        for c in 0..n {
-            sim.policy.task_new(&mut ctx, c as u32, None);
-        }
-        let root = sim.workload.root();
-        let all = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-        let init = sim.create_task(None, root, 1, 0, all, 0);
-        sim.k.next_mm = 2;
-        sim.k.tasks[init as usize].kstack.push(Frame::User);
-        let mut ctx = SchedCtx::new(&mut sim.k, 0, Acct::Sched);
-        sim.policy.task_new(&mut ctx, init, None);
-        sim.policy.try_to_wake_up(&mut ctx, init, false);
-        sim.k.tasks[init as usize].state = TaskState::Running;
-        for c in 0..n {
-            sim.k.queue.push(
-                0,
-                Event::Resume {
-                    cpu: c as u16,
-                    gen: 0,
-                },
-            );
-        }
-        for c in 0..n {
-            let at = tick_ns + sim.k.cpus[c].tick_phase;
-            sim.k.queue.push(at, Event::Tick { cpu: c as u16 });
-        }
-        sim
     }
 
     /// Run to completion. `progress` is called every 2^20 events with (simulated ns,
@@ -251,15 +139,15 @@ impl Simulation {
         while let Some((t, ev)) = self.k.queue.pop() {
             // The run ends at the last exit, once every exited task has left its CPU (a
             // tick taken between exit() and its schedule() must not strand the zombie).
-            if self.stop_at.is_some_and(|s| t > s) && !self.zombie_on_cpu() {
+            if self.k.stop_at.is_some_and(|s| t > s) && !self.zombie_on_cpu() {
                 break;
             }
             if t > limit {
                 return Err(SimError::TimeLimit(limit / crate::engine::SEC));
             }
             self.k.now = t;
-            self.handle(ev);
-            if self.stopped {
+            self.k.handle(ev);
+            if self.k.stopped {
                 break;
             }
             let events = self.k.queue.popped();
@@ -271,10 +159,10 @@ impl Simulation {
                     .unwrap_or_else(|e| panic!("invariant broken at {t} ns: {e}"));
             }
         }
-        if let Some(e) = &self.rec.error {
+        if let Some(e) = &self.k.rec.error {
             return Err(SimError::Workload(e.clone()));
         }
-        let end = self.stop_at.unwrap_or(self.k.now).max(self.k.now);
+        let end = self.k.stop_at.unwrap_or(self.k.now).max(self.k.now);
         for c in &mut self.k.cpus {
             if c.halted && c.clock < end {
                 c.acct[Acct::Idle as usize] += end - c.clock;
@@ -292,22 +180,12 @@ impl Simulation {
         self.k
             .cpus
             .iter()
-            .any(|c| self.k.tasks[c.curr as usize].state == crate::kernel::task::TaskState::Zombie)
+            .any(|c| self.k.tasks[c.curr as usize].state == TaskState::Zombie)
     }
 
     /// Kernel and policy invariants.
     pub fn check(&self) -> Result<(), String> {
-        self.k.check_invariants()?;
-        self.policy.check(&self.k)
-    }
-
-    /// The report of a finished run.
-    pub fn report(&self) -> Result<RunReport, SimError> {
-        let result = self
-            .workload
-            .result(&self.rec, &self.k)
-            .map_err(SimError::Workload)?;
-        Ok(report::build(self, result))
+        self.k.check_invariants()
     }
 
     /// The configuration this run was built from.
@@ -319,8 +197,12 @@ impl Simulation {
         (&self.policy_spec, &self.workload_spec)
     }
 
-    pub(crate) fn policy(&self) -> &dyn Policy {
-        self.policy.as_ref()
+    pub(crate) fn policy(&self) -> &dyn SchedClass {
+        self.k.class()
+    }
+
+    pub(crate) fn workload(&self) -> &dyn Workload {
+        self.workload.as_ref()
     }
 
     pub(crate) fn workload_params(&self) -> std::collections::BTreeMap<String, String> {
@@ -330,11 +212,4 @@ impl Simulation {
     pub(crate) fn wall_ms(&self) -> u64 {
         self.wall_ms
     }
-}
-
-/// Build, run and report in one call.
-pub fn run(config: RunConfig) -> Result<RunReport, SimError> {
-    let mut sim = Simulation::new(config)?;
-    sim.run(&mut |_, _| {})?;
-    sim.report()
 }

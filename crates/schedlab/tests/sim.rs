@@ -8,7 +8,7 @@ use schedlab::engine::{Time, MS, US};
 use schedlab::kernel::Kernel;
 use schedlab::policy::POLICIES;
 use schedlab::report::Metric;
-use schedlab::workload::program::{program, Env, Op, Program, Record, EAGAIN, ECHILD};
+use schedlab::kernel::abi::{program, Env, Op, Program, Record, EAGAIN, ECHILD};
 use schedlab::workload::{metric, Workload};
 use schedlab::{RunConfig, SimError, Simulation};
 

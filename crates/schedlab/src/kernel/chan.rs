@@ -12,10 +12,8 @@ use std::collections::VecDeque;
 
 use crate::machine::CpuId;
 
-use super::waitq::WqId;
-
-/// A file descriptor: an index in the kernel's (global) file table.
-pub type Fd = u32;
+pub use super::types::Fd;
+use super::types::WqId;
 /// Index of a stream.
 pub type StreamId = u32;
 

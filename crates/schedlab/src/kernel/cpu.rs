@@ -3,32 +3,31 @@
 use crate::engine::Time;
 use crate::kernel::frame::Frame;
 use crate::kernel::task::{TaskId, TaskState};
-use crate::kernel::{Acct, Event};
+use crate::kernel::{Acct, Event, Kernel};
 use crate::machine::CpuId;
-use crate::sim::Simulation;
-use crate::workload::program::{Env, Op};
+use crate::kernel::abi::{Env, Op};
 
 use super::frame::Sys;
 
-impl Simulation {
-    /// Handle one event at `self.k.now`.
+impl Kernel {
+    /// Handle one event at `self.now`.
     pub(crate) fn handle(&mut self, ev: Event) {
         match ev {
             Event::Resume { cpu, gen } => {
                 let c = cpu as usize;
-                if self.k.cpus[c].gen == gen {
-                    self.k.cpus[c].user = None;
+                if self.cpus[c].gen == gen {
+                    self.cpus[c].user = None;
                     self.run_cpu(c);
                 }
             }
             Event::Tick { cpu } => {
-                let next = self.k.now + self.k.tick_ns;
-                self.k.queue.push(next, Event::Tick { cpu });
-                self.k.cpus[cpu as usize].pending_ticks += 1;
+                let next = self.now + self.tick_ns;
+                self.queue.push(next, Event::Tick { cpu });
+                self.cpus[cpu as usize].pending_ticks += 1;
                 self.interrupt(cpu as usize);
             }
             Event::Ipi { cpu } => {
-                self.k.cpus[cpu as usize].pending_ipi = true;
+                self.cpus[cpu as usize].pending_ipi = true;
                 self.interrupt(cpu as usize);
             }
         }
@@ -37,13 +36,13 @@ impl Simulation {
     /// An interrupt is pending on `cpu`: take it now if the CPU is halted or in user mode,
     /// else leave it for the next frame boundary (the kernel runs with interrupts held).
     fn interrupt(&mut self, cpu: CpuId) {
-        let now = self.k.now;
-        let idle_exit = if self.k.machine.costs().idle_poll {
+        let now = self.now;
+        let idle_exit = if self.machine.costs().idle_poll {
             0
         } else {
-            self.k.machine.costs().idle_exit_ns
+            self.machine.costs().idle_exit_ns
         };
-        let c = &mut self.k.cpus[cpu];
+        let c = &mut self.cpus[cpu];
         if c.halted {
             let idle = now - c.clock;
             c.acct[Acct::Idle as usize] += idle + idle_exit;
@@ -61,7 +60,7 @@ impl Simulation {
                 c.user = None;
                 c.gen += 1;
                 let curr = c.curr;
-                let t = &mut self.k.tasks[curr as usize];
+                let t = &mut self.tasks[curr as usize];
                 t.stats.runtime_ns -= left;
                 t.kstack.push(Frame::Compute { left, ws });
                 self.run_cpu(cpu);
@@ -70,14 +69,14 @@ impl Simulation {
     }
 
     fn suspend(&mut self, cpu: CpuId) {
-        let c = &mut self.k.cpus[cpu];
+        let c = &mut self.cpus[cpu];
         c.gen = c.gen.wrapping_add(1);
         let ev = Event::Resume {
             cpu: cpu as u16,
             gen: c.gen,
         };
         let at = c.clock;
-        self.k.queue.push(at, ev);
+        self.queue.push(at, ev);
     }
 
     /// Run `cpu`'s frames until it must wait for global time, for user mode to end, or for
@@ -87,8 +86,8 @@ impl Simulation {
             if self.stopped {
                 return;
             }
-            let now = self.k.now;
-            let c = &self.k.cpus[cpu];
+            let now = self.now;
+            let c = &self.cpus[cpu];
             let synced = c.clock <= now;
             let curr = c.curr;
             if c.pending_ticks > 0 || c.pending_ipi {
@@ -97,15 +96,15 @@ impl Simulation {
                 }
                 self.take_interrupts(cpu);
             }
-            let top = self.k.tasks[curr as usize].kstack.last();
+            let top = self.tasks[curr as usize].kstack.last();
             let pure = top.is_some_and(Frame::is_pure);
             if !synced && !pure {
                 return self.suspend(cpu);
             }
-            let Some(frame) = self.k.tasks[curr as usize].kstack.pop() else {
+            let Some(frame) = self.tasks[curr as usize].kstack.pop() else {
                 panic!(
                     "cpu {cpu} at {now} ns: pid {} has an empty kernel stack",
-                    self.k.tasks[curr as usize].pid
+                    self.tasks[curr as usize].pid
                 );
             };
             match frame {
@@ -122,15 +121,15 @@ impl Simulation {
                 }
                 Frame::Sys(sys) => self.syscall(cpu, curr, sys),
                 Frame::SysExit => {
-                    if self.k.tasks[curr as usize].need_resched {
-                        let st = &mut self.k.tasks[curr as usize].kstack;
+                    if self.tasks[curr as usize].need_resched {
+                        let st = &mut self.tasks[curr as usize].kstack;
                         st.push(Frame::SysExit);
                         st.push(Frame::Schedule);
                     }
                 }
                 Frame::IrqExit { user } => {
-                    if user && self.k.tasks[curr as usize].need_resched {
-                        self.k.tasks[curr as usize].kstack.push(Frame::Schedule);
+                    if user && self.tasks[curr as usize].need_resched {
+                        self.tasks[curr as usize].kstack.push(Frame::Schedule);
                     }
                 }
                 Frame::Wake {
@@ -140,7 +139,7 @@ impl Simulation {
                 } => {
                     if let Some(p) = list.pop() {
                         if !list.is_empty() {
-                            let st = &mut self.k.tasks[curr as usize].kstack;
+                            let st = &mut self.tasks[curr as usize].kstack;
                             st.push(Frame::Wake { list, sync, irq });
                         }
                         self.try_to_wake_up(cpu, p, sync, irq);
@@ -148,23 +147,19 @@ impl Simulation {
                 }
                 Frame::Schedule => self.schedule(cpu, curr),
                 Frame::NewTask { child, thread } => self.new_task(cpu, curr, child, thread),
-                Frame::Tail { prev } => {
-                    let mut ctx = self.k.hook_ctx(cpu);
-                    self.policy.schedule_tail(&mut ctx, cpu, prev);
-                    self.assert_unlocked(cpu, "schedule_tail");
-                }
+                Frame::Tail { prev } => self.finish_task_switch(cpu, prev),
                 Frame::Tick { user } => self.tick(cpu, curr, user),
                 Frame::Ipi => {
-                    let ns = self.k.machine.costs().irq_ns;
-                    self.k.charge(cpu, ns, Acct::Sched);
+                    let ns = self.machine.costs().irq_ns;
+                    self.charge(cpu, ns, Acct::Sched);
                 }
                 Frame::Idle => {
-                    let st = &mut self.k.tasks[curr as usize];
+                    let st = &mut self.tasks[curr as usize];
                     st.kstack.push(Frame::Idle);
                     if st.need_resched {
                         st.kstack.push(Frame::Schedule);
                     } else {
-                        self.k.cpus[cpu].halted = true;
+                        self.cpus[cpu].halted = true;
                         return;
                     }
                 }
@@ -173,11 +168,11 @@ impl Simulation {
     }
 
     fn take_interrupts(&mut self, cpu: CpuId) {
-        let c = &mut self.k.cpus[cpu];
+        let c = &mut self.cpus[cpu];
         let ticks = std::mem::take(&mut c.pending_ticks);
         let ipi = std::mem::take(&mut c.pending_ipi);
         let curr = c.curr;
-        let st = &mut self.k.tasks[curr as usize].kstack;
+        let st = &mut self.tasks[curr as usize].kstack;
         let user = st.last().is_some_and(Frame::is_user);
         st.push(Frame::IrqExit { user });
         if ipi {
@@ -191,14 +186,14 @@ impl Simulation {
     /// Ask the program of `task` for its next operation and start it. Returns false when
     /// the run must stop (the workload recorded an error or asked to stop).
     fn user_op(&mut self, cpu: CpuId, task: TaskId) -> bool {
-        let t = &mut self.k.tasks[task as usize];
+        let t = &mut self.tasks[task as usize];
         let ret = std::mem::take(&mut t.ret);
         let mut env = Env {
             ret,
-            now: self.k.cpus[cpu].clock,
+            now: self.cpus[cpu].clock,
             pid: t.pid,
-            ctxt: self.k.stats.context_switches,
-            rng: &mut self.k.rng,
+            ctxt: self.stats.context_switches,
+            rng: &mut self.rng,
             rec: &mut self.rec,
         };
         let prog = self.programs[task as usize]
@@ -206,14 +201,14 @@ impl Simulation {
             .expect("user task without a program");
         let op = prog.next(&mut env);
         if self.rec.error.is_some() || self.rec.stop {
-            self.k.tasks[task as usize].kstack.push(Frame::User);
-            self.stop_at = Some(self.k.cpus[cpu].clock.max(self.k.now));
+            self.tasks[task as usize].kstack.push(Frame::User);
+            self.stop_at = Some(self.cpus[cpu].clock.max(self.now));
             self.stopped = true;
             return false;
         }
         let sys = match op {
             Op::Compute { ns, ws } => {
-                let st = &mut self.k.tasks[task as usize].kstack;
+                let st = &mut self.tasks[task as usize].kstack;
                 st.push(Frame::User);
                 st.push(Frame::Compute { left: ns, ws });
                 return true;
@@ -255,10 +250,10 @@ impl Simulation {
             Op::Close { fd } => Sys::Close { fd },
             Op::Nice { inc } => Sys::Nice { inc },
         };
-        let ns = self.k.machine.costs().syscall_ns;
-        self.k.charge(cpu, ns, Acct::Running);
-        self.k.stats.syscalls += 1;
-        let st = &mut self.k.tasks[task as usize].kstack;
+        let ns = self.machine.costs().syscall_ns;
+        self.charge(cpu, ns, Acct::Running);
+        self.stats.syscalls += 1;
+        let st = &mut self.tasks[task as usize].kstack;
         st.push(Frame::User);
         st.push(Frame::SysExit);
         st.push(Frame::Sys(sys));
@@ -268,37 +263,21 @@ impl Simulation {
     /// Start `left` ns of user-mode work over `ws` bytes: pay the cache refill, then stay
     /// in user mode until the end (or an interrupt rewinds us).
     fn compute(&mut self, cpu: CpuId, task: TaskId, left: Time, ws: u64) {
-        let costs = self.k.machine.costs();
-        let miss = self.k.cache.touch(cpu, task, ws);
+        let costs = self.machine.costs();
+        let miss = self.cache.touch(cpu, task, ws);
         let stall = miss.from_l2 * costs.l2_line_ns + miss.from_outside * costs.mem_line_ns;
-        let start = self.k.cpus[cpu].clock;
-        self.k.charge(cpu, stall + left, Acct::Running);
-        let c = &mut self.k.cpus[cpu];
+        let start = self.cpus[cpu].clock;
+        self.charge(cpu, stall + left, Acct::Running);
+        let c = &mut self.cpus[cpu];
         c.user = Some((start, c.clock, ws));
         // The User frame below the popped Compute frame continues after it.
         self.suspend(cpu);
     }
 
-    /// The kernel side of `try_to_wake_up`: only sleeping tasks reach the policy.
-    pub(crate) fn try_to_wake_up(&mut self, cpu: CpuId, p: TaskId, sync: bool, irq: bool) {
-        if !self.k.tasks[p as usize].state.is_sleeping() {
-            return;
-        }
-        // Fixed kernel work is charged after the policy's section so that its lock is
-        // requested at the current global time (see SchedCtx::new).
-        let ns = self.k.machine.costs().wakeup_ns;
-        let mut ctx = self.k.hook_ctx(cpu).in_irq(irq);
-        self.policy.try_to_wake_up(&mut ctx, p, sync);
-        ctx.charge(ns);
-        self.assert_unlocked(cpu, "try_to_wake_up");
-        self.k.tasks[p as usize].state = TaskState::Running;
-        self.k.stats.wakeups += 1;
-    }
-
     fn tick(&mut self, cpu: CpuId, curr: TaskId, user: bool) {
-        self.k.stats.ticks += 1;
-        let jiffies = self.k.jiffies_at(self.k.cpus[cpu].clock);
-        let timers = &mut self.k.cpus[cpu].timers;
+        self.stats.ticks += 1;
+        let jiffies = self.jiffies_at(self.cpus[cpu].clock);
+        let timers = &mut self.cpus[cpu].timers;
         if timers.iter().any(|&(exp, _)| exp <= jiffies) {
             // determinism: timers fire in the order they were armed.
             let mut fired = Vec::new();
@@ -311,93 +290,60 @@ impl Simulation {
                 }
             });
             fired.reverse();
-            self.k.tasks[curr as usize].kstack.push(Frame::Wake {
+            self.tasks[curr as usize].kstack.push(Frame::Wake {
                 list: fired,
                 sync: false,
                 irq: true,
             });
         }
-        let ns = self.k.machine.costs().tick_ns;
-        let mut ctx = self.k.hook_ctx(cpu);
-        self.policy.scheduler_tick(&mut ctx, cpu, curr, user);
-        ctx.charge(ns);
-        self.assert_unlocked(cpu, "scheduler_tick");
+        self.scheduler_tick(cpu, curr, user);
     }
 
-    /// `schedule()` on `cpu` with `prev` its current task.
-    fn schedule(&mut self, cpu: CpuId, prev: TaskId) {
-        self.k.tasks[prev as usize].need_resched = false;
-        let ns = self.k.machine.costs().schedule_ns;
-        let mut ctx = self.k.hook_ctx(cpu);
-        let next = self.policy.schedule(&mut ctx, cpu, prev);
-        ctx.charge(ns);
-        self.assert_unlocked(cpu, "schedule");
-        let t = &self.k.tasks[next as usize];
-        let ok = next == self.k.cpus[cpu].idle
-            || (t.state == TaskState::Running
-                && !t.is_idle
-                && (t.on_cpu.is_none() || next == prev)
-                && t.cpus_allowed & (1 << cpu) != 0);
-        assert!(
-            ok,
-            "{}: schedule() on cpu {cpu} at {} ns picked pid {} ({:?}, on cpu {:?})",
-            self.policy.name(),
-            self.k.now,
-            t.pid,
-            t.state,
-            t.on_cpu
-        );
-        if next != prev {
-            self.context_switch(cpu, prev, next);
-        }
-    }
-
-    fn context_switch(&mut self, cpu: CpuId, prev: TaskId, next: TaskId) {
-        let costs = self.k.machine.costs();
-        let n = &self.k.tasks[next as usize];
+    pub(crate) fn context_switch(&mut self, cpu: CpuId, prev: TaskId, next: TaskId) {
+        let costs = self.machine.costs();
+        let n = &self.tasks[next as usize];
         let mut cost = costs.switch_ns;
         if !n.is_idle {
-            if n.mm != self.k.cpus[cpu].active_mm {
+            if n.mm != self.cpus[cpu].active_mm {
                 cost += costs.switch_mm_ns;
             }
             let from_outside = match n.last_ran {
-                Some(o) if o != cpu => self.k.machine.line_transfer_ns(o, cpu),
+                Some(o) if o != cpu => self.machine.line_transfer_ns(o, cpu),
                 _ => costs.mem_line_ns,
             };
             let miss = self
-                .k
-                .cache
+            .cache
                 .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
             cost += miss.from_l2 * costs.l2_line_ns + miss.from_outside * from_outside;
         }
         // The exiting task's parent learns of the zombie once it is off the CPU (2.4's
         // release_task waits for that anyway).
         let mut notify = Vec::new();
-        if self.k.tasks[prev as usize].state == TaskState::Zombie {
-            match self.k.tasks[prev as usize].parent {
+        if self.tasks[prev as usize].state == TaskState::Zombie {
+            match self.tasks[prev as usize].parent {
                 Some(pp) => {
-                    self.k.tasks[pp as usize].zombies.push_back(prev);
-                    let wq = self.k.tasks[pp as usize].wait_chldexit;
-                    notify = self.k.take_waiters(cpu, wq, 0);
+                    self.tasks[pp as usize].zombies.push_back(prev);
+                    let wq = self.tasks[pp as usize].wait_chldexit;
+                    notify = self.take_waiters(cpu, wq, 0);
                 }
                 None => self.release(prev),
             }
         }
-        self.k.charge(cpu, cost, Acct::Sched);
-        let now = self.k.cpus[cpu].clock;
-        self.k.tasks[prev as usize].on_cpu = None;
-        let c = &mut self.k.cpus[cpu];
+        self.charge(cpu, cost, Acct::Sched);
+        let now = self.cpus[cpu].clock;
+        self.tasks[prev as usize].on_cpu = None;
+        let c = &mut self.cpus[cpu];
         c.curr = next;
         c.last_schedule = now;
         c.nr_switches += 1;
-        self.k.stats.context_switches += 1;
-        let n = &mut self.k.tasks[next as usize];
+        self.stats.context_switches += 1;
+        let n = &mut self.tasks[next as usize];
         n.on_cpu = Some(cpu);
         if !n.is_idle {
-            self.k.cpus[cpu].active_mm = n.mm;
-            self.k.stats.task_switches += 1;
+            self.cpus[cpu].active_mm = n.mm;
+            self.stats.task_switches += 1;
             if n.last_ran.is_some_and(|l| l != cpu) {
-                self.k.stats.unaffine_switches += 1;
+                self.stats.unaffine_switches += 1;
             }
             n.last_ran = Some(cpu);
             n.stats.switches_in += 1;
@@ -413,37 +359,16 @@ impl Simulation {
         // The run ends when no task is left alive and the last zombie is off its CPU:
         // stopping at the exit itself would drop the exit's own `schedule()` whenever an
         // interrupt taken on the way pushes it past the stop time.
-        if self.k.live_tasks == 0
+        if self.live_tasks == 0
             && self.stop_at.is_none()
-            && self.k.tasks[prev as usize].state != TaskState::Running
+            && self.tasks[prev as usize].state != TaskState::Running
             && self
-                .k
-                .cpus
+            .cpus
                 .iter()
-                .all(|c| self.k.tasks[c.curr as usize].state != TaskState::Zombie)
+                .all(|c| self.tasks[c.curr as usize].state != TaskState::Zombie)
         {
             self.stop_at = Some(now);
         }
     }
 
-    /// A reaped (or parentless) zombie becomes dead; its cache lines are forgotten.
-    pub(crate) fn release(&mut self, p: TaskId) {
-        let t = &mut self.k.tasks[p as usize];
-        debug_assert_eq!(t.state, TaskState::Zombie);
-        t.state = TaskState::Dead;
-        t.kstack.clear();
-        self.programs[p as usize] = None;
-        self.k.cache.forget(p);
-    }
-
-    pub(crate) fn assert_unlocked(&self, cpu: CpuId, hook: &str) {
-        if let Some(l) = self.k.locks.iter().find(|l| l.holder == Some(cpu)) {
-            panic!(
-                "{}: {hook} returned on cpu {cpu} at {} ns still holding {}",
-                self.policy.name(),
-                self.k.now,
-                l.name
-            );
-        }
-    }
 }

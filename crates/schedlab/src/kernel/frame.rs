@@ -7,10 +7,10 @@
 //! the stack of whatever task they interrupt.
 
 use crate::engine::Time;
-use crate::workload::program::Program;
+use super::abi::Program;
 
 use super::chan::{Fd, StreamKind};
-use super::task::TaskId;
+use super::types::TaskId;
 
 /// A system call in progress; re-entered after every sleep.
 pub enum Sys {

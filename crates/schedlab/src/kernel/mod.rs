@@ -31,15 +31,25 @@
 //! zombies wait for their parent. A task is never on two CPUs; a CPU's time is always
 //! exactly one of running, scheduler, spinning or idle ([`Acct`]).
 
+pub mod abi;
+mod boot;
 pub mod chan;
 mod cpu;
 pub(crate) mod frame;
+mod pipe;
+mod process;
+pub mod sched;
+mod socket;
 mod syscall;
 pub mod task;
+pub mod types;
 pub mod waitq;
 
 use crate::engine::{EventQueue, SimRng, Time};
 use crate::machine::{CacheModel, CpuId, LockId, Machine, SpinLock};
+
+use abi::{Program, Record};
+use sched::{SchedClass, SchedCtx};
 
 use chan::{File, Stream};
 use task::{Task, TaskId, TaskState};
@@ -123,6 +133,13 @@ pub struct KernelStats {
     pub syscalls: u64,
     /// Tasks created (fork and clone).
     pub forks: u64,
+    /// `schedule()` calls.
+    pub schedule_calls: u64,
+    /// Time inside the scheduler's part of `schedule()`, from requesting the run-queue
+    /// lock to releasing it (the class's pick, with its spins, scans and balancing).
+    pub schedule_ns: Time,
+    /// Of which acquiring locks (spinning, the atomic, line transfers).
+    pub schedule_lock_ns: Time,
 }
 
 /// The kernel's state: everything but the policy and the programs.
@@ -160,19 +177,36 @@ pub struct Kernel {
     pub(crate) next_mm: u32,
     /// Counters.
     pub stats: KernelStats,
+    /// The scheduling class.
+    pub(crate) class: Box<dyn SchedClass>,
+    /// Each task's program (`None` for the idle tasks and reaped tasks).
+    pub(crate) programs: Vec<Option<Box<dyn Program>>>,
+    /// What the programs recorded.
+    pub rec: Record,
+    /// The workload asked to stop, or failed: no more frames run.
+    pub(crate) stopped: bool,
+    /// When the last task left its CPU (or the workload stopped): the run ends there.
+    pub(crate) stop_at: Option<Time>,
+}
+
+/// Charge `ns` of work in category `cat` to `cpu`, advancing its clock (and, for running
+/// time, its current task's runtime).
+#[inline]
+pub(crate) fn charge(cpus: &mut [Cpu], tasks: &mut [Task], cpu: CpuId, ns: Time, cat: Acct) {
+    let c = &mut cpus[cpu];
+    c.clock += ns;
+    c.acct[cat as usize] += ns;
+    if cat == Acct::Running {
+        let curr = c.curr;
+        tasks[curr as usize].stats.runtime_ns += ns;
+    }
 }
 
 impl Kernel {
     /// Charge `ns` of work in category `cat` to `cpu`, advancing its clock.
     #[inline]
     pub fn charge(&mut self, cpu: CpuId, ns: Time, cat: Acct) {
-        let c = &mut self.cpus[cpu];
-        c.clock += ns;
-        c.acct[cat as usize] += ns;
-        if cat == Acct::Running {
-            let curr = c.curr;
-            self.tasks[curr as usize].stats.runtime_ns += ns;
-        }
+        charge(&mut self.cpus, &mut self.tasks, cpu, ns, cat);
     }
 
     /// `jiffies` at time `t`.
@@ -273,17 +307,33 @@ impl Kernel {
         woken
     }
 
-    /// The context for a policy hook on `cpu`. Hooks run synced: a lock requested from a
-    /// CPU whose clock ran ahead of global time would be reserved in the future and make
-    /// every other CPU spin.
-    pub(crate) fn hook_ctx(&mut self, cpu: CpuId) -> crate::policy::SchedCtx<'_> {
+    /// The scheduling class and a context for one of its hooks on `cpu`. Hooks run
+    /// synced: a lock requested from a CPU whose clock ran ahead of global time would be
+    /// reserved in the future and make every other CPU spin.
+    pub(crate) fn sched(&mut self, cpu: CpuId) -> (&mut dyn SchedClass, SchedCtx<'_>) {
         debug_assert!(
             self.cpus[cpu].clock <= self.now,
-            "policy hook on cpu {cpu} at local {} ns, ahead of global {} ns",
+            "scheduler hook on cpu {cpu} at local {} ns, ahead of global {} ns",
             self.cpus[cpu].clock,
             self.now
         );
-        crate::policy::SchedCtx::new(self, cpu, Acct::Sched)
+        let ctx = SchedCtx::new(
+            &mut self.tasks,
+            &mut self.cpus,
+            &mut self.locks,
+            &mut self.queue,
+            &mut self.stats,
+            &mut self.rng,
+            &self.machine,
+            self.tick_ns,
+            cpu,
+        );
+        (self.class.as_mut(), ctx)
+    }
+
+    /// The scheduling class.
+    pub fn class(&self) -> &dyn SchedClass {
+        self.class.as_ref()
     }
 
     /// Check the kernel-level invariants; `Err` names the first violation.
@@ -343,6 +393,7 @@ impl Kernel {
                 "task runtimes sum to {runtime} ns but CPUs ran tasks for {running} ns"
             ));
         }
-        self.cache.check()
+        self.cache.check()?;
+        self.class.check(self)
     }
 }

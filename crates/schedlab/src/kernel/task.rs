@@ -6,10 +6,9 @@ use crate::engine::Time;
 use crate::machine::CpuId;
 
 use super::frame::Frame;
-use super::waitq::WqId;
+use super::types::WqId;
 
-/// Index of a task in the kernel's task table. Tasks `0..cpus` are the idle tasks.
-pub type TaskId = u32;
+pub use super::types::TaskId;
 
 /// Task states (2.4 `state`): exactly one at any time.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize)]

@@ -6,10 +6,8 @@
 
 use std::collections::VecDeque;
 
-use super::task::TaskId;
-
-/// Index of a wait queue in the kernel's table.
-pub type WqId = u32;
+pub use super::types::WqId;
+use super::types::TaskId;
 
 /// One waiter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

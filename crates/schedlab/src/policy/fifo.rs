@@ -16,7 +16,7 @@ use crate::kernel::task::{TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::{Kind, ParamSpec, Params};
 
-use super::{Policy, PolicyInfo, SchedCtx};
+use super::{PolicyInfo, SchedClass, SchedCtx, Wake};
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -50,7 +50,7 @@ const PARAMS: &[ParamSpec] = &[
     },
 ];
 
-fn build(p: &Params, _m: &Machine) -> Box<dyn Policy> {
+fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
     let hz = p.int("hz") as u32;
     let ticks = (p.uint("slice_ms") * hz as u64).div_ceil(1000).max(1);
     Box::new(Fifo {
@@ -98,7 +98,7 @@ impl Fifo {
     }
 }
 
-impl Policy for Fifo {
+impl SchedClass for Fifo {
     fn name(&self) -> &'static str {
         "fifo"
     }
@@ -115,7 +115,16 @@ impl Policy for Fifo {
         self.lock = ctx.new_lock("fifo_lock");
     }
 
-    fn task_new(&mut self, _ctx: &mut SchedCtx<'_>, p: TaskId, _parent: Option<TaskId>) {
+    fn rq_lock(&self, _cpu: CpuId) -> LockId {
+        self.lock
+    }
+
+    fn task_on_rq(&self, ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        // The running task is off the queue but still "on the run queue" (`p->on_rq`).
+        self.on_rq[p as usize] || ctx.task(p).on_cpu.is_some()
+    }
+
+    fn task_fork(&mut self, _ctx: &mut SchedCtx<'_>, p: TaskId, _parent: Option<TaskId>) {
         let n = p as usize + 1;
         if self.on_rq.len() < n {
             self.on_rq.resize(n, false);
@@ -124,22 +133,29 @@ impl Policy for Fifo {
         self.slice[p as usize] = self.slice_ticks;
     }
 
-    fn try_to_wake_up(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, sync: bool) {
-        ctx.lock(self.lock);
-        if !self.on_rq[p as usize] && ctx.task(p).on_cpu.is_none() {
-            self.enqueue(p);
-            if !(sync && self.sync_wakeups) {
-                if let Some(cpu) = Self::idle_target(ctx, p) {
-                    self.idle_kicks += 1;
-                    ctx.resched_cpu(cpu);
-                }
-            }
-        }
-        ctx.unlock(self.lock);
+    fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, _wake: Wake) -> CpuId {
+        ctx.task(p).processor
     }
 
-    fn schedule(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> TaskId {
-        ctx.lock(self.lock);
+    fn enqueue_task(&mut self, _ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId, _wake: Wake) {
+        self.enqueue(p);
+    }
+
+    fn dequeue_task(&mut self, _ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId) {
+        // The leaving task is the running one, which is never on the queue.
+        debug_assert!(!self.on_rq[p as usize]);
+    }
+
+    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId, wake: Wake) {
+        if !(wake.sync && self.sync_wakeups) {
+            if let Some(cpu) = Self::idle_target(ctx, p) {
+                self.idle_kicks += 1;
+                ctx.resched_cpu(cpu);
+            }
+        }
+    }
+
+    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
         let prev_t = ctx.task(prev);
         if !prev_t.is_idle && prev_t.state == TaskState::Running {
             self.enqueue(prev);
@@ -154,20 +170,14 @@ impl Policy for Fifo {
             }
         }
         ctx.examine(examined);
-        let next = match pick {
-            Some(i) => {
-                let t = self.queue.remove(i).expect("index from scan");
-                self.on_rq[t as usize] = false;
-                self.picks += 1;
-                t
-            }
-            None => ctx.idle_task(cpu),
-        };
-        ctx.unlock(self.lock);
-        next
+        let i = pick?;
+        let t = self.queue.remove(i).expect("index from scan");
+        self.on_rq[t as usize] = false;
+        self.picks += 1;
+        Some(t)
     }
 
-    fn scheduler_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
+    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
         if ctx.task(curr).is_idle {
             return;
         }
@@ -181,7 +191,7 @@ impl Policy for Fifo {
         }
     }
 
-    fn sys_sched_yield(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, _p: TaskId) {
+    fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, _p: TaskId) {
         if !self.queue.is_empty() {
             ctx.resched_cpu(cpu);
         }

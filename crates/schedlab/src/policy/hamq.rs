@@ -41,14 +41,14 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::kernel::task::{SchedPolicy, TaskId, TaskState};
+use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::{Kind, ParamSpec, Params};
 
-use super::mq::goodness::{def_counter, max_counter, nice_to_ticks, Prio, MIN_GOODNESS};
 use super::mq::lines::Lines;
-use super::{Policy, PolicyInfo, SchedCtx};
+use super::sched24::{Core24, GoodnessRules, MIN_GOODNESS};
+use super::{PolicyInfo, SchedClass, SchedCtx, Wake, WakeOrder};
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -82,11 +82,15 @@ const PARAMS: &[ParamSpec] = &[
     },
 ];
 
-fn build(p: &Params, _m: &Machine) -> Box<dyn Policy> {
-    Box::new(Hamq {
-        hz: p.int("hz") as u32,
+fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
+    let rules = GoodnessRules {
         pcp: p.int("pcp") as i32,
+        kthread_mm_bonus: false,
+    };
+    Box::new(Hamq {
+        core: Core24::new(p.int("hz") as u32, rules),
         sync_wakeups: p.flag("sync_wakeups"),
+        wake_kick: Kick::No,
         options: p.to_map(),
         rq: Vec::new(),
         ts: Vec::new(),
@@ -100,9 +104,18 @@ fn build(p: &Params, _m: &Machine) -> Box<dyn Policy> {
 
 #[derive(Clone, Copy, Debug, Default)]
 struct TaskSched {
-    counter: i32,
-    yielding: bool,
     on_rq: bool,
+}
+
+/// What the wake-up in progress does to its target CPU (decided in `select_task_rq`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kick {
+    /// Nothing: a sync wake-up (the waker is about to sleep).
+    No,
+    /// Kick it: it is idle.
+    Yes,
+    /// Kick it if the task's goodness beats its current task's.
+    IfPreempts,
 }
 
 struct RunQueue {
@@ -113,9 +126,10 @@ struct RunQueue {
 }
 
 struct Hamq {
-    hz: u32,
-    pcp: i32,
+    /// Counters, yield bits and the goodness arithmetic, as 2.4.
+    core: Core24,
     sync_wakeups: bool,
+    wake_kick: Kick,
     options: BTreeMap<String, String>,
     rq: Vec<RunQueue>,
     ts: Vec<TaskSched>,
@@ -128,20 +142,6 @@ struct Hamq {
 }
 
 impl Hamq {
-    fn prio(&self, ctx: &SchedCtx<'_>, p: TaskId) -> Prio {
-        let t = ctx.task(p);
-        let s = &self.ts[p as usize];
-        Prio {
-            counter: s.counter,
-            yielding: s.yielding,
-            policy: t.policy,
-            nice: t.nice,
-            rt_priority: t.rt_priority,
-            mm: t.mm,
-            processor: t.processor,
-        }
-    }
-
     fn nr_waiting(&self, c: CpuId) -> usize {
         self.rq[c].list.len() - usize::from(self.rq[c].running_non_idle)
     }
@@ -194,31 +194,9 @@ impl Hamq {
         best
     }
 
-    /// Queue the not-queued task `p` on `cpu` (moving it there) and kick `cpu` if `kick`.
-    fn place(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, cpu: CpuId, kick: bool) {
-        self.lock_rq(ctx, cpu);
-        ctx.set_task_cpu(p, cpu);
-        self.enqueue(ctx, p, true);
-        if kick {
-            ctx.resched_cpu(cpu);
-        }
-        ctx.unlock(self.rq[cpu].lock);
-    }
-
     fn recalculate(&mut self, ctx: &mut SchedCtx<'_>) {
         self.recalculations += 1;
-        let mut walked = 0;
-        for p in 0..ctx.tasks_len() {
-            let t = ctx.task(p as TaskId);
-            if t.is_idle || t.state == TaskState::Dead {
-                continue;
-            }
-            walked += 1;
-            let add = nice_to_ticks(t.nice, self.hz);
-            let s = &mut self.ts[p];
-            s.counter = (s.counter >> 1) + add;
-        }
-        ctx.examine(walked);
+        self.core.recalculate(ctx);
     }
 
     /// Best local task by 2.4 goodness (ties: nearest the head).
@@ -232,7 +210,7 @@ impl Hamq {
             if !ctx.allowed(p, cpu) || t.on_cpu.is_some_and(|o| o != cpu) {
                 continue;
             }
-            let w = self.prio(ctx, p).goodness(cpu, mm, self.pcp);
+            let w = self.core.goodness(ctx, p, cpu, mm);
             if w > c {
                 c = w;
                 next = p;
@@ -276,9 +254,7 @@ impl Hamq {
                 let len = self.rq[r].list.len();
                 for &p in &self.rq[r].list {
                     if ctx.task(p).on_cpu.is_none() && ctx.allowed(p, cpu) {
-                        let w = self
-                            .prio(ctx, p)
-                            .goodness(cpu, ctx.active_mm(cpu), self.pcp);
+                        let w = self.core.goodness(ctx, p, cpu, ctx.active_mm(cpu));
                         if best.is_none_or(|(_, b)| w > b) {
                             best = Some((p, w));
                         }
@@ -302,7 +278,7 @@ impl Hamq {
     }
 }
 
-impl Policy for Hamq {
+impl SchedClass for Hamq {
     fn name(&self) -> &'static str {
         "hamq"
     }
@@ -312,7 +288,7 @@ impl Policy for Hamq {
     }
 
     fn hz(&self) -> u32 {
-        self.hz
+        self.core.hz
     }
 
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
@@ -327,89 +303,100 @@ impl Policy for Hamq {
         self.lines = Lines::new(n, n);
     }
 
-    fn task_new(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
+    fn rq_lock(&self, cpu: CpuId) -> LockId {
+        self.rq[cpu].lock
+    }
+
+    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
+        Hamq::lock_rq(self, ctx, cpu);
+    }
+
+    fn wake_order(&self) -> WakeOrder {
+        // Decisions are local and lock-free; only the chosen queue is locked.
+        WakeOrder::SelectFirst
+    }
+
+    fn task_on_rq(&self, _ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        self.ts[p as usize].on_rq
+    }
+
+    fn task_fork(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
         let n = p as usize + 1;
         if self.ts.len() < n {
             self.ts.resize(n, TaskSched::default());
         }
-        match parent {
-            None => self.ts[p as usize].counter = def_counter(self.hz),
-            Some(pp) => {
-                let pc = self.ts[pp as usize].counter;
-                self.ts[p as usize].counter = (pc + 1) >> 1;
-                self.ts[pp as usize].counter = pc >> 1;
-                if pc >> 1 == 0 {
-                    let cpu = ctx.cpu();
-                    ctx.resched_cpu(cpu);
-                }
-            }
-        }
+        self.core.task_fork(ctx, p, parent);
     }
 
-    fn try_to_wake_up(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, sync: bool) {
-        if self.ts[p as usize].on_rq {
-            // Still on its queue (it had not yet left the CPU): just runnable again.
-            return;
-        }
+    fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) -> CpuId {
         let this = ctx.cpu();
         let last = ctx.task(p).processor;
-        if sync && self.sync_wakeups && ctx.allowed(p, this) {
-            return self.place(ctx, p, this, false);
+        if Core24::sync_skips_placement(ctx, p, wake.sync, self.sync_wakeups) {
+            self.wake_kick = Kick::No;
+            return this;
         }
+        self.wake_kick = Kick::Yes;
         self.lines.read(ctx, last);
         if ctx.allowed(p, last) && ctx.cpu_is_idle(last) {
-            return self.place(ctx, p, last, true);
+            return last;
         }
         if let Some(c) = self.idle_cpu(ctx, p) {
             self.wake_moves += 1;
-            return self.place(ctx, p, c, true);
+            return c;
         }
-        let target = if ctx.allowed(p, last) {
+        self.wake_kick = Kick::IfPreempts;
+        if ctx.allowed(p, last) {
             last
         } else {
             ctx.task(p).cpus_allowed.trailing_zeros() as CpuId
-        };
-        self.lock_rq(ctx, target);
-        ctx.set_task_cpu(p, target);
-        self.enqueue(ctx, p, true);
-        let curr = ctx.curr(target);
-        let mm = ctx.active_mm(target);
-        let pg = self.prio(ctx, p).goodness(target, mm, self.pcp)
-            - self.prio(ctx, curr).goodness(target, mm, self.pcp);
-        if pg > 0 {
-            ctx.resched_cpu(target);
         }
-        ctx.unlock(self.rq[target].lock);
     }
 
-    fn schedule(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> TaskId {
-        self.lock_rq(ctx, cpu);
-        let pt = ctx.task(prev);
-        if !pt.is_idle {
-            if pt.policy == SchedPolicy::Rr && self.ts[prev as usize].counter == 0 {
-                self.ts[prev as usize].counter = nice_to_ticks(pt.nice, self.hz);
-                self.dequeue(ctx, prev);
-                self.enqueue(ctx, prev, false);
+    fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId, _wake: Wake) {
+        self.enqueue(ctx, p, true);
+    }
+
+    fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId) {
+        self.dequeue(ctx, p);
+    }
+
+    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, _wake: Wake) {
+        let kick = match std::mem::replace(&mut self.wake_kick, Kick::No) {
+            Kick::No => false,
+            Kick::Yes => true,
+            Kick::IfPreempts => {
+                let curr = ctx.curr(cpu);
+                self.core
+                    .preemption_goodness(ctx, curr, p, cpu, ctx.active_mm(cpu))
+                    > 0
             }
-            if ctx.task(prev).state != TaskState::Running && self.ts[prev as usize].on_rq {
-                self.dequeue(ctx, prev);
-            }
+        };
+        if kick {
+            ctx.resched_cpu(cpu);
+        }
+    }
+
+    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
+        if self.core.rr_refill(ctx, prev) {
+            self.dequeue(ctx, prev);
+            self.enqueue(ctx, prev, false);
         }
         let next = loop {
             let (next, c) = self.scan(ctx, cpu);
             if c == 0 {
                 ctx.unlock(self.rq[cpu].lock);
                 self.recalculate(ctx);
-                self.lock_rq(ctx, cpu);
+                Hamq::lock_rq(self, ctx, cpu);
                 continue;
             }
             if next == ctx.idle_task(cpu) {
                 if let Some(p) = self.idle_pull(ctx, cpu) {
-                    if self.ts[p as usize].counter == 0 && ctx.task(p).policy == SchedPolicy::Other
+                    if self.core.counter(p) == 0
+                        && ctx.task(p).policy == crate::kernel::task::SchedPolicy::Other
                     {
                         ctx.unlock(self.rq[cpu].lock);
                         self.recalculate(ctx);
-                        self.lock_rq(ctx, cpu);
+                        Hamq::lock_rq(self, ctx, cpu);
                         continue;
                     }
                     break p;
@@ -420,18 +407,14 @@ impl Policy for Hamq {
         let busy = next != ctx.idle_task(cpu);
         self.rq[cpu].running_non_idle = busy;
         self.lines.locked(cpu, cpu, true);
-        ctx.unlock(self.rq[cpu].lock);
         if next == prev {
-            self.ts[prev as usize].yielding = false;
+            self.core.take_yield(prev);
         }
-        next
+        busy.then_some(next)
     }
 
-    fn schedule_tail(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, prev: TaskId) {
-        if ctx.task(prev).is_idle {
-            return;
-        }
-        if std::mem::take(&mut self.ts[prev as usize].yielding) {
+    fn finish_task_switch(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, prev: TaskId) {
+        if ctx.task(prev).is_idle || self.core.take_yield(prev) {
             return;
         }
         let t = ctx.task(prev);
@@ -440,27 +423,23 @@ impl Policy for Hamq {
         }
         let from = t.processor;
         if let Some(c) = self.idle_cpu(ctx, prev) {
-            self.lock_rq(ctx, from);
+            Hamq::lock_rq(self, ctx, from);
             self.dequeue(ctx, prev);
             ctx.unlock(self.rq[from].lock);
             self.tail_moves += 1;
-            self.place(ctx, prev, c, true);
+            Hamq::lock_rq(self, ctx, c);
+            ctx.set_task_cpu(prev, c);
+            self.enqueue(ctx, prev, true);
+            ctx.resched_cpu(c);
+            ctx.unlock(self.rq[c].lock);
         }
     }
 
-    fn scheduler_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
-        if ctx.task(curr).is_idle {
-            return;
-        }
-        let s = &mut self.ts[curr as usize];
-        s.counter -= 1;
-        if s.counter <= 0 {
-            s.counter = 0;
-            ctx.resched_cpu(cpu);
-        }
+    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
+        self.core.update_process_times(ctx, cpu, curr, false);
     }
 
-    fn sys_sched_yield(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+    fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
         let mut nr_pending = 0;
         for c in 0..self.rq.len() {
             if c != cpu {
@@ -469,22 +448,17 @@ impl Policy for Hamq {
             nr_pending += self.nr_waiting(c);
         }
         if nr_pending > 0 {
-            if ctx.task(p).policy == SchedPolicy::Other {
-                self.ts[p as usize].yielding = true;
-            }
-            ctx.resched_cpu(cpu);
+            self.core.sched_yield(ctx, cpu, p);
             let c = ctx.task(p).processor;
-            self.lock_rq(ctx, c);
+            Hamq::lock_rq(self, ctx, c);
             self.dequeue(ctx, p);
             self.enqueue(ctx, p, false);
             ctx.unlock(self.rq[c].lock);
         }
     }
 
-    fn sched_exit(&mut self, _ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
-        let add = self.ts[child as usize].counter;
-        let s = &mut self.ts[parent as usize];
-        s.counter = (s.counter + add).min(max_counter(self.hz));
+    fn task_dead(&mut self, _ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
+        self.core.release_task(parent, child);
     }
 
     fn counters(&self) -> BTreeMap<String, f64> {

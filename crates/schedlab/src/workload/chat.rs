@@ -53,9 +53,9 @@ use std::sync::Arc;
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::report::Metric;
+use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::workload::program::{Env, Op, Program, Record, ECHILD};
+use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
 
 use super::{interval, metric, Workload, WorkloadInfo};
 

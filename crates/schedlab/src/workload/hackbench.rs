@@ -37,9 +37,9 @@ use std::sync::Arc;
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::report::Metric;
+use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::workload::program::{Env, Op, Program, Record, EAGAIN, ENFILE};
+use crate::kernel::abi::{Env, Op, Program, Record, EAGAIN, ENFILE};
 
 use super::{interval, metric, Workload, WorkloadInfo};
 

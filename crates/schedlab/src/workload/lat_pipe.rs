@@ -8,12 +8,12 @@
 
 use crate::kernel::chan::Fd;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::workload::program::{program, Env, Op, Program, Record};
+use crate::kernel::abi::{program, Env, Op, Program, Record};
 
 use super::{interval, metric, Workload, WorkloadInfo};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::report::Metric;
+use crate::workload::Metric;
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {

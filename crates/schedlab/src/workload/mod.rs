@@ -13,7 +13,6 @@ pub mod lat_pipe;
 pub mod lat_proc;
 pub mod loop_yield;
 pub mod mkbench;
-pub mod program;
 pub mod reflex;
 pub mod sched_yield;
 pub mod synthetic;
@@ -23,10 +22,9 @@ pub mod window;
 use crate::engine::{Time, SEC};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::report::Metric;
 use crate::spec::{self, ParamSpec, Params, Spec, SpecError};
 
-use program::{Program, Record};
+use crate::kernel::abi::{Program, Record};
 
 /// A benchmark.
 pub trait Workload: Send {
@@ -103,6 +101,19 @@ pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Param
         params.set(k, v);
     }
     Ok((w, params))
+}
+
+/// A workload's result, as the original benchmark reported it.
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
+pub struct Metric {
+    /// Name, e.g. `us_per_round`.
+    pub metric: String,
+    /// Value.
+    pub value: f64,
+    /// Unit, e.g. `us`.
+    pub unit: String,
+    /// `lower` or `higher`.
+    pub better: String,
 }
 
 /// A metric value in the unit of the original benchmark.

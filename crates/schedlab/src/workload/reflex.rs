@@ -55,9 +55,9 @@ use crate::engine::{Time, MS};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::report::Metric;
+use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::workload::program::{Env, Op, Program, Record};
+use crate::kernel::abi::{Env, Op, Program, Record};
 
 use super::window::Window;
 use super::{interval, metric, Workload, WorkloadInfo};

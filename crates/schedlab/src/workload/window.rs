@@ -14,7 +14,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::engine::Time;
-use crate::workload::program::Env;
+use crate::kernel::abi::Env;
 
 #[derive(Default)]
 struct State {
@@ -102,7 +102,7 @@ impl Window {
     }
 
     /// Units done in the window, from a finished run's record.
-    pub fn counted(rec: &crate::workload::program::Record, keys: [&str; 2]) -> u64 {
+    pub fn counted(rec: &crate::kernel::abi::Record, keys: [&str; 2]) -> u64 {
         rec.count(keys[1]).saturating_sub(rec.count(keys[0]))
     }
 
@@ -117,7 +117,7 @@ impl Window {
 mod tests {
     use super::*;
     use crate::engine::SimRng;
-    use crate::workload::program::Record;
+    use crate::kernel::abi::Record;
 
     #[test]
     fn opens_after_the_warmup_and_closes_after_the_duration() {

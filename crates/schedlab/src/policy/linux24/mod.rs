@@ -68,11 +68,12 @@ mod tests;
 use std::collections::BTreeMap;
 
 use crate::engine::Time;
-use crate::kernel::task::{SchedPolicy, Task, TaskId, TaskState};
+use crate::kernel::task::{Task, TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::{Kind, ParamSpec, Params};
 
-use super::{Policy, PolicyInfo, SchedCtx};
+use super::sched24::{can_schedule, Core24, GoodnessRules, Worth, MIN_GOODNESS};
+use super::{PolicyInfo, SchedClass, SchedCtx, Wake};
 use index::{GoodnessIndex, IndexKey};
 
 /// Registry entry.
@@ -121,7 +122,7 @@ enum Version {
     V2420,
 }
 
-fn build(p: &Params, _m: &Machine) -> Box<dyn Policy> {
+fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
     let version = match p.raw("version") {
         "2.4.16" => Version::V2416,
         "2.4.20" => Version::V2420,
@@ -129,36 +130,16 @@ fn build(p: &Params, _m: &Machine) -> Box<dyn Policy> {
     };
     Box::new(Linux24::new(
         version,
-        p.int("pcp"),
+        p.int("pcp") as i32,
         p.int("hz") as u32,
         p.flag("sync_wakeups"),
         p.to_map(),
     ))
 }
 
-/// `TICK_SCALE(x)` for `hz` (§1.3).
-fn tick_scale(hz: u32, x: i64) -> i64 {
-    match hz {
-        0..200 => x >> 2,
-        200..400 => x >> 1,
-        400..800 => x,
-        800..1600 => x << 1,
-        _ => x << 2,
-    }
-}
-
-/// `NICE_TO_TICKS(nice)` (§1.3).
-pub fn nice_to_ticks(hz: u32, nice: i32) -> i64 {
-    tick_scale(hz, 20 - nice as i64) + 1
-}
-
 /// Per-task scheduler state the 2.4 `task_struct` kept.
 #[derive(Clone, Copy, Debug, Default)]
 struct TaskSched {
-    /// `counter`: remaining timeslice in ticks.
-    counter: i64,
-    /// The SCHED_YIELD bit of `policy`.
-    yielded: bool,
     /// Position on the run queue (`run_list`), `None` when not queued.
     pos: Option<i64>,
     /// On a CPU, as `schedule()` committed it (2.4 `cpus_runnable != ~0`; released at
@@ -172,10 +153,6 @@ struct TaskSched {
 #[derive(Default)]
 struct Stats {
     schedule_calls: u64,
-    /// Time inside the policy's `schedule()` (lock, spin, walks, recalculation).
-    schedule_ns: Time,
-    /// Of which acquiring `runqueue_lock` (spin + atomic + line transfer).
-    schedule_lock_ns: Time,
     tasks_examined: u64,
     recalculations: u64,
     recalc_tasks: u64,
@@ -193,9 +170,8 @@ struct Stats {
 /// The 2.4 scheduler.
 pub struct Linux24 {
     version: Version,
-    /// PROC_CHANGE_PENALTY.
-    pcp: i64,
-    hz: u32,
+    /// Counters, yield bits and the goodness arithmetic.
+    core: Core24,
     sync_wakeups: bool,
     options: BTreeMap<String, String>,
     runqueue_lock: LockId,
@@ -212,46 +188,21 @@ pub struct Linux24 {
     stats: Stats,
 }
 
-/// `can_schedule(p, cpu)`: allowed on `cpu` and not running on another CPU.
-fn can_schedule(ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) -> bool {
-    ctx.allowed(p, cpu) && ctx.task(p).on_cpu.is_none_or(|c| c == cpu)
-}
-
-/// `goodness(p, this_cpu, this_mm)` (§1.6).
-fn goodness(ts: &[TaskSched], pcp: i64, ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId, mm: u32) -> i64 {
-    let s = &ts[p as usize];
-    if s.yielded {
-        return -1;
-    }
-    let t = ctx.task(p);
-    if t.policy != SchedPolicy::Other {
-        return 1000 + t.rt_priority as i64;
-    }
-    if s.counter == 0 {
-        return 0;
-    }
-    let mut w = s.counter;
-    if t.processor == cpu {
-        w += pcp;
-    }
-    if t.mm == mm || t.mm == 0 {
-        w += 1;
-    }
-    w + 20 - t.nice as i64
-}
-
 impl Linux24 {
     fn new(
         version: Version,
-        pcp: i64,
+        pcp: i32,
         hz: u32,
         sync_wakeups: bool,
         options: BTreeMap<String, String>,
     ) -> Self {
+        let rules = GoodnessRules {
+            pcp,
+            kthread_mm_bonus: true,
+        };
         Linux24 {
             version,
-            pcp,
-            hz,
+            core: Core24::new(hz, rules),
             sync_wakeups,
             options,
             runqueue_lock: 0,
@@ -265,18 +216,8 @@ impl Linux24 {
         }
     }
 
-    /// `DEF_COUNTER` = 10·HZ/100 ticks.
-    fn def_counter(&self) -> i64 {
-        10 * self.hz as i64 / 100
-    }
-
-    /// `MAX_COUNTER` = 20·HZ/100 ticks.
-    fn max_counter(&self) -> i64 {
-        20 * self.hz as i64 / 100
-    }
-
     fn goodness(&self, ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId, mm: u32) -> i64 {
-        goodness(&self.ts, self.pcp, ctx, p, cpu, mm)
+        self.core.goodness(ctx, p, cpu, mm) as i64
     }
 
     /// `nr_running`.
@@ -291,15 +232,11 @@ impl Linux24 {
     /// The index key of queued task `p` from its current state.
     fn key_of(&self, t: &Task, p: TaskId) -> IndexKey {
         let s = &self.ts[p as usize];
-        let (key, eligible) = if s.yielded {
-            (-1, false)
-        } else if t.policy != SchedPolicy::Other {
-            (1000 + t.rt_priority as i64, false)
-        } else if s.counter == 0 {
-            (0, false)
-        } else {
-            let kthread = (t.mm == 0) as i64;
-            (s.counter + 20 - t.nice as i64 + kthread, true)
+        let worth = self.core.worth(t, p);
+        let (key, eligible) = match worth {
+            // A kernel thread's mm bonus is earned at every CPU: part of the key.
+            Worth::Other(w) => (w as i64 + (t.mm == 0) as i64, true),
+            other => (other.value() as i64, false),
         };
         IndexKey {
             key,
@@ -379,7 +316,7 @@ impl Linux24 {
     /// index is checked against (debug builds and tests).
     #[cfg(any(test, debug_assertions))]
     fn scan_literal(&self, ctx: &SchedCtx<'_>, cpu: CpuId, this_mm: u32) -> (i64, Option<TaskId>) {
-        let mut c = -1000;
+        let mut c = MIN_GOODNESS as i64;
         let mut next = None;
         for &p in self.rq.values() {
             if can_schedule(ctx, p, cpu) {
@@ -402,14 +339,13 @@ impl Linux24 {
         prev: TaskId,
         this_mm: u32,
     ) -> (i64, Option<TaskId>) {
-        let (ts, pcp) = (&self.ts, self.pcp);
         let mut best = self.index.pick(
             cpu,
             this_mm,
             |p| ctx.allowed(p, cpu),
-            |p| goodness(ts, pcp, ctx, p, cpu, this_mm),
+            |p| self.goodness(ctx, p, cpu, this_mm),
         );
-        if let Some(pos) = ts[prev as usize].pos {
+        if let Some(pos) = self.ts[prev as usize].pos {
             if ctx.allowed(prev, cpu) {
                 let g = self.goodness(ctx, prev, cpu, this_mm);
                 if best.is_none_or(|(bg, bpos, _)| g > bg || (g == bg && pos < bpos)) {
@@ -419,24 +355,13 @@ impl Linux24 {
         }
         match best {
             Some((g, _, p)) => (g, Some(p)),
-            None => (-1000, None),
+            None => (MIN_GOODNESS as i64, None),
         }
     }
 
-    /// Counter recalculation (§1.7 step 6): every task in the system, sleeping ones too,
-    /// charged one `examine` per task. Called without `runqueue_lock`.
+    /// Counter recalculation (§1.7 step 6), without `runqueue_lock`.
     fn recalculate_counters(&mut self, ctx: &mut SchedCtx<'_>) {
-        let mut n = 0;
-        for p in 0..self.ts.len().min(ctx.tasks_len()) {
-            let t = ctx.task(p as TaskId);
-            if t.is_idle || t.state == TaskState::Dead {
-                continue;
-            }
-            n += 1;
-            let s = &mut self.ts[p];
-            s.counter = (s.counter >> 1) + nice_to_ticks(self.hz, t.nice);
-        }
-        ctx.examine(n);
+        let n = self.core.recalculate(ctx);
         self.stats.recalculations += 1;
         self.stats.recalc_tasks += n;
     }
@@ -481,7 +406,7 @@ impl Linux24 {
                 let tsk = ctx.curr(cpu);
                 let mm = ctx.task(tsk).mm;
                 examined += 1;
-                let prio = self.goodness(ctx, p, cpu, mm) - self.goodness(ctx, tsk, cpu, mm);
+                let prio = self.core.preemption_goodness(ctx, tsk, p, cpu, mm);
                 if prio > max_prio {
                     max_prio = prio;
                     target = Some(cpu);
@@ -508,7 +433,7 @@ impl Linux24 {
     }
 }
 
-impl Policy for Linux24 {
+impl SchedClass for Linux24 {
     fn name(&self) -> &'static str {
         INFO.name
     }
@@ -518,7 +443,7 @@ impl Policy for Linux24 {
     }
 
     fn hz(&self) -> u32 {
-        self.hz
+        self.core.hz
     }
 
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
@@ -527,72 +452,62 @@ impl Policy for Linux24 {
         self.active_mm = vec![0; ctx.nr_cpus()];
     }
 
-    fn task_new(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
+    fn rq_lock(&self, _cpu: CpuId) -> LockId {
+        // One run queue serves every CPU.
+        self.runqueue_lock
+    }
+
+    fn task_on_rq(&self, _ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        self.on_rq(p)
+    }
+
+    fn task_fork(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
         let n = p as usize + 1;
         if self.ts.len() < n {
             self.ts.resize(n, TaskSched::default());
         }
-        let counter = match parent {
-            // do_fork (§1.12): the child takes the rounded-up half of the parent's counter.
-            Some(pp) => {
-                let pc = self.ts[pp as usize].counter;
-                self.ts[pp as usize].counter = pc >> 1;
-                if pc >> 1 == 0 {
-                    if let Some(c) = ctx.task(pp).on_cpu {
-                        ctx.resched_cpu(c);
-                    }
-                }
-                self.reindex(ctx, pp);
-                (pc + 1) >> 1
-            }
-            // model: boot tasks (idle, init) start with init_task's DEF_COUNTER.
-            None => self.def_counter(),
-        };
-        self.ts[p as usize] = TaskSched {
-            counter,
-            ..Default::default()
-        };
-    }
-
-    fn try_to_wake_up(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, sync: bool) {
-        ctx.lock(self.runqueue_lock);
-        if !self.on_rq(p) {
-            self.add_to_runqueue(ctx, p);
-            let local_ok = ctx.allowed(p, ctx.cpu());
-            if sync && self.sync_wakeups && local_ok {
-                // __wake_up_sync: the waker is about to sleep; this CPU will pick p up.
-                self.stats.sync_skips += 1;
-            } else {
-                self.reschedule_idle(ctx, p);
-            }
+        self.core.task_fork(ctx, p, parent);
+        if let Some(pp) = parent {
+            self.reindex(ctx, pp);
         }
-        ctx.unlock(self.runqueue_lock);
+        self.ts[p as usize] = TaskSched::default();
     }
 
-    fn schedule(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> TaskId {
-        let t0 = ctx.now();
+    fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, _wake: Wake) -> CpuId {
+        // The one queue: `processor` changes only when a CPU picks the task.
+        ctx.task(p).processor
+    }
+
+    fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId, _wake: Wake) {
+        self.add_to_runqueue(ctx, p);
+    }
+
+    fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId) {
+        self.del_from_runqueue(ctx, p);
+    }
+
+    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId, wake: Wake) {
+        if Core24::sync_skips_placement(ctx, p, wake.sync, self.sync_wakeups) {
+            // __wake_up_sync: the waker is about to sleep; this CPU will pick p up.
+            self.stats.sync_skips += 1;
+        } else {
+            self.reschedule_idle(ctx, p);
+        }
+    }
+
+    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
         self.stats.schedule_calls += 1;
         let prev_idle = ctx.task(prev).is_idle;
         if !prev_idle {
             self.active_mm[cpu] = ctx.task(prev).mm;
         }
         let this_mm = self.active_mm[cpu];
-        ctx.lock(self.runqueue_lock);
-        self.stats.schedule_lock_ns += ctx.now() - t0;
-        if !prev_idle {
-            let t = ctx.task(prev);
-            // §1.7 step 2: an exhausted SCHED_RR task gets a new slice at the tail.
-            if t.policy == SchedPolicy::Rr && self.ts[prev as usize].counter == 0 {
-                self.ts[prev as usize].counter = nice_to_ticks(self.hz, t.nice);
-                self.move_last_runqueue(ctx, prev);
-            }
-            // Step 3: a task that is no longer running leaves the queue.
-            if ctx.task(prev).state != TaskState::Running && self.on_rq(prev) {
-                self.del_from_runqueue(ctx, prev);
-            }
+        // §1.7 step 2: an exhausted SCHED_RR task gets a new slice at the tail.
+        if self.core.rr_refill(ctx, prev) && self.on_rq(prev) {
+            self.move_last_runqueue(ctx, prev);
         }
         // Step 5, `repeat_schedule`.
-        let next = loop {
+        loop {
             let n = self.nr_running() as u64;
             ctx.examine(n);
             self.stats.tasks_examined += n;
@@ -606,42 +521,39 @@ impl Policy for Linux24 {
                 // Step 6: recalculation, without runqueue_lock.
                 ctx.unlock(self.runqueue_lock);
                 self.recalculate_counters(ctx);
-                let t1 = ctx.now();
                 ctx.lock(self.runqueue_lock);
-                self.stats.schedule_lock_ns += ctx.now() - t1;
                 self.rebuild_index(ctx);
                 continue;
             }
-            break next.unwrap_or_else(|| ctx.idle_task(cpu));
-        };
-        // Step 7: commit. prev leaves the CPU (it is switched out in this same event) and
-        // joins the index if still queued; next leaves the index.
-        if next != prev {
-            if !prev_idle {
-                self.ts[prev as usize].has_cpu = false;
-                self.reindex(ctx, prev);
-            }
-            if next != ctx.idle_task(cpu) {
-                ctx.set_task_cpu(next, cpu);
-                self.ts[next as usize].has_cpu = true;
-                self.reindex(ctx, next);
-            }
+            return next;
         }
-        ctx.unlock(self.runqueue_lock);
-        // Step 8: re-picked; no __schedule_tail will run.
-        if next == prev {
-            self.ts[prev as usize].yielded = false;
-        }
-        self.stats.schedule_ns += ctx.now() - t0;
-        next
     }
 
-    fn schedule_tail(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, prev: TaskId) {
+    fn put_prev_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, prev: TaskId, next: TaskId) {
+        // Step 7: prev leaves the CPU (it is switched out in this same event) and joins the
+        // index if still queued. Step 8: re-picked, no __schedule_tail will run.
+        if next != prev {
+            self.ts[prev as usize].has_cpu = false;
+            self.reindex(ctx, prev);
+        } else {
+            self.core.take_yield(prev);
+        }
+    }
+
+    fn set_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, next: TaskId, prev: TaskId) {
+        if next != prev {
+            ctx.set_task_cpu(next, cpu);
+            self.ts[next as usize].has_cpu = true;
+            self.reindex(ctx, next);
+        }
+    }
+
+    fn finish_task_switch(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, prev: TaskId) {
         // __schedule_tail (§1.8).
         if ctx.task(prev).is_idle {
             return;
         }
-        let yielded = std::mem::take(&mut self.ts[prev as usize].yielded);
+        let yielded = self.core.take_yield(prev);
         if yielded {
             self.reindex(ctx, prev);
         }
@@ -664,24 +576,15 @@ impl Policy for Linux24 {
         ctx.unlock(self.runqueue_lock);
     }
 
-    fn scheduler_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
-        // update_process_times (§1.11): not for the idle tasks (pid 0).
-        if ctx.task(curr).is_idle {
-            return;
+    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
+        // update_process_times (§1.11), lock-free as 2.4 had it.
+        let fifo_exempt = self.version >= Version::V2420;
+        if self.core.update_process_times(ctx, cpu, curr, fifo_exempt) {
+            self.reindex(ctx, curr);
         }
-        let s = &mut self.ts[curr as usize];
-        s.counter -= 1;
-        if s.counter <= 0 {
-            s.counter = 0;
-            let fifo = ctx.task(curr).policy == SchedPolicy::Fifo;
-            if !(fifo && self.version >= Version::V2420) {
-                ctx.resched_cpu(cpu);
-            }
-        }
-        self.reindex(ctx, curr);
     }
 
-    fn sys_sched_yield(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+    fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
         // §1.13: nr_pending = nr_running − CPUs running a real task (this one included).
         let busy = (0..ctx.nr_cpus()).filter(|&c| !ctx.cpu_is_idle(c)).count();
         let nr_pending = self.nr_running() as i64 - busy as i64;
@@ -690,10 +593,7 @@ impl Policy for Linux24 {
             return;
         }
         self.stats.yields += 1;
-        if ctx.task(p).policy == SchedPolicy::Other {
-            self.ts[p as usize].yielded = true;
-        }
-        ctx.resched_cpu(cpu);
+        self.core.sched_yield(ctx, cpu, p);
         ctx.lock(self.runqueue_lock);
         if self.on_rq(p) {
             self.move_last_runqueue(ctx, p);
@@ -701,16 +601,12 @@ impl Policy for Linux24 {
         ctx.unlock(self.runqueue_lock);
     }
 
-    fn sched_exit(&mut self, ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
-        // release_task (§1.12): the reaper gets the child's unused ticks back, capped.
-        let c = self.ts[child as usize].counter;
-        let max = self.max_counter();
-        let s = &mut self.ts[parent as usize];
-        s.counter = (s.counter + c).min(max);
+    fn task_dead(&mut self, ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
+        self.core.release_task(parent, child);
         self.reindex(ctx, parent);
     }
 
-    fn set_user_nice(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+    fn prio_changed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         self.reindex(ctx, p);
     }
 
@@ -720,8 +616,6 @@ impl Policy for Linux24 {
         BTreeMap::from(
             [
                 ("schedule_calls", s.schedule_calls as f64),
-                ("schedule_ns_mean", s.schedule_ns as f64 / calls),
-                ("schedule_lock_ns_mean", s.schedule_lock_ns as f64 / calls),
                 ("tasks_examined", s.tasks_examined as f64),
                 ("tasks_examined_mean", s.tasks_examined as f64 / calls),
                 ("recalculations", s.recalculations as f64),

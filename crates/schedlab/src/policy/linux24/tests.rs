@@ -5,8 +5,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::kernel::{Acct, Kernel};
-use crate::report::Metric;
-use crate::workload::program::{program, Op, Record};
+use crate::workload::Metric;
+use crate::kernel::abi::{program, Op, Record};
 use crate::workload::{metric, Workload};
 use crate::{RunConfig, Simulation};
 
@@ -14,7 +14,7 @@ use crate::{RunConfig, Simulation};
 struct Nop;
 
 impl Workload for Nop {
-    fn root(&self) -> Box<dyn crate::workload::program::Program> {
+    fn root(&self) -> Box<dyn crate::kernel::abi::Program> {
         program(|_| Op::Exit)
     }
     fn result(&self, _rec: &Record, _k: &Kernel) -> Result<Metric, String> {

@@ -76,7 +76,6 @@
 //! `cpus_allowed` change path (no workload changes affinity), the 2.4.17 hyper-threading
 //! tweak.
 
-pub mod goodness;
 pub(crate) mod lines;
 mod pool;
 #[cfg(test)]
@@ -84,13 +83,13 @@ mod tests;
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::kernel::task::{SchedPolicy, TaskId, TaskState};
+use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::{Kind, ParamSpec, Params};
 
-use super::{check_per_cpu_queues, Policy, PolicyInfo, SchedCtx};
-use goodness::{def_counter, max_counter, nice_to_ticks, Prio, MIN_GOODNESS};
+use super::sched24::{can_schedule, Core24, GoodnessRules, MIN_GOODNESS};
+use super::{check_per_cpu_queues, PolicyInfo, SchedClass, SchedCtx, Wake};
 use lines::Lines;
 
 /// Registry entry of `mq`.
@@ -167,11 +166,11 @@ const POOL_PARAMS: &[ParamSpec] = &[
     },
 ];
 
-fn build_mq(p: &Params, m: &Machine) -> Box<dyn Policy> {
+fn build_mq(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
     Box::new(Mq::new(Config::mq(p, m), p.to_map()))
 }
 
-fn build_pool(p: &Params, m: &Machine) -> Box<dyn Policy> {
+fn build_pool(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
     let mut c = Config::mq(p, m);
     c.name = "mq-pool";
     c.pool_size = p
@@ -220,10 +219,6 @@ impl Config {
 /// Per-task scheduling state MQ keeps beside the kernel's task fields.
 #[derive(Clone, Copy, Debug, Default)]
 struct TaskSched {
-    /// `counter`, in ticks.
-    counter: i32,
-    /// `policy & SCHED_YIELD`.
-    yielding: bool,
     /// On the run queue of its `processor`.
     on_rq: bool,
 }
@@ -238,6 +233,15 @@ struct RunQueue {
     max_na_cpus_allowed: u64,
     running_non_idle: bool,
     lock: LockId,
+}
+
+/// Where `reschedule_idle` sends a task.
+#[derive(Clone, Copy, Debug)]
+struct Placement {
+    /// The CPU whose queue takes the task (locked by the caller when not the task's own).
+    cpu: CpuId,
+    /// Set `need_resched` there (with an IPI when remote).
+    kick: bool,
 }
 
 /// What one `schedule()` call saw (for the counters).
@@ -273,6 +277,11 @@ struct Stats {
 pub struct Mq {
     cfg: Config,
     options: BTreeMap<String, String>,
+    /// Counters, yield bits and the goodness arithmetic, as 2.4 (MQ's goodness rules).
+    core: Core24,
+    /// Whether the wake-up in progress should kick its target (decided with the
+    /// placement by `reschedule_idle`, carried out by `wakeup_preempt`).
+    wake_kick: bool,
     rq: Vec<RunQueue>,
     /// `aligned_data[cpu].curr_na_goodness`.
     curr_na_goodness: Vec<i32>,
@@ -303,7 +312,13 @@ fn pct(n: u64, d: u64) -> f64 {
 impl Mq {
     /// A scheduler with options `cfg`; `options` is what the report shows.
     pub fn new(cfg: Config, options: BTreeMap<String, String>) -> Mq {
+        let rules = GoodnessRules {
+            pcp: cfg.pcp,
+            kthread_mm_bonus: false,
+        };
         Mq {
+            core: Core24::new(cfg.hz, rules),
+            wake_kick: false,
             cfg,
             options,
             rq: Vec::new(),
@@ -330,34 +345,15 @@ impl Mq {
         2 * self.ncpu()
     }
 
-    fn prio(&self, ctx: &SchedCtx<'_>, p: TaskId) -> Prio {
-        let t = ctx.task(p);
-        let s = &self.ts[p as usize];
-        Prio {
-            counter: s.counter,
-            yielding: s.yielding,
-            policy: t.policy,
-            nice: t.nice,
-            rt_priority: t.rt_priority,
-            mm: t.mm,
-            processor: t.processor,
-        }
-    }
-
     fn has_cpu(ctx: &SchedCtx<'_>, p: TaskId) -> bool {
         ctx.task(p).on_cpu.is_some()
     }
 
     /// 2.4 `can_schedule(p, cpu)`: allowed there and not running elsewhere.
-    fn can_schedule(ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) -> bool {
-        ctx.allowed(p, cpu) && ctx.task(p).on_cpu.is_none_or(|c| c == cpu)
-    }
-
     /// `preemption_goodness(curr, p, cpu)` with the full goodness (§3.2).
     fn preemption_goodness(&self, ctx: &SchedCtx<'_>, curr: TaskId, p: TaskId, cpu: CpuId) -> i32 {
-        let mm = ctx.active_mm(cpu);
-        let pcp = self.cfg.pcp;
-        self.prio(ctx, p).goodness(cpu, mm, pcp) - self.prio(ctx, curr).goodness(cpu, mm, pcp)
+        self.core
+            .preemption_goodness(ctx, curr, p, cpu, ctx.active_mm(cpu))
     }
 
     /// `add_to_runqueue` (`upd`) / `add_to_runqueue_noupd`: at the head of its
@@ -367,7 +363,7 @@ impl Mq {
         debug_assert!(ctx.holds(self.rq[c].lock));
         debug_assert!(!self.ts[p as usize].on_rq);
         if upd && !Self::has_cpu(ctx, p) {
-            let g = self.prio(ctx, p).na_goodness();
+            let g = self.core.na_goodness(ctx, p);
             if g > self.rq[c].max_na_goodness {
                 let allowed = ctx.task(p).cpus_allowed;
                 let q = &mut self.rq[c];
@@ -404,7 +400,7 @@ impl Mq {
             for &t in &self.rq[c].list {
                 looked += 1;
                 if !Self::has_cpu(ctx, t) {
-                    let w = self.prio(ctx, t).na_goodness();
+                    let w = self.core.na_goodness(ctx, t);
                     if w > 0 {
                         found = Some((t, w));
                         break;
@@ -466,10 +462,10 @@ impl Mq {
         let n = self.rq[this].list.len();
         for i in 0..n {
             let p = self.rq[this].list[i];
-            if !Self::can_schedule(ctx, p, this) {
+            if !can_schedule(ctx, p, this) {
                 continue;
             }
-            let w = self.prio(ctx, p).local_goodness(this_mm);
+            let w = self.core.local_goodness(ctx, p, this_mm);
             if w > *cg {
                 if !Self::has_cpu(ctx, next) {
                     prev_next_weight = *cg;
@@ -484,7 +480,7 @@ impl Mq {
         }
         ctx.examine(n as u64);
         if prev_next != idle {
-            let g = self.prio(ctx, prev_next).na_goodness();
+            let g = self.core.na_goodness(ctx, prev_next);
             let allowed = ctx.task(prev_next).cpus_allowed;
             let q = &mut self.rq[this];
             q.max_na_goodness = g;
@@ -556,7 +552,7 @@ impl Mq {
                     if r_goodness > *cg && r_allowed & bit != 0 {
                         seen.remote_still_better = true;
                         if next != idle && !Self::has_cpu(ctx, next) {
-                            let g = self.prio(ctx, next).na_goodness();
+                            let g = self.core.na_goodness(ctx, next);
                             let allowed = ctx.task(next).cpus_allowed;
                             let me = &mut self.rq[this];
                             me.max_na_goodness = g;
@@ -593,21 +589,10 @@ impl Mq {
         }
     }
 
-    /// The 2.4 recalculation: every task's `counter = counter/2 + NICE_TO_TICKS(nice)`.
+    /// The 2.4 recalculation (§3.3 step 4), without any queue lock.
     fn recalculate(&mut self, ctx: &mut SchedCtx<'_>) {
         self.st.recalculations += 1;
-        let mut walked = 0;
-        for p in 0..ctx.tasks_len() {
-            let t = ctx.task(p as TaskId);
-            if t.is_idle || t.state == TaskState::Dead {
-                continue;
-            }
-            walked += 1;
-            let add = nice_to_ticks(t.nice, self.cfg.hz);
-            let s = &mut self.ts[p];
-            s.counter = (s.counter >> 1) + add;
-        }
-        ctx.examine(walked);
+        self.core.recalculate(ctx);
     }
 
     /// `update_sched_data`: publish what this CPU now runs.
@@ -616,7 +601,7 @@ impl Mq {
         let g = if idle {
             MIN_GOODNESS
         } else {
-            self.prio(ctx, next).na_goodness()
+            self.core.na_goodness(ctx, next)
         };
         self.curr_na_goodness[this] = g;
         if self.rq[this].running_non_idle == idle {
@@ -630,21 +615,20 @@ impl Mq {
     }
 
     /// `reschedule_idle(p)` (§3.4), called with the queue of `p->processor` locked; `p`
-    /// is not running and may not be queued yet. On return `p` is on some queue.
-    fn reschedule_idle(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+    /// is not running. Decides where `p` goes and whether that CPU is kicked; a target
+    /// other than `p`'s own CPU comes back locked (by `spin_trylock`). The caller moves
+    /// `p` there ([`Mq::place`]) or lets the wake-up path do it.
+    fn reschedule_idle(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) -> Placement {
         let tsk_cpu = ctx.task(p).processor;
         debug_assert!(ctx.holds(self.rq[tsk_cpu].lock));
         self.st.resched_calls += 1;
+        let stay = |kick| Placement { cpu: tsk_cpu, kick };
 
         // Fast path: the task's last CPU is idle.
         self.lines.read(ctx, ad_line(tsk_cpu));
-        if Self::can_schedule(ctx, p, tsk_cpu) && ctx.cpu_is_idle(tsk_cpu) {
+        if can_schedule(ctx, p, tsk_cpu) && ctx.cpu_is_idle(tsk_cpu) {
             self.st.resched_fast_path += 1;
-            if !self.ts[p as usize].on_rq {
-                self.add_to_runqueue(ctx, p, true);
-            }
-            ctx.resched_cpu(tsk_cpu);
-            return;
+            return stay(true);
         }
 
         // mq-pool: an idle CPU outside the pool, found through the non-idle bitmap.
@@ -652,11 +636,14 @@ impl Mq {
         // can be found quickly", not how reschedule_idle uses it; we use it when the
         // task's pool has no idle CPU, before preempting inside the pool.
         let pool = self.pool_of(tsk_cpu);
-        if self.cfg.idle_bitmap && pool.len() < self.ncpu() && self.place_outside_pool(ctx, p) {
-            return;
+        if self.cfg.idle_bitmap && pool.len() < self.ncpu() {
+            if let Some(c) = self.idle_outside_pool(ctx, p) {
+                self.st.resched_bitmap_moves += 1;
+                return Placement { cpu: c, kick: true };
+            }
         }
 
-        let thr = self.prio(ctx, p).na_goodness();
+        let thr = self.core.na_goodness(ctx, p);
         let now = ctx.now();
         let mhz = ctx.costs().cpu_mhz;
         let mut keys = vec![thr; self.ncpu()];
@@ -664,7 +651,7 @@ impl Mq {
             if cpu != tsk_cpu {
                 self.lines.read(ctx, ad_line(cpu));
             }
-            if !Self::can_schedule(ctx, p, cpu) {
+            if !can_schedule(ctx, p, cpu) {
                 continue;
             }
             keys[cpu] = if self.curr_na_goodness[cpu] == MIN_GOODNESS {
@@ -702,12 +689,8 @@ impl Mq {
             let curr = ctx.curr(t);
             if t == tsk_cpu && self.preemption_goodness(ctx, curr, p, t) > 0 {
                 // Its queue is the one we hold: no extra lock.
-                if !self.ts[p as usize].on_rq {
-                    self.add_to_runqueue(ctx, p, true);
-                }
-                ctx.resched_cpu(t);
                 self.count_resched(saw_task_cpu, saw_lock);
-                return;
+                return stay(true);
             } else if self.trylock_rq(ctx, t) {
                 if t != tsk_cpu {
                     saw_lock = true;
@@ -715,16 +698,9 @@ impl Mq {
                 self.lines.read(ctx, ad_line(t));
                 let curr = ctx.curr(t);
                 if ctx.cpu_is_idle(t) || self.preemption_goodness(ctx, curr, p, t) > 0 {
-                    if self.ts[p as usize].on_rq {
-                        self.del_from_runqueue(ctx, p, true);
-                    }
-                    ctx.set_task_cpu(p, t);
-                    self.add_to_runqueue(ctx, p, true);
-                    ctx.resched_cpu(t);
-                    ctx.unlock(self.rq[t].lock);
                     self.st.resched_moved += 1;
                     self.count_resched(saw_task_cpu, saw_lock);
-                    return;
+                    return Placement { cpu: t, kick: true };
                 }
                 ctx.unlock(self.rq[t].lock);
             }
@@ -732,8 +708,23 @@ impl Mq {
             target = lowest(&keys);
         }
         self.count_resched(saw_task_cpu, saw_lock);
-        if !self.ts[p as usize].on_rq {
+        stay(false)
+    }
+
+    /// Carry out a placement for `p`, which is on its CPU's queue (`__schedule_tail`): move
+    /// it to the target (whose lock `reschedule_idle` took) and kick as decided.
+    fn place(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, pl: Placement) {
+        let from = ctx.task(p).processor;
+        if pl.cpu != from {
+            self.del_from_runqueue(ctx, p, true);
+            ctx.set_task_cpu(p, pl.cpu);
             self.add_to_runqueue(ctx, p, true);
+        }
+        if pl.kick {
+            ctx.resched_cpu(pl.cpu);
+        }
+        if pl.cpu != from {
+            ctx.unlock(self.rq[pl.cpu].lock);
         }
     }
 
@@ -742,17 +733,17 @@ impl Mq {
         self.st.resched_remote_lock_ok += u64::from(lock);
     }
 
-    /// mq-pool: when no CPU of the task's pool is idle, move `p` to an idle CPU of
-    /// another pool, found in the non-idle bitmap (lowest number first, as a find-first-
-    /// zero-bit would), by `spin_trylock` and re-check. True when placed.
-    fn place_outside_pool(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) -> bool {
+    /// mq-pool: when no CPU of the task's pool is idle, an idle CPU of another pool for
+    /// `p`, found in the non-idle bitmap (lowest number first, as a find-first-zero-bit
+    /// would), by `spin_trylock` and re-check. It comes back locked.
+    fn idle_outside_pool(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) -> Option<CpuId> {
         let tsk_cpu = ctx.task(p).processor;
         let pool = self.pool_of(tsk_cpu);
         let l = self.line_bitmap();
         self.lines.read(ctx, l);
         let idle_in_pool = pool.clone().any(|c| !self.rq[c].running_non_idle);
         if idle_in_pool {
-            return false;
+            return None;
         }
         for c in 0..self.ncpu() {
             if pool.contains(&c) || self.rq[c].running_non_idle || !ctx.allowed(p, c) {
@@ -762,23 +753,15 @@ impl Mq {
                 continue;
             }
             if ctx.cpu_is_idle(c) {
-                if self.ts[p as usize].on_rq {
-                    self.del_from_runqueue(ctx, p, true);
-                }
-                ctx.set_task_cpu(p, c);
-                self.add_to_runqueue(ctx, p, true);
-                ctx.resched_cpu(c);
-                ctx.unlock(self.rq[c].lock);
-                self.st.resched_bitmap_moves += 1;
-                return true;
+                return Some(c);
             }
             ctx.unlock(self.rq[c].lock);
         }
-        false
+        None
     }
 }
 
-impl Policy for Mq {
+impl SchedClass for Mq {
     fn name(&self) -> &'static str {
         self.cfg.name
     }
@@ -811,64 +794,78 @@ impl Policy for Mq {
         }
     }
 
-    fn task_new(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
+    fn rq_lock(&self, cpu: CpuId) -> LockId {
+        self.rq[cpu].lock
+    }
+
+    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
+        Mq::lock_rq(self, ctx, cpu);
+    }
+
+    fn task_on_rq(&self, _ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        self.ts[p as usize].on_rq
+    }
+
+    fn task_fork(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
         let n = p as usize + 1;
         if self.ts.len() < n {
             self.ts.resize(n, TaskSched::default());
         }
-        match parent {
-            None => self.ts[p as usize].counter = def_counter(self.cfg.hz),
-            Some(pp) => {
-                // do_fork (§1.12): the parent's remaining ticks are split.
-                let pc = self.ts[pp as usize].counter;
-                self.ts[p as usize].counter = (pc + 1) >> 1;
-                self.ts[pp as usize].counter = pc >> 1;
-                if pc >> 1 == 0 && !ctx.task(pp).is_idle {
-                    let cpu = ctx.cpu();
-                    ctx.resched_cpu(cpu);
-                }
+        self.core.task_fork(ctx, p, parent);
+    }
+
+    fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) -> CpuId {
+        // §3.5: a sync wake-up of a task allowed here just queues it on its own last CPU's
+        // queue — no migration to the waker, unlike O(1)'s sync.
+        if Core24::sync_skips_placement(ctx, p, wake.sync, self.cfg.sync_wakeups) {
+            self.wake_kick = false;
+            return ctx.task(p).processor;
+        }
+        let pl = self.reschedule_idle(ctx, p);
+        self.wake_kick = pl.kick;
+        pl.cpu
+    }
+
+    fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId, _wake: Wake) {
+        self.add_to_runqueue(ctx, p, true);
+    }
+
+    fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId) {
+        self.del_from_runqueue(ctx, p, false);
+    }
+
+    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, _p: TaskId, _wake: Wake) {
+        if std::mem::take(&mut self.wake_kick) {
+            ctx.resched_cpu(cpu);
+        }
+    }
+
+    fn balance(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, why: super::Balance) {
+        // The pool load balancer: a timer on CPU 0 (§3.6).
+        if let (Some(ms), super::Balance::Tick { .. }) = (self.cfg.lb_interval_ms, why) {
+            if cpu == 0 && ctx.jiffies() >= self.next_lb {
+                self.next_lb = ctx.jiffies() + Self::lb_ticks(ms, self.cfg.hz);
+                self.load_balance(ctx);
             }
         }
     }
 
-    fn try_to_wake_up(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, sync: bool) {
-        let cpu_rq = ctx.task(p).processor;
-        self.lock_rq(ctx, cpu_rq);
-        if !self.ts[p as usize].on_rq {
-            let this = ctx.cpu();
-            if sync && self.cfg.sync_wakeups && ctx.allowed(p, this) {
-                self.add_to_runqueue(ctx, p, true);
-            } else {
-                self.reschedule_idle(ctx, p);
-            }
-        }
-        ctx.unlock(self.rq[cpu_rq].lock);
-    }
-
-    fn schedule(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> TaskId {
-        self.lock_rq(ctx, cpu);
+    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
         self.st.schedule_calls += 1;
-        let prev_t = ctx.task(prev);
-        if !prev_t.is_idle {
-            debug_assert_eq!(prev_t.processor, cpu, "mq: running task on another queue");
-            if prev_t.policy == SchedPolicy::Rr && self.ts[prev as usize].counter == 0 {
-                self.ts[prev as usize].counter = nice_to_ticks(prev_t.nice, self.cfg.hz);
-                self.move_last_runqueue(ctx, prev);
-            }
-            if ctx.task(prev).state != TaskState::Running && self.ts[prev as usize].on_rq {
-                self.del_from_runqueue(ctx, prev, false);
-            }
+        if self.core.rr_refill(ctx, prev) {
+            self.move_last_runqueue(ctx, prev);
         }
         let this_mm = ctx.active_mm(cpu);
+        let idle = ctx.idle_task(cpu);
         let mut seen = ScheduleSeen::default();
         let next = loop {
             let mut c = MIN_GOODNESS;
-            let next = self.scan_runqueue(ctx, cpu, &mut c, this_mm, ctx.idle_task(cpu));
+            let next = self.scan_runqueue(ctx, cpu, &mut c, this_mm, idle);
             let next = self.examine_rmt_rqs(ctx, cpu, &mut c, next, &mut seen);
             if c == 0 {
                 ctx.unlock(self.rq[cpu].lock);
                 self.recalculate(ctx);
-                self.lock_rq(ctx, cpu);
+                Mq::lock_rq(self, ctx, cpu);
                 continue;
             }
             break next;
@@ -877,21 +874,15 @@ impl Policy for Mq {
         self.st.remote_lock_ok += u64::from(seen.remote_lock_ok);
         self.st.remote_still_better += u64::from(seen.remote_still_better);
         self.update_sched_data(ctx, cpu, next);
-        ctx.unlock(self.rq[cpu].lock);
         if next == prev {
-            self.ts[prev as usize].yielding = false;
+            self.core.take_yield(prev);
         }
-        next
+        (next != idle).then_some(next)
     }
 
-    fn schedule_tail(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) {
+    fn finish_task_switch(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, prev: TaskId) {
         // __schedule_tail (§1.8 with MQ's locking, §3.3 step 7).
-        let _ = cpu;
-        if ctx.task(prev).is_idle {
-            return;
-        }
-        let yielded = std::mem::take(&mut self.ts[prev as usize].yielding);
-        if yielded {
+        if ctx.task(prev).is_idle || self.core.take_yield(prev) {
             return;
         }
         let t = ctx.task(prev);
@@ -899,38 +890,27 @@ impl Policy for Mq {
             return;
         }
         let c = t.processor;
-        self.lock_rq(ctx, c);
+        Mq::lock_rq(self, ctx, c);
         let t = ctx.task(prev);
         if t.state == TaskState::Running && t.on_cpu.is_none() {
-            self.reschedule_idle(ctx, prev);
+            let pl = self.reschedule_idle(ctx, prev);
+            self.place(ctx, prev, pl);
         }
         ctx.unlock(self.rq[c].lock);
     }
 
-    fn scheduler_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
-        if let Some(ms) = self.cfg.lb_interval_ms {
-            if cpu == 0 && ctx.jiffies() >= self.next_lb {
-                self.next_lb = ctx.jiffies() + Self::lb_ticks(ms, self.cfg.hz);
-                self.load_balance(ctx);
-            }
-        }
-        if ctx.task(curr).is_idle {
+    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
+        // update_process_times (§1.11) plus MQ's refresh of the published value (§3.5).
+        if !self.core.update_process_times(ctx, cpu, curr, false) {
             return;
         }
-        // update_process_times (§1.11) plus MQ's refresh of the published value (§3.5).
-        let s = &mut self.ts[curr as usize];
-        s.counter -= 1;
-        if s.counter <= 0 {
-            s.counter = 0;
-            ctx.resched_cpu(cpu);
-        }
         if self.curr_na_goodness[cpu] != MIN_GOODNESS {
-            self.curr_na_goodness[cpu] = self.prio(ctx, curr).na_goodness();
+            self.curr_na_goodness[cpu] = self.core.na_goodness(ctx, curr);
             self.lines.write(ctx, ad_line(cpu));
         }
     }
 
-    fn sys_sched_yield(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+    fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
         // nr_pending = Σ (nt_running − running_non_idle), read without locks.
         let mut nr_pending = 0i64;
         for c in 0..self.ncpu() {
@@ -941,23 +921,16 @@ impl Policy for Mq {
             nr_pending += q.list.len() as i64 - i64::from(q.running_non_idle);
         }
         if nr_pending > 0 {
-            if ctx.task(p).policy == SchedPolicy::Other {
-                self.ts[p as usize].yielding = true;
-            }
-            ctx.resched_cpu(cpu);
+            self.core.sched_yield(ctx, cpu, p);
             let c = ctx.task(p).processor;
-            self.lock_rq(ctx, c);
+            Mq::lock_rq(self, ctx, c);
             self.move_last_runqueue(ctx, p);
             ctx.unlock(self.rq[c].lock);
         }
     }
 
-    fn sched_exit(&mut self, _ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
-        // release_task (§1.12): the parent inherits the child's ticks, capped.
-        let cap = max_counter(self.cfg.hz);
-        let add = self.ts[child as usize].counter;
-        let s = &mut self.ts[parent as usize];
-        s.counter = (s.counter + add).min(cap);
+    fn task_dead(&mut self, _ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
+        self.core.release_task(parent, child);
     }
 
     fn counters(&self) -> BTreeMap<String, f64> {

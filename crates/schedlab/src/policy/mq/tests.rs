@@ -7,7 +7,7 @@ use super::*;
 use crate::kernel::task::ALL_CPUS;
 use crate::kernel::Acct;
 use crate::sim::{RunConfig, Simulation};
-use crate::workload::program::{program, Op};
+use crate::kernel::abi::{program, Op};
 
 const T0: u64 = 100_000;
 

@@ -66,7 +66,7 @@ use crate::kernel::task::{SchedPolicy, TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::{Kind, ParamSpec, Params};
 
-use super::{Policy, PolicyInfo, SchedCtx};
+use super::{Balance, PolicyInfo, SchedClass, SchedCtx, Wake};
 use interactivity as est;
 use prio_array::{PrioArray, MAX_PRIO};
 use versions::{Consts, Gen, Version};
@@ -189,15 +189,15 @@ const PARAMS_26: &[ParamSpec] = &[
     },
 ];
 
-fn build_d1(p: &Params, m: &Machine) -> Box<dyn Policy> {
+fn build_d1(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
     Box::new(O1::new(versions::D1, p, m))
 }
 
-fn build_g1(p: &Params, m: &Machine) -> Box<dyn Policy> {
+fn build_g1(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
     Box::new(O1::new(versions::G1, p, m))
 }
 
-fn build_26(p: &Params, m: &Machine) -> Box<dyn Policy> {
+fn build_26(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
     Box::new(O1::new(versions::V26, p, m))
 }
 
@@ -309,6 +309,9 @@ pub struct O1 {
     /// `cache_decay_ticks` where the version has it.
     cache_decay_ticks: Option<u64>,
     options: BTreeMap<String, String>,
+    /// The tick that just ran found its task expired but not yet switched out: the early
+    /// versions returned from `scheduler_tick` before the busy rebalance.
+    tick_skips_balance: bool,
     rqs: Vec<Rq>,
     ts: Vec<TaskSched>,
     stats: Stats,
@@ -355,6 +358,7 @@ impl O1 {
             idle_period,
             cache_decay_ticks,
             options,
+            tick_skips_balance: false,
             rqs: Vec::new(),
             ts: Vec::new(),
             stats: Stats::default(),
@@ -436,7 +440,7 @@ impl O1 {
     }
 
     /// The slice part of `scheduler_tick` for the running `p` (rq locked).
-    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+    fn slice_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
         let jiffies = ctx.jiffies();
         let pi = p as usize;
         if self.ts[pi].fifo {
@@ -513,6 +517,47 @@ impl O1 {
         }
     }
 
+    /// `wake_up_forked_process`: the new task `p` of `parent` joins `cpu`'s queue (locked).
+    fn enqueue_forked(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, parent: TaskId) {
+        match self.v.gen {
+            Gen::Early => {
+                // Stock 2.5.2 wake_up_forked_process: the child starts MAX_USER_PRIO/10
+                // levels worse than the parent.
+                let ts = &mut self.ts[p as usize];
+                if !ts.rt {
+                    ts.prio = (ts.prio + 40 / 10).min(MAX_PRIO as i32 - 1);
+                }
+                self.activate_task(ctx, p, cpu);
+            }
+            Gen::V26 => {
+                let c = self.c;
+                let penal = |ts: &TaskSched, pct: u64| {
+                    c.jiffies_to_ns(
+                        est::current_bonus(ts, &c) * pct / 100 * c.max_sleep_avg
+                            / versions::MAX_BONUS,
+                    )
+                };
+                let par = &mut self.ts[parent as usize];
+                par.sleep_avg = penal(par, 100);
+                let (par_prio, par_array) = (par.prio, par.array);
+                let child = &mut self.ts[p as usize];
+                child.sleep_avg = penal(child, 95);
+                child.interactive_credit = 0;
+                child.prio = est::effective_prio(child, &c);
+                match par_array {
+                    Some(arr) if ctx.task(parent).processor == cpu => {
+                        // The child takes the parent's place, just before it.
+                        child.prio = par_prio;
+                        child.array = Some(arr);
+                        self.rqs[cpu].arrays[arr].enqueue_before(p, par_prio, parent);
+                        self.rqs[cpu].nr_running += 1;
+                    }
+                    _ => self.activate_plain(p, cpu),
+                }
+            }
+        }
+    }
+
     fn counter_map(&self) -> BTreeMap<String, f64> {
         let s = &self.stats;
         let mut m = BTreeMap::from([
@@ -542,7 +587,7 @@ impl O1 {
     }
 }
 
-impl Policy for O1 {
+impl SchedClass for O1 {
     fn name(&self) -> &'static str {
         self.v.name
     }
@@ -570,7 +615,15 @@ impl Policy for O1 {
             .collect();
     }
 
-    fn task_new(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
+    fn rq_lock(&self, cpu: CpuId) -> LockId {
+        self.rqs[cpu].lock
+    }
+
+    fn task_on_rq(&self, _ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        self.ts[p as usize].array.is_some()
+    }
+
+    fn task_fork(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
         let n = p as usize + 1;
         if self.ts.len() < n {
             self.ts.resize(n, TaskSched::new(MAX_PRIO as i32, false));
@@ -615,7 +668,7 @@ impl Policy for O1 {
                     if self.ts[pp as usize].array.is_some() && ctx.task(pp).processor == cpu {
                         let l = self.rqs[cpu].lock;
                         ctx.lock(l);
-                        self.task_tick(ctx, cpu, pp);
+                        self.slice_tick(ctx, cpu, pp);
                         ctx.unlock(l);
                     }
                 }
@@ -624,77 +677,32 @@ impl Policy for O1 {
         self.ts[p as usize] = ts;
     }
 
-    fn wake_up_new_task(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: TaskId) {
-        let cpu = ctx.cpu();
-        let l = self.rqs[cpu].lock;
-        ctx.lock(l);
-        ctx.set_task_cpu(p, cpu);
-        match self.v.gen {
-            Gen::Early => {
-                // Stock 2.5.2 wake_up_forked_process: the child starts MAX_USER_PRIO/10
-                // levels worse than the parent.
-                let ts = &mut self.ts[p as usize];
-                if !ts.rt {
-                    ts.prio = (ts.prio + 40 / 10).min(MAX_PRIO as i32 - 1);
-                }
-                self.activate_task(ctx, p, cpu);
-            }
-            Gen::V26 => {
-                let c = self.c;
-                let penal = |ts: &TaskSched, pct: u64| {
-                    c.jiffies_to_ns(
-                        est::current_bonus(ts, &c) * pct / 100 * c.max_sleep_avg
-                            / versions::MAX_BONUS,
-                    )
-                };
-                let par = &mut self.ts[parent as usize];
-                par.sleep_avg = penal(par, 100);
-                let (par_prio, par_array) = (par.prio, par.array);
-                let child = &mut self.ts[p as usize];
-                child.sleep_avg = penal(child, 95);
-                child.interactive_credit = 0;
-                child.prio = est::effective_prio(child, &c);
-                match par_array {
-                    Some(arr) if ctx.task(parent).processor == cpu => {
-                        // The child takes the parent's place, just before it.
-                        child.prio = par_prio;
-                        child.array = Some(arr);
-                        self.rqs[cpu].arrays[arr].enqueue_before(p, par_prio, parent);
-                        self.rqs[cpu].nr_running += 1;
-                    }
-                    _ => self.activate_plain(p, cpu),
-                }
-            }
-        }
-        ctx.unlock(l);
-        if self.v.gen == Gen::V26 {
-            // do_fork: "child runs first".
-            ctx.resched_cpu(cpu);
-        }
-    }
-
-    fn try_to_wake_up(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, sync: bool) {
+    fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) -> CpuId {
         let this = ctx.cpu();
-        let sync = sync && self.sync_wakeups;
-        let mut cpu = ctx.task(p).processor;
-        ctx.lock(self.rqs[cpu].lock);
-        if self.ts[p as usize].array.is_some() {
-            // Still queued: it has not left its CPU yet; the kernel marks it running.
-            ctx.unlock(self.rqs[cpu].lock);
-            return;
+        if wake.fork {
+            // wake_up_forked_process: the child starts on the parent's CPU.
+            return this;
         }
+        let cpu = ctx.task(p).processor;
+        let sync = wake.sync && self.sync_wakeups;
         if sync && ctx.task(p).on_cpu.is_none() && cpu != this && ctx.allowed(p, this) {
             // Fast migration to the waker's runqueue (§2.5.6).
-            ctx.unlock(self.rqs[cpu].lock);
-            ctx.set_task_cpu(p, this);
-            ctx.lock(self.rqs[this].lock);
-            cpu = this;
             self.stats.sync_migrations += 1;
+            return this;
+        }
+        cpu
+    }
+
+    fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake) {
+        if wake.fork {
+            let parent = ctx.curr(cpu);
+            self.enqueue_forked(ctx, cpu, p, parent);
+            return;
         }
         if ctx.task(p).state == TaskState::Uninterruptible {
             self.ts[p as usize].activated = -1;
         }
-        if sync && cpu == this {
+        if wake.sync && self.sync_wakeups && cpu == ctx.cpu() {
             // The waker is about to sleep: no preemption check. 2.6.0 also skips the
             // sleep_avg update (`__activate_task`); the early estimator's boost is kept.
             match self.v.gen {
@@ -703,27 +711,60 @@ impl Policy for O1 {
             }
         } else {
             self.activate_task(ctx, p, cpu);
-            if self.preempts(ctx, p, cpu) {
-                ctx.resched_cpu(cpu);
-            }
         }
-        ctx.unlock(self.rqs[cpu].lock);
     }
 
-    fn schedule(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> TaskId {
-        let idle = ctx.idle_task(cpu);
+    fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+        self.deactivate_task(ctx, p, cpu);
+    }
+
+    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake) {
+        if wake.fork {
+            if self.v.gen == Gen::V26 {
+                // do_fork: "child runs first".
+                ctx.resched_cpu(cpu);
+            }
+            return;
+        }
+        let sync_here = wake.sync && self.sync_wakeups && cpu == ctx.cpu();
+        if !sync_here && self.preempts(ctx, p, cpu) {
+            ctx.resched_cpu(cpu);
+        }
+    }
+
+    fn balance(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, why: Balance) {
         let l = self.rqs[cpu].lock;
-        ctx.lock(l);
-        let prev_is_task = prev != idle;
-        if prev_is_task && ctx.task(prev).state != TaskState::Running {
-            self.deactivate_task(ctx, prev, cpu);
+        match why {
+            Balance::NewIdle => {
+                if self.rqs[cpu].nr_running == 0 {
+                    self.load_balance(ctx, cpu, true);
+                }
+            }
+            Balance::Tick { idle: true } => {
+                let j = ctx.jiffies();
+                if self.idle_period > 0 && j.is_multiple_of(self.idle_period) {
+                    ctx.lock(l);
+                    self.load_balance(ctx, cpu, true);
+                    ctx.unlock(l);
+                }
+            }
+            Balance::Tick { idle: false } => {
+                let j = ctx.jiffies();
+                let skip = std::mem::take(&mut self.tick_skips_balance);
+                if !skip && self.busy_period > 0 && j.is_multiple_of(self.busy_period) {
+                    ctx.lock(l);
+                    self.load_balance(ctx, cpu, false);
+                    ctx.unlock(l);
+                }
+            }
         }
-        if self.rqs[cpu].nr_running == 0 {
-            self.load_balance(ctx, cpu, true);
-        }
+    }
+
+    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
+        let idle = ctx.idle_task(cpu);
         let next = if self.rqs[cpu].nr_running == 0 {
             self.rqs[cpu].expired_timestamp = 0;
-            idle
+            None
         } else {
             let rq = &mut self.rqs[cpu];
             if rq.arrays[rq.active].nr_active == 0 {
@@ -751,59 +792,50 @@ impl Policy for O1 {
                 est::recalc_task_prio(ts, &self.c, at);
                 self.enqueue(next, cpu, arr);
             }
-            next
+            Some(next)
         };
-        if self.v.gen == Gen::V26 {
-            let now = ctx.now();
-            if next != idle {
-                self.ts[next as usize].activated = 0;
-            }
-            if prev_is_task {
-                let ts = &mut self.ts[prev as usize];
-                est::charge_run_time(ts, &self.c, now);
-                ts.timestamp = now;
-            }
-            if next != prev && next != idle {
-                self.ts[next as usize].timestamp = now;
-            }
-        }
-        if next != prev {
+        if next.unwrap_or(idle) != prev {
             self.rqs[cpu].nr_switches += 1;
         }
-        ctx.unlock(l);
         next
     }
 
-    fn scheduler_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
-        let j = ctx.jiffies();
-        let l = self.rqs[cpu].lock;
-        if ctx.task(curr).is_idle {
-            if self.idle_period > 0 && j.is_multiple_of(self.idle_period) {
-                ctx.lock(l);
-                self.load_balance(ctx, cpu, true);
-                ctx.unlock(l);
+    fn put_prev_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, prev: TaskId, _next: TaskId) {
+        if self.v.gen == Gen::V26 {
+            let now = ctx.now();
+            let ts = &mut self.ts[prev as usize];
+            est::charge_run_time(ts, &self.c, now);
+            ts.timestamp = now;
+        }
+    }
+
+    fn set_next_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, next: TaskId, prev: TaskId) {
+        if self.v.gen == Gen::V26 {
+            let ts = &mut self.ts[next as usize];
+            ts.activated = 0;
+            if next != prev {
+                ts.timestamp = ctx.now();
             }
+        }
+    }
+
+    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
+        if ctx.task(curr).is_idle {
             return;
         }
+        let l = self.rqs[cpu].lock;
         if self.ts[curr as usize].array != Some(self.rqs[cpu].active) {
             // Expired but not yet switched out.
             ctx.resched_cpu(cpu);
-            if self.v.gen == Gen::Early {
-                return;
-            }
+            self.tick_skips_balance = self.v.gen == Gen::Early;
         } else {
             ctx.lock(l);
-            self.task_tick(ctx, cpu, curr);
-            ctx.unlock(l);
-        }
-        if self.busy_period > 0 && j.is_multiple_of(self.busy_period) {
-            ctx.lock(l);
-            self.load_balance(ctx, cpu, false);
+            self.slice_tick(ctx, cpu, curr);
             ctx.unlock(l);
         }
     }
 
-    fn sys_sched_yield(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+    fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
         let l = self.rqs[cpu].lock;
         ctx.lock(l);
         if self.ts[p as usize].array.is_some() {
@@ -827,7 +859,7 @@ impl Policy for O1 {
         ctx.resched_cpu(cpu);
     }
 
-    fn sched_exit(&mut self, ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
+    fn task_dead(&mut self, ctx: &mut SchedCtx<'_>, parent: TaskId, child: TaskId) {
         if self.v.gen != Gen::V26 {
             // [NOT FOUND] for 2.5.2: no exit-time hand-back is modelled.
             return;
@@ -846,7 +878,7 @@ impl Policy for O1 {
         ctx.unlock(l);
     }
 
-    fn set_user_nice(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+    fn prio_changed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         let cpu = ctx.task(p).processor;
         let l = self.rqs[cpu].lock;
         ctx.lock(l);

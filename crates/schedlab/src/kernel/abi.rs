@@ -1,4 +1,4 @@
-//! Task programs: how a workload is written.
+//! The program ABI: what a task program may ask of the kernel, and what it sees.
 //!
 //! A program is a small state machine: the kernel asks it for its next [`Op`] each time
 //! the task returns to user mode, handing it the last system call's return value in
@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::engine::{SimRng, Time};
-use crate::kernel::chan::Fd;
+use super::types::Fd;
 
 /// One operation of a program.
 #[allow(missing_docs)] // fields are named by their variant docs
@@ -50,6 +50,8 @@ pub enum Op {
     Nice { inc: i32 },
 }
 
+/// `EBADF`, for a file descriptor that is not open.
+pub const EBADF: i64 = -9;
 /// `ECHILD`, as returned by [`Op::Wait`] when there is nothing to wait for.
 pub const ECHILD: i64 = -10;
 /// `EAGAIN`, as returned by a refused fork.

@@ -1,0 +1,124 @@
+//! Boot: CPUs and their idle tasks, the class's queues, and init running the workload's
+//! first program.
+//!
+//! Order (determinism: everything below happens in this order, at time 0): idle tasks
+//! `0..cpus`; `class.init`; `task_fork` for each idle task; init (pid 1) running the root
+//! program, woken on CPU 0; one `Resume` per CPU in CPU order; the first tick of CPU `c` at
+//! `tick + c·tick/cpus` (local APIC timers are not in phase, but all see the same
+//! `jiffies`).
+
+use crate::engine::{EventQueue, SimRng, Time};
+use crate::machine::{CacheModel, Machine};
+
+use super::abi::{Program, Record};
+use super::frame::Frame;
+use super::sched::SchedClass;
+use super::task::{SchedPolicy, Task, TaskState, TaskStats};
+use super::{Cpu, Event, Kernel, KernelStats};
+
+impl Kernel {
+    /// Boot `machine` under `class`, with init running `root`; `seed` seeds the run's
+    /// random source.
+    pub fn boot(
+        machine: Machine,
+        class: Box<dyn SchedClass>,
+        root: Box<dyn Program>,
+        seed: u64,
+    ) -> Kernel {
+        let n = machine.cpus;
+        let costs = machine.costs();
+        let hz = class.hz();
+        let tick_ns = Machine::tick_ns(hz);
+        let mut k = Kernel {
+            now: 0,
+            hz,
+            tick_ns,
+            queue: EventQueue::new(),
+            rng: SimRng::new(seed),
+            tasks: Vec::new(),
+            cpus: Vec::with_capacity(n),
+            locks: Vec::new(),
+            cache: CacheModel::new(n, costs.line_bytes, costs.l1_bytes, costs.l2_bytes),
+            waitqs: Vec::new(),
+            streams: Vec::new(),
+            files: Vec::new(),
+            open_files: 0,
+            live_tasks: 0,
+            next_pid: 1,
+            next_mm: 1,
+            stats: KernelStats::default(),
+            machine,
+            class,
+            programs: Vec::new(),
+            rec: Record::default(),
+            stopped: false,
+            stop_at: None,
+        };
+        for c in 0..n {
+            k.boot_cpu(c, tick_ns * c as Time / n as Time);
+        }
+        let (class, mut ctx) = k.sched(0);
+        class.init(&mut ctx);
+        for c in 0..n {
+            class.task_fork(&mut ctx, c as u32, None);
+        }
+        let all = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+        let init = k.create_task(None, root, 1, 0, all, 0);
+        k.next_mm = 2;
+        k.tasks[init as usize].kstack.push(Frame::User);
+        k.wake_up_new_task(0, init, None);
+        for c in 0..n {
+            k.queue.push(0, Event::Resume { cpu: c as u16, gen: 0 });
+        }
+        for c in 0..n {
+            let at = tick_ns + k.cpus[c].tick_phase;
+            k.queue.push(at, Event::Tick { cpu: c as u16 });
+        }
+        k
+    }
+
+    /// CPU `c` and its idle task, the tick `phase` into the tick period.
+    fn boot_cpu(&mut self, c: usize, phase: Time) {
+        let wq = self.new_waitq();
+        self.tasks.push(Task {
+            pid: 0,
+            mm: 0,
+            nice: 0,
+            policy: SchedPolicy::Other,
+            rt_priority: 0,
+            cpus_allowed: 1 << c,
+            processor: c,
+            last_ran: Some(c),
+            state: TaskState::Running,
+            on_cpu: Some(c),
+            need_resched: false,
+            is_idle: true,
+            parent: None,
+            children: Vec::new(),
+            zombies: Default::default(),
+            wait_chldexit: wq,
+            kstack: vec![Frame::Idle],
+            ret: 0,
+            wq_regs: Vec::new(),
+            stats: TaskStats::default(),
+            born_at: 0,
+        });
+        self.programs.push(None);
+        self.cpus.push(Cpu {
+            curr: c as u32,
+            idle: c as u32,
+            clock: 0,
+            acct: [0; 4],
+            halted: false,
+            user: None,
+            gen: 0,
+            pending_ticks: 0,
+            pending_ipi: false,
+            last_schedule: 0,
+            active_mm: 0,
+            timers: Vec::new(),
+            tick_phase: phase,
+            nr_switches: 0,
+        });
+    }
+}

@@ -1,0 +1,178 @@
+//! Process lifecycle: `fork`/`clone`, `execve`, `exit`, `wait`, and the release of a reaped
+//! task. The 2.4 limits (`RLIMIT_NPROC`, `max_threads`, `PID_MAX`) refuse a fork as the
+//! real kernel did.
+
+use crate::kernel::abi::{Program, EAGAIN, ECHILD};
+use crate::kernel::frame::{Frame, Sys};
+use crate::kernel::task::{SchedPolicy, Task, TaskId, TaskState, TaskStats};
+use crate::kernel::{Acct, Kernel};
+use crate::machine::CpuId;
+
+use super::syscall::Outcome;
+
+impl Kernel {
+    /// `do_fork`, first half: refuse beyond the 2.4 limits, charge the copy. The task is
+    /// created by the `NewTask` frame that follows, synced, so that it appears in the task
+    /// table together with its scheduler state.
+    pub(super) fn sys_fork(&mut self, cpu: CpuId, child: Box<dyn Program>, thread: bool) -> Outcome {
+        if !self.fork_allowed() {
+            return Outcome::Done(EAGAIN);
+        }
+        let costs = self.machine.costs();
+        let ns = if thread {
+            costs.clone_ns
+        } else {
+            costs.fork_ns
+        };
+        self.charge(cpu, ns, Acct::Running);
+        let parent = self.cpus[cpu].curr;
+        self.tasks[parent as usize]
+            .kstack
+            .push(Frame::NewTask { child, thread });
+        Outcome::Done(0)
+    }
+
+    /// `RLIMIT_NPROC`, `max_threads` and `PID_MAX` (benchmarks.md §1.4).
+    pub(super) fn fork_allowed(&self) -> bool {
+        let limits = &self.machine.preset.limits;
+        let live = self.live_tasks;
+        live < limits.nproc && live < limits.max_threads && (self.next_pid as u64) < 32768
+    }
+
+    /// `do_fork`, second half (synced): create the child, let the class split the
+    /// timeslice and place it; the parent's `fork()` returns the child's pid.
+    pub(super) fn new_task(
+        &mut self,
+        cpu: CpuId,
+        parent: TaskId,
+        child: Box<dyn Program>,
+        thread: bool,
+    ) {
+        if !self.fork_allowed() {
+            self.tasks[parent as usize].ret = EAGAIN;
+            return;
+        }
+        let p = &self.tasks[parent as usize];
+        let mm = if thread {
+            p.mm
+        } else {
+            self.next_mm += 1;
+            self.next_mm - 1
+        };
+        let (nice, allowed) = (p.nice, p.cpus_allowed);
+        let id = self.create_task(Some(parent), child, mm, nice, allowed, cpu);
+        self.tasks[id as usize]
+            .kstack
+            .extend([Frame::User, Frame::SysExit]);
+        self.stats.forks += 1;
+        self.wake_up_new_task(cpu, id, Some(parent));
+        self.tasks[parent as usize].ret = self.tasks[id as usize].pid as i64;
+    }
+
+    /// Create a task in state `Uninterruptible` (not yet runnable) on `cpu`'s queue.
+    pub(crate) fn create_task(
+        &mut self,
+        parent: Option<TaskId>,
+        program: Box<dyn Program>,
+        mm: u32,
+        nice: i32,
+        cpus_allowed: u64,
+        cpu: CpuId,
+    ) -> TaskId {
+        let id = self.tasks.len() as TaskId;
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        let wait_chldexit = self.new_waitq();
+        self.tasks.push(Task {
+            pid,
+            mm,
+            nice,
+            policy: SchedPolicy::Other,
+            rt_priority: 0,
+            cpus_allowed,
+            processor: cpu,
+            last_ran: None,
+            state: TaskState::Uninterruptible,
+            on_cpu: None,
+            need_resched: false,
+            is_idle: false,
+            parent,
+            children: Vec::new(),
+            zombies: Default::default(),
+            wait_chldexit,
+            kstack: Vec::with_capacity(8),
+            ret: 0,
+            wq_regs: Vec::new(),
+            stats: TaskStats::default(),
+            born_at: self.cpus[cpu].clock,
+        });
+        self.programs.push(Some(program));
+        if let Some(pp) = parent {
+            self.tasks[pp as usize].children.push(id);
+        }
+        self.live_tasks += 1;
+        id
+    }
+
+    /// `execve()`: a fresh mm and a new program.
+    pub(super) fn sys_exec(&mut self, cpu: CpuId, task: TaskId, program: Box<dyn Program>) -> Outcome {
+        let ns = self.machine.costs().exec_ns;
+        self.charge(cpu, ns, Acct::Running);
+        let mm = self.next_mm;
+        self.next_mm += 1;
+        self.tasks[task as usize].mm = mm;
+        self.programs[task as usize] = Some(program);
+        Outcome::Done(0)
+    }
+
+    pub(super) fn sys_exit(&mut self, cpu: CpuId, task: TaskId) -> Outcome {
+        let ns = self.machine.costs().exit_ns;
+        self.charge(cpu, ns, Acct::Running);
+        self.tasks[task as usize].state = TaskState::Zombie;
+        self.live_tasks -= 1;
+        // Orphans: reparented to nobody; a zombie orphan is released at once.
+        let children = std::mem::take(&mut self.tasks[task as usize].children);
+        self.tasks[task as usize].zombies.clear();
+        for c in children {
+            self.tasks[c as usize].parent = None;
+            if self.tasks[c as usize].state == TaskState::Zombie
+                && self.tasks[c as usize].on_cpu.is_none()
+            {
+                self.release(c);
+            }
+        }
+        // The run stops once the last task has also left its CPU (see `context_switch`).
+        Outcome::Exit
+    }
+
+    pub(super) fn sys_wait(&mut self, cpu: CpuId, task: TaskId) -> Outcome {
+        if let Some(z) = self.tasks[task as usize].zombies.pop_front() {
+            self.sched_reap(cpu, task, z);
+            let ns = self.machine.costs().wait_ns;
+            self.charge(cpu, ns, Acct::Running);
+            let children = &mut self.tasks[task as usize].children;
+            if let Some(i) = children.iter().position(|&c| c == z) {
+                children.swap_remove(i);
+            }
+            let pid = self.tasks[z as usize].pid;
+            self.release(z);
+            return Outcome::Done(pid as i64);
+        }
+        if self.tasks[task as usize].children.is_empty() {
+            return Outcome::Done(ECHILD);
+        }
+        let wq = self.tasks[task as usize].wait_chldexit;
+        self.sleep_on(task, wq);
+        Outcome::Block(Sys::Wait)
+    }
+
+    /// A reaped (or parentless) zombie becomes dead; its cache lines are forgotten.
+    pub(crate) fn release(&mut self, p: TaskId) {
+        let t = &mut self.tasks[p as usize];
+        debug_assert_eq!(t.state, TaskState::Zombie);
+        t.state = TaskState::Dead;
+        t.kstack.clear();
+        self.programs[p as usize] = None;
+        self.cache.forget(p);
+    }
+}

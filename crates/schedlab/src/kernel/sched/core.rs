@@ -1,0 +1,182 @@
+//! The scheduler core: the sequences every kernel shares, calling the class at the points
+//! [`super::SchedClass`] documents. Fixed kernel costs (`schedule_ns`, `wakeup_ns`,
+//! `tick_ns`) are charged after the class's section, so that its first lock is requested at
+//! the current global time.
+
+use crate::kernel::task::{TaskId, TaskState};
+use crate::kernel::Kernel;
+use crate::machine::CpuId;
+
+use super::{Balance, SchedClass, SchedCtx, Wake, WakeOrder};
+
+impl Kernel {
+    /// `schedule()` on `cpu` with `prev` its current task: the class's pick under the run
+    /// queue's lock, then the context switch.
+    pub(crate) fn schedule(&mut self, cpu: CpuId, prev: TaskId) {
+        self.tasks[prev as usize].need_resched = false;
+        let fixed = self.machine.costs().schedule_ns;
+        let idle = self.cpus[cpu].idle;
+        let (class, mut ctx) = self.sched(cpu);
+        let t0 = ctx.now();
+        class.lock_rq(&mut ctx, cpu);
+        let p = ctx.task(prev);
+        if prev != idle && p.state != TaskState::Running && class.task_on_rq(&ctx, prev) {
+            class.dequeue_task(&mut ctx, cpu, prev);
+        }
+        class.balance(&mut ctx, cpu, Balance::NewIdle);
+        let next = class.pick_next_task(&mut ctx, cpu, prev).unwrap_or(idle);
+        if prev != idle {
+            class.put_prev_task(&mut ctx, cpu, prev, next);
+        }
+        if next != idle {
+            class.set_next_task(&mut ctx, cpu, next, prev);
+        }
+        ctx.unlock(class.rq_lock(cpu));
+        let (spent, lock_ns) = (ctx.now() - t0, ctx.lock_ns);
+        ctx.charge(fixed);
+        self.stats.schedule_calls += 1;
+        self.stats.schedule_ns += spent;
+        self.stats.schedule_lock_ns += lock_ns;
+        self.assert_unlocked(cpu, "schedule");
+        let t = &self.tasks[next as usize];
+        let ok = next == idle
+            || (t.state == TaskState::Running
+                && !t.is_idle
+                && (t.on_cpu.is_none() || next == prev)
+                && t.cpus_allowed & (1 << cpu) != 0);
+        assert!(
+            ok,
+            "{}: schedule() on cpu {cpu} at {} ns picked pid {} ({:?}, on cpu {:?})",
+            self.class.name(),
+            self.now,
+            t.pid,
+            t.state,
+            t.on_cpu
+        );
+        if next != prev {
+            self.context_switch(cpu, prev, next);
+        }
+    }
+
+    /// `try_to_wake_up(p, sync)` on `cpu`: only sleeping tasks reach the class. `irq`: woken
+    /// from interrupt context (a timer), not by a task.
+    pub(crate) fn try_to_wake_up(&mut self, cpu: CpuId, p: TaskId, sync: bool, irq: bool) {
+        if !self.tasks[p as usize].state.is_sleeping() {
+            return;
+        }
+        let fixed = self.machine.costs().wakeup_ns;
+        let (class, ctx) = self.sched(cpu);
+        let mut ctx = ctx.in_irq(irq);
+        wake_task(class, &mut ctx, p, Wake { sync, fork: false });
+        ctx.charge(fixed);
+        self.assert_unlocked(cpu, "try_to_wake_up");
+        self.tasks[p as usize].state = TaskState::Running;
+        self.stats.wakeups += 1;
+    }
+
+    /// `wake_up_new_task`: the class's fork bookkeeping, then the first placement of the
+    /// new task `p`, forked by `parent` (`None` at boot) on `cpu`.
+    pub(crate) fn wake_up_new_task(&mut self, cpu: CpuId, p: TaskId, parent: Option<TaskId>) {
+        let (class, mut ctx) = self.sched(cpu);
+        class.task_fork(&mut ctx, p, parent);
+        // Boot's init is woken as 2.4's `wake_up_process` would, not as a fork.
+        let wake = Wake {
+            sync: false,
+            fork: parent.is_some(),
+        };
+        wake_task(class, &mut ctx, p, wake);
+        self.assert_unlocked(cpu, "wake_up_new_task");
+        self.tasks[p as usize].state = TaskState::Running;
+    }
+
+    /// The scheduler's part of the timer interrupt on `cpu` for `curr`.
+    pub(crate) fn scheduler_tick(&mut self, cpu: CpuId, curr: TaskId, user: bool) {
+        let fixed = self.machine.costs().tick_ns;
+        let idle = curr == self.cpus[cpu].idle;
+        let (class, mut ctx) = self.sched(cpu);
+        class.task_tick(&mut ctx, cpu, curr, user);
+        class.balance(&mut ctx, cpu, Balance::Tick { idle });
+        ctx.charge(fixed);
+        self.assert_unlocked(cpu, "scheduler_tick");
+    }
+
+    /// `sys_sched_yield` by `p` on `cpu`.
+    pub(crate) fn sched_yield(&mut self, cpu: CpuId, p: TaskId) {
+        let (class, mut ctx) = self.sched(cpu);
+        class.yield_task(&mut ctx, cpu, p);
+        self.assert_unlocked(cpu, "yield_task");
+    }
+
+    /// `set_user_nice`: `p`'s nice value changed.
+    pub(crate) fn set_user_nice(&mut self, cpu: CpuId, p: TaskId) {
+        let (class, mut ctx) = self.sched(cpu);
+        class.prio_changed(&mut ctx, p);
+        self.assert_unlocked(cpu, "prio_changed");
+    }
+
+    /// The scheduler's part of reaping zombie `p` by `parent` on `cpu`.
+    pub(crate) fn sched_reap(&mut self, cpu: CpuId, parent: TaskId, p: TaskId) {
+        let (class, mut ctx) = self.sched(cpu);
+        class.task_dead(&mut ctx, parent, p);
+        self.assert_unlocked(cpu, "task_dead");
+    }
+
+    /// The first frame of a task switched in on `cpu` after `prev`.
+    pub(crate) fn finish_task_switch(&mut self, cpu: CpuId, prev: TaskId) {
+        let (class, mut ctx) = self.sched(cpu);
+        class.finish_task_switch(&mut ctx, cpu, prev);
+        self.assert_unlocked(cpu, "finish_task_switch");
+    }
+
+    /// A policy hook returned holding a lock: a bug in the class.
+    pub(crate) fn assert_unlocked(&self, cpu: CpuId, hook: &str) {
+        if let Some(l) = self.locks.iter().find(|l| l.holder == Some(cpu)) {
+            panic!(
+                "{}: {hook} returned on cpu {cpu} at {} ns still holding {}",
+                self.class.name(),
+                self.now,
+                l.name
+            );
+        }
+    }
+}
+
+/// The wake-up sequence: find `p` a run queue, queue it there, and let the class decide who
+/// should reschedule. `p` is asleep or new, and not on a CPU's run queue unless it never
+/// left its CPU (then `task_on_rq` says so and nothing more is done).
+fn wake_task(class: &mut dyn SchedClass, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) {
+    let old = ctx.task(p).processor;
+    let cpu = match class.wake_order() {
+        WakeOrder::TaskRqFirst => {
+            class.lock_rq(ctx, old);
+            if class.task_on_rq(ctx, p) {
+                ctx.unlock(class.rq_lock(old));
+                return;
+            }
+            let cpu = class.select_task_rq(ctx, p, wake);
+            if cpu != old && !ctx.holds(class.rq_lock(cpu)) {
+                // 2.6.0: `task_rq_unlock(rq); goto repeat_lock_task` on the new queue.
+                ctx.unlock(class.rq_lock(old));
+                class.lock_rq(ctx, cpu);
+            }
+            cpu
+        }
+        WakeOrder::SelectFirst => {
+            if class.task_on_rq(ctx, p) {
+                return;
+            }
+            let cpu = class.select_task_rq(ctx, p, wake);
+            class.lock_rq(ctx, cpu);
+            cpu
+        }
+    };
+    ctx.set_task_cpu(p, cpu);
+    class.enqueue_task(ctx, cpu, p, wake);
+    class.wakeup_preempt(ctx, cpu, p, wake);
+    let target = class.rq_lock(cpu);
+    ctx.unlock(target);
+    let first = class.rq_lock(old);
+    if first != target && ctx.holds(first) {
+        ctx.unlock(first);
+    }
+}

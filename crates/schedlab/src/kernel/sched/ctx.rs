@@ -1,0 +1,302 @@
+//! What a scheduling-class hook may see and do. Time inside a hook is the executing CPU's
+//! clock, advanced by every charge, spin and lock transfer; locks are the machine's
+//! spinlocks ([`crate::machine::spinlock`]), so spinning, hold times and line transfers
+//! are charged by the machine model, never by the class.
+
+use crate::engine::{EventQueue, SimRng, Time};
+use crate::kernel::task::{Task, TaskId};
+use crate::kernel::{charge, Acct, Cpu, Event, KernelStats};
+use crate::machine::{Costs, CpuId, LockId, Machine, SpinLock};
+
+/// What a policy hook may see and do. Time inside a hook is the executing CPU's clock,
+/// advanced by every charge, spin and lock transfer.
+pub struct SchedCtx<'a> {
+    tasks: &'a mut Vec<Task>,
+    cpus: &'a mut Vec<Cpu>,
+    locks: &'a mut Vec<SpinLock>,
+    queue: &'a mut EventQueue<Event>,
+    stats: &'a mut KernelStats,
+    rng: &'a mut SimRng,
+    machine: &'a Machine,
+    tick_ns: Time,
+    cpu: CpuId,
+    cat: Acct,
+    irq: bool,
+    /// Time spent acquiring locks with `lock()` (spin, atomic, line transfer).
+    pub(crate) lock_ns: Time,
+}
+
+impl<'a> SchedCtx<'a> {
+    /// A context for a hook running on `cpu`, charging its work as `cat`, over the parts
+    /// of the kernel a class may see.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        tasks: &'a mut Vec<Task>,
+        cpus: &'a mut Vec<Cpu>,
+        locks: &'a mut Vec<SpinLock>,
+        queue: &'a mut EventQueue<Event>,
+        stats: &'a mut KernelStats,
+        rng: &'a mut SimRng,
+        machine: &'a Machine,
+        tick_ns: Time,
+        cpu: CpuId,
+    ) -> Self {
+        SchedCtx {
+            tasks,
+            cpus,
+            locks,
+            queue,
+            stats,
+            rng,
+            machine,
+            tick_ns,
+            cpu,
+            cat: Acct::Sched,
+            irq: false,
+            lock_ns: 0,
+        }
+    }
+
+    /// Mark the hook as running in interrupt context (a timer wake-up).
+    pub fn in_irq(mut self, irq: bool) -> Self {
+        self.irq = irq;
+        self
+    }
+
+    /// True when the hook runs in interrupt context: a wake-up by a timer rather than by
+    /// a task (2.6 `activated = 2` vs 1).
+    pub fn is_irq(&self) -> bool {
+        self.irq
+    }
+
+    /// The CPU executing the hook.
+    #[inline]
+    pub fn cpu(&self) -> CpuId {
+        self.cpu
+    }
+
+    /// Current time on the executing CPU.
+    #[inline]
+    pub fn now(&self) -> Time {
+        self.cpus[self.cpu].clock
+    }
+
+    /// `jiffies` now.
+    #[inline]
+    pub fn jiffies(&self) -> u64 {
+        self.now() / self.tick_ns
+    }
+
+    /// Tick period.
+    pub fn tick_ns(&self) -> Time {
+        self.tick_ns
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &Machine {
+        self.machine
+    }
+
+    /// The cost table.
+    #[inline]
+    pub fn costs(&self) -> &'static Costs {
+        self.machine.costs()
+    }
+
+    /// CPUs online.
+    #[inline]
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// The mm loaded on `cpu`: its current task's `active_mm` (the idle task keeps the
+    /// mm of the task before it, lazy TLB).
+    #[inline]
+    pub fn active_mm(&self, cpu: CpuId) -> u32 {
+        self.cpus[cpu].active_mm
+    }
+
+    /// Read a task.
+    #[inline]
+    pub fn task(&self, p: TaskId) -> &Task {
+        &self.tasks[p as usize]
+    }
+
+    /// Number of task slots (ids are `0..tasks_len()`).
+    pub fn tasks_len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The task running on `cpu`.
+    #[inline]
+    pub fn curr(&self, cpu: CpuId) -> TaskId {
+        self.cpus[cpu].curr
+    }
+
+    /// `cpu`'s idle task.
+    #[inline]
+    pub fn idle_task(&self, cpu: CpuId) -> TaskId {
+        self.cpus[cpu].idle
+    }
+
+    /// True when `cpu` runs its idle task.
+    #[inline]
+    pub fn cpu_is_idle(&self, cpu: CpuId) -> bool {
+        let c = &self.cpus[cpu];
+        c.curr == c.idle
+    }
+
+    /// Time of `cpu`'s last context switch (2.4 `last_schedule`).
+    pub fn last_schedule(&self, cpu: CpuId) -> Time {
+        self.cpus[cpu].last_schedule
+    }
+
+    /// True when `p` may run on `cpu`.
+    #[inline]
+    pub fn allowed(&self, p: TaskId, cpu: CpuId) -> bool {
+        self.task(p).cpus_allowed & (1u64 << cpu) != 0
+    }
+
+    /// The run's random source.
+    pub fn rng(&mut self) -> &mut SimRng {
+        &mut self.rng
+    }
+
+    /// Charge `ns` of work.
+    #[inline]
+    pub fn charge(&mut self, ns: Time) {
+        charge(self.cpus, self.tasks, self.cpu, ns, self.cat);
+    }
+
+    /// Charge the examination of `n` tasks in a run-queue scan.
+    #[inline]
+    pub fn examine(&mut self, n: u64) {
+        let c = n * self.costs().task_examine_ns;
+        self.charge(c);
+    }
+
+    /// Create a lock (at `init`).
+    pub fn new_lock(&mut self, name: &'static str) -> LockId {
+        self.locks.push(SpinLock::new(name));
+        (self.locks.len() - 1) as LockId
+    }
+
+    /// Acquire `l`, spinning until it is free.
+    pub fn lock(&mut self, l: LockId) {
+        let now = self.now();
+        let lk = &self.locks[l as usize];
+        assert!(
+            lk.holder.is_none(),
+            "lock {} requested by cpu {} while held by cpu {:?} at {now} ns",
+            lk.name,
+            self.cpu,
+            lk.holder
+        );
+        let start = now.max(lk.free_at);
+        let spin = start - now;
+        if spin > 0 {
+            charge(self.cpus, self.tasks, self.cpu, spin, Acct::Spin);
+        }
+        self.grant(l, spin);
+        self.lock_ns += self.now() - now;
+    }
+
+    /// Try to acquire `l` without spinning.
+    pub fn trylock(&mut self, l: LockId) -> bool {
+        let now = self.now();
+        if self.locks[l as usize].is_free_at(now) {
+            self.grant(l, 0);
+            true
+        } else {
+            // The failed atomic still pulls the lock's line over.
+            let xfer = self.transfer_cost(l);
+            let c = self.costs().lock_ns + xfer;
+            self.charge(c);
+            self.locks[l as usize].stats.trylock_failures += 1;
+            false
+        }
+    }
+
+    fn transfer_cost(&self, l: LockId) -> Time {
+        match self.locks[l as usize].last_cpu {
+            Some(o) if o != self.cpu => self.machine.line_transfer_ns(o, self.cpu),
+            _ => 0,
+        }
+    }
+
+    fn grant(&mut self, l: LockId, spin: Time) {
+        let xfer = self.transfer_cost(l);
+        let c = self.costs().lock_ns + xfer;
+        self.charge(c);
+        let now = self.now();
+        let cpu = self.cpu;
+        let lk = &mut self.locks[l as usize];
+        lk.holder = Some(cpu);
+        lk.granted_at = now;
+        lk.stats.acquisitions += 1;
+        if spin > 0 {
+            lk.stats.contended += 1;
+            lk.stats.wait_ns += spin;
+        }
+    }
+
+    /// Release `l`.
+    pub fn unlock(&mut self, l: LockId) {
+        let now = self.now();
+        let cpu = self.cpu;
+        let lk = &mut self.locks[l as usize];
+        assert_eq!(
+            lk.holder,
+            Some(cpu),
+            "unlock of {} by cpu {cpu} which does not hold it",
+            lk.name
+        );
+        lk.stats.hold_ns += now - lk.granted_at;
+        lk.free_at = now;
+        lk.holder = None;
+        lk.last_cpu = Some(cpu);
+    }
+
+    /// True when the executing CPU holds `l` (for `debug_assert!`s).
+    pub fn holds(&self, l: LockId) -> bool {
+        self.locks[l as usize].holder == Some(self.cpu)
+    }
+
+    /// Set `need_resched` on `cpu`'s current task and, for another CPU, send a reschedule
+    /// IPI unless one is already pending (the flag was set) or the idle loop polls.
+    pub fn resched_cpu(&mut self, cpu: CpuId) {
+        let curr = self.cpus[cpu].curr;
+        let t = &mut self.tasks[curr as usize];
+        let was_set = t.need_resched;
+        t.need_resched = true;
+        if cpu == self.cpu || was_set {
+            return;
+        }
+        if self.costs().idle_poll && self.tasks[curr as usize].is_idle {
+            return;
+        }
+        self.smp_send_reschedule(cpu);
+    }
+
+    /// Send a reschedule IPI to `cpu` unconditionally (2.4 `smp_send_reschedule`), for
+    /// policies whose kernel sent one without looking at the target's `need_resched`
+    /// (2.4 `reschedule_idle` preempting a busy CPU). Most policies want
+    /// [`SchedCtx::resched_cpu`].
+    pub fn smp_send_reschedule(&mut self, cpu: CpuId) {
+        let costs = self.costs();
+        self.charge(costs.ipi_send_ns);
+        self.stats.ipis += 1;
+        let at = self.now() + costs.ipi_latency_ns;
+        self.queue.push(at, Event::Ipi { cpu: cpu as u16 });
+    }
+
+    /// Move `p` to `cpu`'s run queue (2.4 `p->processor = cpu`, 2.5 `set_task_cpu`).
+    pub fn set_task_cpu(&mut self, p: TaskId, cpu: CpuId) {
+        let t = &mut self.tasks[p as usize];
+        if t.processor != cpu {
+            t.processor = cpu;
+            self.stats.migrations += 1;
+        }
+    }
+}
+

@@ -1,0 +1,224 @@
+//! The scheduler core and the seam every policy plugs into: [`SchedClass`], shaped like
+//! Linux's `struct sched_class`, and [`SchedCtx`], what a class's hook may see and do.
+//!
+//! # The core drives, the class decides
+//!
+//! [`core`] owns the sequences that every kernel of the era and after had in common —
+//! `schedule()`, `try_to_wake_up()`, `wake_up_new_task()`, the tick — and calls the class
+//! at the points a modern kernel does:
+//!
+//! ```text
+//! schedule(cpu, prev)          lock rq(cpu) ─ dequeue_task(prev) if it sleeps ─ balance(NewIdle)
+//!                              ─ pick_next_task ─ put_prev_task ─ set_next_task ─ unlock
+//!                              ─ context switch ─ finish_task_switch(prev) on the new task
+//! try_to_wake_up(p, sync)      [lock rq(task_cpu(p))] ─ task_on_rq? done ─ select_task_rq
+//!                              ─ move to the chosen rq ─ enqueue_task ─ wakeup_preempt ─ unlock
+//! wake_up_new_task(p)          task_fork(p, parent) ─ then as try_to_wake_up with `fork`
+//! scheduler_tick(cpu)          task_tick(curr) ─ balance(Tick)
+//! sched_yield / nice / reap    yield_task / prio_changed / task_dead
+//! ```
+//!
+//! Each hook's doc begins "Called from: …, with … held". Where the modelled kernels
+//! disagreed about a lock — 2.4's tick and `sys_sched_yield` took none, 2.6.0's took
+//! `rq->lock` — the hook is called with none held and the class takes what its kernel took;
+//! costs then follow from what it really did.
+//!
+//! # How the 2001–2003 policies map onto it
+//!
+//! * **2.4** (`linux-2.4`): one run queue shared by every CPU — [`SchedClass::rq_lock`]
+//!   answers `runqueue_lock` for every CPU. `select_task_rq` keeps the task where it is;
+//!   `reschedule_idle()` is its wake-up preemption (it may kick any CPU, since every CPU
+//!   serves the one queue); the counter recalculation happens inside `pick_next_task`,
+//!   which drops and retakes the lock as 2.4's `schedule()` did; `__schedule_tail` is
+//!   `finish_task_switch`.
+//! * **MQ** (`mq`, `mq-pool`): per-CPU queues. `select_task_rq` is MQ's `reschedule_idle`
+//!   placement — it may `spin_trylock` another queue and return holding it, and the core
+//!   then keeps both locks, as MQ did; the remote steal happens inside `pick_next_task`
+//!   (as modern fair's `pick_next_task_fair` runs newidle balancing itself); the pool
+//!   load balancer is `balance(Tick)`.
+//! * **haMQ**: per-CPU queues, placement decided lock-free before any queue is locked
+//!   ([`WakeOrder::SelectFirst`]); the idle pull is inside `pick_next_task`.
+//! * **O(1)** (`o1-d1`, `o1-g1`, `o1-2.6`): per-CPU queues; `select_task_rq` is the sync
+//!   wake-up's migration to the waker (2.6.0 `try_to_wake_up`); an empty queue's pull is
+//!   `balance(NewIdle)`, the idle and busy rebalance ticks are `balance(Tick)`.
+//!
+//! A policy knows no workload; the core knows no policy.
+
+pub mod core;
+mod ctx;
+
+use std::collections::BTreeMap;
+
+use crate::machine::{CpuId, LockId};
+
+use super::types::TaskId;
+use super::Kernel;
+
+pub use ctx::SchedCtx;
+
+/// Why a task is being placed on a run queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wake {
+    /// `__wake_up_sync`: the waker is about to sleep (`WF_SYNC`).
+    pub sync: bool,
+    /// A new task from `do_fork` (`WF_FORK`).
+    pub fork: bool,
+}
+
+/// Which lock `try_to_wake_up` takes before asking the class where the task goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeOrder {
+    /// 2.4 to 2.6.0: `task_rq_lock(p)` first; `select_task_rq` runs under it, and moving
+    /// the task drops it for the target's lock (or keeps both when the class returns
+    /// holding the target's lock, as MQ's `spin_trylock` placement did).
+    TaskRqFirst,
+    /// Decide first, lock-free (modern kernels under `p->pi_lock`), then lock the chosen
+    /// run queue.
+    SelectFirst,
+}
+
+/// Which balancing pass is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Balance {
+    /// `schedule()` after `prev` left the queue, before the pick (newidle balancing);
+    /// the run queue's lock is held.
+    NewIdle,
+    /// The timer tick, after `task_tick`; no lock held. `idle`: the CPU runs its idle task.
+    Tick {
+        /// The tick interrupted the idle task.
+        idle: bool,
+    },
+}
+
+/// A scheduling class. The kernel calls it; it owns its run queues and per-task state,
+/// takes the locks its kernel took through the [`SchedCtx`] and charges the work it does.
+///
+/// Every hook runs atomically in simulated time and must return holding exactly the locks
+/// its doc says it was called with.
+pub trait SchedClass {
+    /// Registry name.
+    fn name(&self) -> &'static str;
+
+    /// Effective options (defaults resolved), for the report.
+    fn options(&self) -> BTreeMap<String, String>;
+
+    /// Timer frequency of this class's kernel.
+    fn hz(&self) -> u32;
+
+    /// Called from: boot, once, before any task exists; no lock held. Create locks and
+    /// per-CPU run queues.
+    fn init(&mut self, ctx: &mut SchedCtx<'_>);
+
+    /// The lock protecting `cpu`'s run queue (`rq->lock`; 2.4: `runqueue_lock` for every
+    /// CPU).
+    fn rq_lock(&self, cpu: CpuId) -> LockId;
+
+    /// Called from: the core, to take `cpu`'s run-queue lock; no lock of that queue held.
+    /// Override to account for what the acquisition brings along (MQ: the queue's data
+    /// lines share the lock's cache line).
+    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
+        ctx.lock(self.rq_lock(cpu));
+    }
+
+    /// Which lock `try_to_wake_up` takes first.
+    fn wake_order(&self) -> WakeOrder {
+        WakeOrder::TaskRqFirst
+    }
+
+    /// Called from: `try_to_wake_up` and `schedule()`, with `task_rq(p)`'s lock held
+    /// (lock-free under [`WakeOrder::SelectFirst`]). True when `p` is still on a run queue
+    /// or still its CPU's current task (`p->on_rq`): a wake-up then only marks it running.
+    fn task_on_rq(&self, ctx: &SchedCtx<'_>, p: TaskId) -> bool;
+
+    /// Called from: boot (idle tasks and init, `parent` `None`) and `do_fork`, for every
+    /// new task before it is first woken; no lock held. Allocate per-task state; split the
+    /// parent's timeslice.
+    fn task_fork(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>);
+
+    /// Called from: `try_to_wake_up` / `wake_up_new_task`, for a task on no run queue,
+    /// with `task_rq(p)`'s lock held under [`WakeOrder::TaskRqFirst`], none under
+    /// `SelectFirst`. Return the CPU whose run queue `p` joins. A class may take that
+    /// queue's lock itself (by `spin_trylock`) and return holding it; the core then keeps
+    /// both locks until the wake-up is done.
+    fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) -> CpuId;
+
+    /// Called from: `try_to_wake_up` / `wake_up_new_task` after `select_task_rq` (the
+    /// task's `processor` is `cpu`), with `cpu`'s run-queue lock held. Queue `p`.
+    fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake);
+
+    /// Called from: `schedule()` when `prev` no longer runs (it sleeps or exits), with
+    /// `cpu`'s run-queue lock held. Take it off the queue.
+    fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId);
+
+    /// Called from: `try_to_wake_up` / `wake_up_new_task` right after `enqueue_task`, with
+    /// `cpu`'s run-queue lock held. Decide whether some CPU should reschedule (2.4:
+    /// `reschedule_idle()`; 2.6: `check_preempt_curr`) and call [`SchedCtx::resched_cpu`].
+    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake);
+
+    /// Called from: `schedule()` before the pick (`NewIdle`, `cpu`'s run-queue lock held)
+    /// and from the tick after `task_tick` (`Tick`, no lock held). Pull work from other
+    /// queues as the class's balancer did. The default balances nothing.
+    fn balance(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, why: Balance) {
+        let _ = (ctx, cpu, why);
+    }
+
+    /// Called from: `schedule()` on `cpu`, with its run-queue lock held; `prev` (maybe the
+    /// idle task) is the task leaving the CPU and competes if it still runs. Return the
+    /// next task, or `None` for the idle task. A class may drop and retake the lock inside
+    /// (2.4's counter recalculation) and take other queues' locks (MQ's steal).
+    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId)
+        -> Option<TaskId>;
+
+    /// Called from: `schedule()` after the pick, for a `prev` that is not an idle task,
+    /// with `cpu`'s run-queue lock held; `next` may equal `prev`.
+    fn put_prev_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId, next: TaskId) {
+        let _ = (ctx, cpu, prev, next);
+    }
+
+    /// Called from: `schedule()` after `put_prev_task`, for a `next` that is not an idle
+    /// task, with `cpu`'s run-queue lock held; `next` may equal `prev`.
+    fn set_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, next: TaskId, prev: TaskId) {
+        let _ = (ctx, cpu, next, prev);
+    }
+
+    /// Called from: the first frame of the task switched in on `cpu` (2.4
+    /// `__schedule_tail`, modern `finish_task_switch`), with `prev` the task switched
+    /// out; no lock held.
+    fn finish_task_switch(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) {
+        let _ = (ctx, cpu, prev);
+    }
+
+    /// Called from: the timer interrupt on `cpu` for its current task `curr` (the idle
+    /// task when idle); no lock held (2.4's `update_process_times` took none; 2.6.0's
+    /// `scheduler_tick` took `rq->lock` inside). `user`: user mode was interrupted.
+    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, user: bool);
+
+    /// Called from: `sys_sched_yield` by the running task `p` on `cpu`; no lock held (2.4
+    /// counted pending tasks lock-free first). The kernel reschedules on the way out of
+    /// the system call if `need_resched` is set.
+    fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId);
+
+    /// Called from: `sys_nice` after `p`'s nice value changed (`set_user_nice`); no lock
+    /// held.
+    fn prio_changed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        let _ = (ctx, p);
+    }
+
+    /// Called from: `wait()` reaping the zombie `p` of `parent` (2.4 `release_task`,
+    /// 2.6.0 `sched_exit`); no lock held.
+    fn task_dead(&mut self, ctx: &mut SchedCtx<'_>, parent: TaskId, p: TaskId) {
+        let _ = (ctx, parent, p);
+    }
+
+    /// Class-specific counters for `counters.policy`.
+    fn counters(&self) -> BTreeMap<String, f64> {
+        BTreeMap::new()
+    }
+
+    /// The class's invariants (e.g. every runnable task on exactly one queue); `Err` names
+    /// the first violation.
+    fn check(&self, k: &Kernel) -> Result<(), String> {
+        let _ = k;
+        Ok(())
+    }
+}

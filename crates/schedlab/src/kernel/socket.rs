@@ -1,0 +1,121 @@
+//! AF_UNIX stream sockets and TCP loopback connections as 2.4 had them: skbs queued on the
+//! peer and charged to the sender's buffer, `data_ready` and `write_space` wake-ups.
+
+use crate::kernel::abi::EPIPE;
+use crate::kernel::chan::{Fd, StreamKind};
+use crate::kernel::frame::Sys;
+use crate::kernel::task::TaskId;
+use crate::kernel::{Acct, Kernel};
+use crate::machine::CpuId;
+
+use super::syscall::{Outcome, Wakes};
+
+impl Kernel {
+    /// AF_UNIX / TCP receive: wait for data; copy across skbs up to `len`; freeing skbs
+    /// returns send-buffer space, and when the writer's buffer is at most a quarter full
+    /// its `write_space` wakes it.
+    pub(super) fn sock_read(
+        &mut self,
+        cpu: CpuId,
+        task: TaskId,
+        s: usize,
+        fd: Fd,
+        len: u64,
+        wakes: &mut Wakes,
+    ) -> Outcome {
+        let costs = self.machine.costs();
+        let call = if self.streams[s].kind == StreamKind::Tcp {
+            costs.tcp_call_ns
+        } else {
+            costs.unix_call_ns
+        };
+        self.charge(cpu, call, Acct::Running);
+        let st = &self.streams[s];
+        if st.len == 0 {
+            if st.writers == 0 {
+                return Outcome::Done(0);
+            }
+            let wq = st.read_wq;
+            self.sleep_on(task, wq);
+            return Outcome::Block(Sys::Read { fd, len, done: 0 });
+        }
+        let mut copied = 0;
+        let mut freed = false;
+        let st = &mut self.streams[s];
+        while copied < len {
+            let Some(front) = st.skbs.front_mut() else {
+                break;
+            };
+            let take = front.0.min(len - copied);
+            front.0 -= take;
+            copied += take;
+            if front.0 == 0 {
+                let (_, truesize) = st.skbs.pop_front().expect("front exists");
+                st.wmem -= truesize;
+                freed = true;
+            }
+        }
+        st.len -= copied;
+        st.read += copied;
+        let writable = freed && st.wmem * 4 <= st.cap;
+        let write_wq = st.write_wq;
+        self.copy(cpu, s, copied);
+        if writable {
+            wakes.push((self.take_waiters(cpu, write_wq, 0), false));
+        }
+        Outcome::Done(copied as i64)
+    }
+
+    /// AF_UNIX / TCP send (2.4 `unix_stream_sendmsg`): chunks of at most `sndbuf/2 − 64`,
+    /// each an skb queued on the peer and charged to the send buffer; sleep while the
+    /// buffer is full; each skb wakes the reader (`data_ready`, asynchronous).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn sock_write(
+        &mut self,
+        cpu: CpuId,
+        task: TaskId,
+        s: usize,
+        fd: Fd,
+        len: u64,
+        mut done: u64,
+        wakes: &mut Wakes,
+    ) -> Outcome {
+        let costs = self.machine.costs();
+        let call = if self.streams[s].kind == StreamKind::Tcp {
+            costs.tcp_call_ns
+        } else {
+            costs.unix_call_ns
+        };
+        if self.streams[s].readers == 0 {
+            return Outcome::Done(if done > 0 { done as i64 } else { EPIPE });
+        }
+        while done < len {
+            let st = &self.streams[s];
+            if st.wmem >= st.cap {
+                let wq = st.write_wq;
+                self.sleep_on(task, wq);
+                return Outcome::Block(Sys::Write {
+                    fd,
+                    len,
+                    done,
+                    started: true,
+                    waiting: false,
+                });
+            }
+            let size = (len - done).min(st.cap / 2 - 64);
+            self.charge(cpu, call, Acct::Running);
+            // The skb is fresh memory: no remote lines to pull.
+            self.streams[s].last_cpu = None;
+            self.copy(cpu, s, size);
+            let st = &mut self.streams[s];
+            st.skbs.push_back((size, size + costs.skb_overhead_bytes));
+            st.wmem += size + costs.skb_overhead_bytes;
+            st.len += size;
+            st.written += size;
+            done += size;
+            let rq = st.read_wq;
+            wakes.push((self.take_waiters(cpu, rq, 0), false));
+        }
+        Outcome::Done(len as i64)
+    }
+}
