@@ -12,9 +12,9 @@
 use std::time::Instant;
 
 use schedlab::engine::{Time, MS};
+use schedlab::kernel::abi::{program, Env, Op, Program, Record};
 use schedlab::kernel::Kernel;
 use schedlab::report::Metric;
-use schedlab::kernel::abi::{program, Env, Op, Program, Record};
 use schedlab::workload::{metric, Workload};
 use schedlab::{RunConfig, Simulation};
 

@@ -5,10 +5,10 @@
 use proptest::prelude::*;
 
 use schedlab::engine::{Time, MS, US};
+use schedlab::kernel::abi::{program, Env, Op, Program, Record, EAGAIN, ECHILD};
 use schedlab::kernel::Kernel;
 use schedlab::policy::POLICIES;
 use schedlab::report::Metric;
-use schedlab::kernel::abi::{program, Env, Op, Program, Record, EAGAIN, ECHILD};
 use schedlab::workload::{metric, Workload};
 use schedlab::{RunConfig, SimError, Simulation};
 
@@ -82,7 +82,7 @@ fn lat_pipe_counts_every_round_trip_and_conserves_bytes() {
     ))
     .unwrap();
     sim.run(&mut |_, _| {}).unwrap();
-    assert_eq!(sim.rec.count("round_trips"), 510);
+    assert_eq!(sim.k.rec.count("round_trips"), 510);
     let written: u64 = sim.k.streams.iter().map(|s| s.written).sum();
     assert_eq!(written, 2 * 510, "one byte each way per round trip");
     let r = sim.report().unwrap();
@@ -107,7 +107,7 @@ fn bw_pipe_moves_the_bytes_asked_for() {
     sim.run(&mut |_, _| {}).unwrap();
     // Timed: exactly the 3 MB asked for, after at least the 64 KB warm-up; the writer
     // streams until the reader is done, so what it wrote is read or still buffered.
-    assert_eq!(sim.rec.count("bytes"), 3 << 20);
+    assert_eq!(sim.k.rec.count("bytes"), 3 << 20);
     let s = &sim.k.streams[0];
     assert!(s.read >= (3 << 20) + 64 * 1024, "read {}", s.read);
     assert!(
@@ -221,7 +221,7 @@ fn nanosleep_wakes_on_a_tick_boundary() {
             }
         })
     });
-    let slept = sim.rec.last("b").unwrap() - sim.rec.first("a").unwrap();
+    let slept = sim.k.rec.last("b").unwrap() - sim.k.rec.first("a").unwrap();
     // 2.4 rounds up to jiffies and adds one: 3 + 1 ticks of 10 ms, less the phase.
     assert!((30 * MS..=41 * MS).contains(&slept), "slept {slept} ns");
 }
@@ -244,7 +244,7 @@ fn wait_reaps_children_and_reports_echild() {
             }
         })
     });
-    assert_eq!(sim.rec.count("done"), 3);
+    assert_eq!(sim.k.rec.count("done"), 3);
     assert!(sim
         .k
         .tasks
@@ -276,7 +276,7 @@ fn fork_beyond_the_process_limit_is_refused() {
         .nproc;
     assert_eq!(nproc, 8192);
     // init plus 8191 children are 8192 tasks: the 8192nd fork is refused.
-    assert_eq!(sim.rec.count("refused_at"), nproc + 1);
+    assert_eq!(sim.k.rec.count("refused_at"), nproc + 1);
 }
 
 #[test]
@@ -485,7 +485,7 @@ proptest! {
             // run() checks kernel and policy invariants every 4096 events (debug builds)
             // and at the end; a violation panics with the time and the broken rule.
             let sim = run_custom(p.name, cpus, seed, random_workload(pairs.clone()));
-            prop_assert_eq!(sim.rec.count("done"), n, "policy {}", p.name);
+            prop_assert_eq!(sim.k.rec.count("done"), n, "policy {}", p.name);
             prop_assert!(sim.check().is_ok());
             for s in &sim.k.streams {
                 prop_assert_eq!(s.written, s.read, "every byte written is read");
@@ -508,7 +508,7 @@ fn sim_of(cpus: usize, policy: &str, workload: &str) -> Simulation {
 }
 
 fn timed(sim: &Simulation) -> Time {
-    sim.rec.last("end").unwrap() - sim.rec.first("start").unwrap()
+    sim.k.rec.last("end").unwrap() - sim.k.rec.first("start").unwrap()
 }
 
 #[test]
@@ -520,12 +520,12 @@ fn lat_ctx_passes_the_token_round_the_ring_and_subtracts_its_overhead() {
         let sim = sim_of(2, p.name, &w);
         // The ring: every member forwards the token once per trip, start-up trip included.
         assert_eq!(
-            sim.rec.count("hops"),
+            sim.k.rec.count("hops"),
             procs * (1 + warmup + rounds),
             "{}",
             p.name
         );
-        assert_eq!(sim.rec.count("trips"), warmup + rounds);
+        assert_eq!(sim.k.rec.count("trips"), warmup + rounds);
         assert_eq!(sim.k.stats.forks, procs - 1, "procs - 1 members are forked");
         // Bytes: 4-byte tokens — the pipe-cost passes (one untimed) plus the ring hops.
         let written: u64 = sim.k.streams.iter().map(|s| s.written).sum();
@@ -558,11 +558,11 @@ fn lat_proc_forks_and_reaps_one_child_per_iteration() {
     for p in POLICIES {
         let sim = sim_of(4, p.name, "lat_proc:op=fork,n=200,warmup=5");
         assert_eq!(sim.k.stats.forks, 205, "{}", p.name);
-        assert_eq!(sim.rec.count("reaped"), 205);
-        assert_eq!(sim.rec.count("execs"), 0);
+        assert_eq!(sim.k.rec.count("reaped"), 205);
+        assert_eq!(sim.k.rec.count("execs"), 0);
         let fork = sim.report().unwrap().result.value;
         let sim = sim_of(4, p.name, "lat_proc:op=exec,n=200,warmup=5");
-        assert_eq!(sim.rec.count("execs"), 205);
+        assert_eq!(sim.k.rec.count("execs"), 205);
         let exec = sim.report().unwrap().result.value;
         // fork+exit+wait costs hundreds of µs; an exec adds the exec cost on top.
         assert!(fork > 100.0 && fork < 1000.0, "fork {fork}");
@@ -581,9 +581,9 @@ fn tbench_exchanges_every_request_and_nothing_sends_before_go() {
             "{}: a client and a server each",
             p.name
         );
-        assert_eq!(sim.rec.count("exchanges"), clients * ops);
+        assert_eq!(sim.k.rec.count("exchanges"), clients * ops);
         // Every request (set-up exchange included) got its reply from the server.
-        assert_eq!(sim.rec.count("replies"), clients * (ops + 1));
+        assert_eq!(sim.k.rec.count("replies"), clients * (ops + 1));
         let tcp: u64 = sim
             .k
             .streams
@@ -593,11 +593,11 @@ fn tbench_exchanges_every_request_and_nothing_sends_before_go() {
             .sum();
         assert_eq!(
             tcp,
-            sim.rec.count("request_bytes") + sim.rec.count("reply_bytes")
+            sim.k.rec.count("request_bytes") + sim.k.rec.count("reply_bytes")
         );
         // Barrier: no client starts its timed exchanges before "go".
-        let go = sim.rec.first("start").unwrap();
-        let firsts = &sim.rec.marks["first_request"];
+        let go = sim.k.rec.first("start").unwrap();
+        let firsts = &sim.k.rec.marks["first_request"];
         assert_eq!(firsts.len() as u64, clients);
         assert!(firsts.iter().all(|&t| t >= go));
         let r = sim.report().unwrap();
@@ -634,22 +634,25 @@ fn mkbench_builds_every_file_within_the_job_limit() {
     let dirs = schedlab::workload::mkbench::TREE.len() as u64;
     let tail = schedlab::workload::mkbench::TAIL.len() as u64;
     let sim = sim_of(8, "fifo", "mkbench:makes=1,jobs=2,cc1_ms=20");
-    assert_eq!(sim.rec.count("files"), files);
+    assert_eq!(sim.k.rec.count("files"), files);
     assert_eq!(
-        sim.rec.count("makes"),
+        sim.k.rec.count("makes"),
         dirs - 1,
         "one sub-make per directory"
     );
-    assert_eq!(sim.rec.count("links"), dirs);
-    assert_eq!(sim.rec.count("tail_steps"), tail - 1);
+    assert_eq!(sim.k.rec.count("links"), dirs);
+    assert_eq!(sim.k.rec.count("tail_steps"), tail - 1);
     // Tasks: the top make, sub-makes, gcc + cpp + cc1 + as per file, links, tail.
     assert_eq!(
         sim.k.stats.forks,
         1 + (dirs - 1) + 4 * files + dirs + (tail - 1)
     );
     // The jobserver: never more than `jobs` compile jobs between token and return.
-    let mut ev: Vec<(Time, i32)> = sim.rec.marks["job_start"].iter().map(|&t| (t, 1)).collect();
-    ev.extend(sim.rec.marks["job_end"].iter().map(|&t| (t, -1)));
+    let mut ev: Vec<(Time, i32)> = sim.k.rec.marks["job_start"]
+        .iter()
+        .map(|&t| (t, 1))
+        .collect();
+    ev.extend(sim.k.rec.marks["job_end"].iter().map(|&t| (t, -1)));
     ev.sort();
     let (mut now, mut max) = (0i32, 0i32);
     for (_, d) in ev {
@@ -715,7 +718,7 @@ fn yield_loop(
 /// per acquisition in ns) of a yield loop under linux-2.4.
 fn linux24_yield_costs(threads: u32, cpus: usize) -> (f64, f64, f64) {
     let sim = run_custom("linux-2.4", cpus, 1, yield_loop(threads, 10 * MS, 40 * MS));
-    assert_eq!(sim.rec.count("done"), threads as u64);
+    assert_eq!(sim.k.rec.count("done"), threads as u64);
     let r = sim.report().unwrap();
     let lock = &r.counters.locks["runqueue_lock"];
     let p = &r.counters.policy;

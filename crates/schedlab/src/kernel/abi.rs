@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::{SimRng, Time};
 use super::types::Fd;
+use crate::engine::{SimRng, Time};
 
 /// One operation of a program.
 #[allow(missing_docs)] // fields are named by their variant docs

@@ -68,7 +68,13 @@ impl Kernel {
         k.tasks[init as usize].kstack.push(Frame::User);
         k.wake_up_new_task(0, init, None);
         for c in 0..n {
-            k.queue.push(0, Event::Resume { cpu: c as u16, gen: 0 });
+            k.queue.push(
+                0,
+                Event::Resume {
+                    cpu: c as u16,
+                    gen: 0,
+                },
+            );
         }
         for c in 0..n {
             let at = tick_ns + k.cpus[c].tick_phase;

@@ -1,11 +1,11 @@
 //! How a CPU runs: the frame interpreter, interrupts, `schedule()` and the context switch.
 
 use crate::engine::Time;
+use crate::kernel::abi::{Env, Op};
 use crate::kernel::frame::Frame;
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::{Acct, Event, Kernel};
 use crate::machine::CpuId;
-use crate::kernel::abi::{Env, Op};
 
 use super::frame::Sys;
 
@@ -312,7 +312,7 @@ impl Kernel {
                 _ => costs.mem_line_ns,
             };
             let miss = self
-            .cache
+                .cache
                 .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
             cost += miss.from_l2 * costs.l2_line_ns + miss.from_outside * from_outside;
         }
@@ -363,12 +363,11 @@ impl Kernel {
             && self.stop_at.is_none()
             && self.tasks[prev as usize].state != TaskState::Running
             && self
-            .cpus
+                .cpus
                 .iter()
                 .all(|c| self.tasks[c.curr as usize].state != TaskState::Zombie)
         {
             self.stop_at = Some(now);
         }
     }
-
 }

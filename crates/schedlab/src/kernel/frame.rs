@@ -6,8 +6,8 @@
 //! switched back in — the way a real kernel stack does. Interrupts push their frames on
 //! the stack of whatever task they interrupt.
 
-use crate::engine::Time;
 use super::abi::Program;
+use crate::engine::Time;
 
 use super::chan::{Fd, StreamKind};
 use super::types::TaskId;

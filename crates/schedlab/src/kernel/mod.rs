@@ -317,7 +317,7 @@ impl Kernel {
             self.cpus[cpu].clock,
             self.now
         );
-        let ctx = SchedCtx::new(
+        let ctx = Self::ctx_of(
             &mut self.tasks,
             &mut self.cpus,
             &mut self.locks,
@@ -329,6 +329,36 @@ impl Kernel {
             cpu,
         );
         (self.class.as_mut(), ctx)
+    }
+
+    /// A hook context on `cpu` for a class other than the kernel's own (test beds).
+    pub fn ctx(&mut self, cpu: CpuId) -> SchedCtx<'_> {
+        Self::ctx_of(
+            &mut self.tasks,
+            &mut self.cpus,
+            &mut self.locks,
+            &mut self.queue,
+            &mut self.stats,
+            &mut self.rng,
+            &self.machine,
+            self.tick_ns,
+            cpu,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ctx_of<'a>(
+        tasks: &'a mut Vec<Task>,
+        cpus: &'a mut Vec<Cpu>,
+        locks: &'a mut Vec<SpinLock>,
+        queue: &'a mut EventQueue<Event>,
+        stats: &'a mut KernelStats,
+        rng: &'a mut SimRng,
+        machine: &'a Machine,
+        tick_ns: Time,
+        cpu: CpuId,
+    ) -> SchedCtx<'a> {
+        SchedCtx::new(tasks, cpus, locks, queue, stats, rng, machine, tick_ns, cpu)
     }
 
     /// The scheduling class.

@@ -14,7 +14,12 @@ impl Kernel {
     /// `do_fork`, first half: refuse beyond the 2.4 limits, charge the copy. The task is
     /// created by the `NewTask` frame that follows, synced, so that it appears in the task
     /// table together with its scheduler state.
-    pub(super) fn sys_fork(&mut self, cpu: CpuId, child: Box<dyn Program>, thread: bool) -> Outcome {
+    pub(super) fn sys_fork(
+        &mut self,
+        cpu: CpuId,
+        child: Box<dyn Program>,
+        thread: bool,
+    ) -> Outcome {
         if !self.fork_allowed() {
             return Outcome::Done(EAGAIN);
         }
@@ -115,7 +120,12 @@ impl Kernel {
     }
 
     /// `execve()`: a fresh mm and a new program.
-    pub(super) fn sys_exec(&mut self, cpu: CpuId, task: TaskId, program: Box<dyn Program>) -> Outcome {
+    pub(super) fn sys_exec(
+        &mut self,
+        cpu: CpuId,
+        task: TaskId,
+        program: Box<dyn Program>,
+    ) -> Outcome {
         let ns = self.machine.costs().exec_ns;
         self.charge(cpu, ns, Acct::Running);
         let mm = self.next_mm;

@@ -93,7 +93,6 @@ impl Kernel {
         }
     }
 
-
     pub(super) fn file(&mut self, task: TaskId, fd: Fd) -> Option<File> {
         match self.files.get(fd as usize) {
             Some(f) if f.open => Some(*f),
@@ -110,9 +109,7 @@ impl Kernel {
     }
 
     pub(super) fn copy(&mut self, cpu: CpuId, s: usize, bytes: u64) {
-        let ns = self
-            .machine
-            .copy_ns(bytes, self.streams[s].last_cpu, cpu);
+        let ns = self.machine.copy_ns(bytes, self.streams[s].last_cpu, cpu);
         self.charge(cpu, ns, Acct::Running);
         self.streams[s].last_cpu = Some(cpu);
     }
@@ -141,8 +138,6 @@ impl Kernel {
             StreamKind::Unix | StreamKind::Tcp => self.sock_read(cpu, task, s, fd, len, wakes),
         }
     }
-
-
 
     #[allow(clippy::too_many_arguments)]
     fn sys_write(
@@ -177,8 +172,6 @@ impl Kernel {
         }
     }
 
-
-
     /// `poll()`: scan every fd (registering on its wait queue); return the first readable
     /// one's index, or sleep until one of the queues is woken and scan again.
     fn sys_poll(&mut self, cpu: CpuId, task: TaskId, fds: Box<[Fd]>, _registered: bool) -> Outcome {
@@ -211,12 +204,6 @@ impl Kernel {
         })
     }
 
-
-
-
-
-
-
     fn sys_open(&mut self, cpu: CpuId, kind: StreamKind) -> Outcome {
         let costs = self.machine.costs();
         if self.open_files + 2 > self.machine.preset.limits.file_max {
@@ -228,8 +215,7 @@ impl Kernel {
                 self.charge(cpu, 2 * costs.file_create_ns, Acct::Running);
                 let wq = self.new_waitq();
                 let s = self.streams.len() as u32;
-                self
-                    .streams
+                self.streams
                     .push(Stream::new(kind, costs.pipe_buf_bytes, wq, wq));
                 self.files.push(File {
                     kind: FileKind::PipeRead(s),

@@ -6,8 +6,8 @@
 
 use std::collections::VecDeque;
 
-pub use super::types::WqId;
 use super::types::TaskId;
+pub use super::types::WqId;
 
 /// One waiter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -155,7 +155,12 @@ impl SchedClass for Fifo {
         }
     }
 
-    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
+    fn pick_next_task(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        prev: TaskId,
+    ) -> Option<TaskId> {
         let prev_t = ctx.task(prev);
         if !prev_t.is_idle && prev_t.state == TaskState::Running {
             self.enqueue(prev);

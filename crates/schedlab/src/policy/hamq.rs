@@ -376,7 +376,12 @@ impl SchedClass for Hamq {
         }
     }
 
-    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
+    fn pick_next_task(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        prev: TaskId,
+    ) -> Option<TaskId> {
         if self.core.rr_refill(ctx, prev) {
             self.dequeue(ctx, prev);
             self.enqueue(ctx, prev, false);

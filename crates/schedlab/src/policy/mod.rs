@@ -101,6 +101,19 @@ pub fn build(spec: &Spec, machine: &Machine) -> Result<Box<dyn SchedClass>, Spec
     Ok((info.build)(&params, machine))
 }
 
+/// Build the policy `spec` (`NAME[:key=value,...]`) for `cpus` CPUs of the preset
+/// `machine`: a shorthand for tests and test beds.
+pub fn build_named(
+    spec: &str,
+    machine: &str,
+    cpus: usize,
+) -> Result<Box<dyn SchedClass>, SpecError> {
+    let preset = crate::machine::preset::find(machine)
+        .ok_or_else(|| SpecError(format!("unknown machine '{machine}'")))?;
+    let m = Machine::boot(preset, Some(cpus)).map_err(SpecError)?;
+    build(&Spec::parse("policy", spec)?, &m)
+}
+
 /// Look a policy up by name.
 pub fn find(name: &str) -> Result<&'static PolicyInfo, SpecError> {
     POLICIES.iter().find(|p| p.name == name).ok_or_else(|| {

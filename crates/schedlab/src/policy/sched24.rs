@@ -141,6 +141,11 @@ impl Core24 {
         self.ts[p as usize].counter
     }
 
+    /// Set `p`'s counter (test beds building a state by hand).
+    pub fn set_counter(&mut self, p: TaskId, counter: i32) {
+        self.ts[p as usize].counter = counter;
+    }
+
     /// True when `p` carries the SCHED_YIELD bit.
     #[inline]
     pub fn yielding(&self, p: TaskId) -> bool {
@@ -177,7 +182,11 @@ impl Core24 {
         let t = ctx.task(p);
         match self.worth(t, p) {
             Worth::Other(w) => {
-                let pcp = if t.processor == cpu { self.rules.pcp } else { 0 };
+                let pcp = if t.processor == cpu {
+                    self.rules.pcp
+                } else {
+                    0
+                };
                 w + pcp + self.mm_bonus(t, this_mm)
             }
             other => other.value(),

@@ -15,12 +15,12 @@
 //! the timed read completes.
 
 use crate::engine::{Time, MS};
+use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
 

@@ -50,12 +50,12 @@
 
 use std::sync::Arc;
 
+use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
+use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
 
@@ -628,9 +628,9 @@ mod tests {
     #[test]
     fn each_message_reaches_the_other_users_of_its_room() {
         let s = run(4, "chat:rooms=2,users=4,messages=5");
-        assert_eq!(s.rec.count("messages_sent"), 2 * 4 * 5);
+        assert_eq!(s.k.rec.count("messages_sent"), 2 * 4 * 5);
         // Each of 8 client receive threads gets 5 messages from each of 3 others.
-        assert_eq!(s.rec.count("messages_delivered"), 8 * 3 * 5);
+        assert_eq!(s.k.rec.count("messages_delivered"), 8 * 3 * 5);
         // chat_s plus 4 threads per user.
         assert_eq!(s.k.stats.forks, 1 + 4 * 8);
         let in_mm = |mm| {
@@ -653,8 +653,8 @@ mod tests {
     #[test]
     fn nothing_is_sent_before_go_and_nice_is_inherited() {
         let s = run(8, "chat:rooms=1,users=5,messages=3,nice=19");
-        let start = s.rec.first("start").unwrap();
-        let sends = &s.rec.marks["first_send"];
+        let start = s.k.rec.first("start").unwrap();
+        let sends = &s.k.rec.marks["first_send"];
         assert_eq!(sends.len(), 5);
         assert!(sends.iter().all(|&t| t > start));
         assert!(s

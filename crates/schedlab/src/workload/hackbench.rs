@@ -34,12 +34,12 @@
 
 use std::sync::Arc;
 
+use crate::kernel::abi::{Env, Op, Program, Record, EAGAIN, ENFILE};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{Env, Op, Program, Record, EAGAIN, ENFILE};
+use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
 
@@ -662,10 +662,10 @@ mod tests {
     fn every_sender_writes_to_every_receiver_of_its_group() {
         let s = run(4, "hackbench:groups=2,loops=10");
         // 2 groups x 20 senders x 10 loops x 20 receivers.
-        assert_eq!(s.rec.count("messages_sent"), 8000);
-        assert_eq!(s.rec.count("messages_received"), 8000);
-        assert_eq!(s.rec.count("bytes_received"), 800_000);
-        assert_eq!(s.rec.count("children"), 80);
+        assert_eq!(s.k.rec.count("messages_sent"), 8000);
+        assert_eq!(s.k.rec.count("messages_received"), 8000);
+        assert_eq!(s.k.rec.count("bytes_received"), 800_000);
+        assert_eq!(s.k.rec.count("children"), 80);
         assert_eq!(s.k.stats.forks, 80);
         let written: u64 = s.k.streams.iter().map(|st| st.written).sum();
         // Messages, one ready byte per child, one "go" byte.
@@ -684,8 +684,8 @@ mod tests {
     #[test]
     fn nothing_is_sent_before_go() {
         let s = run(8, "hackbench:groups=2,loops=5,pipe=on");
-        let start = s.rec.first("start").unwrap();
-        let sends = &s.rec.marks["first_send"];
+        let start = s.k.rec.first("start").unwrap();
+        let sends = &s.k.rec.marks["first_send"];
         assert_eq!(sends.len(), 40, "one first send per sender");
         assert!(sends.iter().all(|&t| t > start), "a sender wrote before go");
         // Every child had written its ready byte before "go": the wake pipe got 1 byte
@@ -698,7 +698,7 @@ mod tests {
     fn pipe_and_thread_modes_move_the_same_messages() {
         for mode in ["pipe=on", "threads=on", "pipe=on,threads=on"] {
             let s = run(2, &format!("hackbench:groups=1,loops=5,fds=4,{mode}"));
-            assert_eq!(s.rec.count("messages_received"), 4 * 4 * 5, "{mode}");
+            assert_eq!(s.k.rec.count("messages_received"), 4 * 4 * 5, "{mode}");
             assert_eq!(s.k.stats.forks, 8, "{mode}");
             let threads = mode.contains("threads");
             let shared = s.k.tasks.iter().filter(|t| !t.is_idle).all(|t| t.mm == 1);
@@ -728,7 +728,7 @@ mod tests {
                 && e.contains("piii700-1m"),
             "{e}"
         );
-        assert!(s.rec.first("start").is_none(), "the run failed before go");
+        assert!(s.k.rec.first("start").is_none(), "the run failed before go");
     }
 
     #[test]

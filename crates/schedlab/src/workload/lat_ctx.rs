@@ -30,12 +30,12 @@
 //!   member exits after the last trip, and the parent reaps them after the timed part.
 
 use crate::engine::Time;
+use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
 

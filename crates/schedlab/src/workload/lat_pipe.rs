@@ -6,9 +6,9 @@
 //! two context switches and four pipe system calls). The model runs `warmup` untimed round
 //! trips, then `rounds` timed ones; the child exits when the parent is done.
 
+use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{program, Env, Op, Program, Record};
 
 use super::{interval, metric, Workload, WorkloadInfo};
 use crate::kernel::Kernel;

@@ -19,11 +19,11 @@
 //! * `hello`'s one `write()` to a closed fd (EBADF, a null system call) is left out: the
 //!   program just exits.
 
+use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
 

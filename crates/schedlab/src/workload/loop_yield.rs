@@ -27,11 +27,11 @@
 //! What it counts: `ctxt_start`, `ctxt_end` (the samples), `instances` (forked).
 
 use crate::engine::{Time, MS};
+use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
 
@@ -180,13 +180,13 @@ mod tests {
     #[test]
     fn the_rate_is_measured_over_the_window() {
         let s = run(2, "loop_yield:instances=4,duration_ms=30,warmup_ms=10");
-        assert_eq!(s.rec.count("instances"), 4);
+        assert_eq!(s.k.rec.count("instances"), 4);
         assert_eq!(s.k.stats.forks, 4);
-        let start = s.rec.first("start").unwrap();
-        let end = s.rec.last("end").unwrap();
+        let start = s.k.rec.first("start").unwrap();
+        let end = s.k.rec.last("end").unwrap();
         // nanosleep rounds up to ticks and adds one: the window is 30-50 ms at HZ=100.
         assert!(end - start >= 30_000_000 && end - start <= 50_000_000);
-        let cs = s.rec.count("ctxt_end") - s.rec.count("ctxt_start");
+        let cs = s.k.rec.count("ctxt_end") - s.k.rec.count("ctxt_start");
         assert!(cs > 1000, "{cs} switches");
         let r = s.report().unwrap();
         assert_eq!(r.result.metric, "switches_per_s");
@@ -202,9 +202,9 @@ mod tests {
     fn a_longer_window_counts_proportionally_more_switches() {
         let a = run(2, "loop_yield:instances=4,duration_ms=20,warmup_ms=10");
         let b = run(2, "loop_yield:instances=4,duration_ms=80,warmup_ms=10");
-        let cs = |s: &Simulation| s.rec.count("ctxt_end") - s.rec.count("ctxt_start");
+        let cs = |s: &Simulation| s.k.rec.count("ctxt_end") - s.k.rec.count("ctxt_start");
         let w = |s: &crate::Simulation| {
-            (s.rec.last("end").unwrap() - s.rec.first("start").unwrap()) as f64
+            (s.k.rec.last("end").unwrap() - s.k.rec.first("start").unwrap()) as f64
         };
         assert!(w(&b) > 2.5 * w(&a));
         let ratio = cs(&b) as f64 / cs(&a) as f64 / (w(&b) / w(&a));

@@ -75,12 +75,12 @@
 use std::sync::Arc;
 
 use crate::engine::{Time, MS, SEC};
+use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
+use crate::workload::Metric;
 
 use super::{metric, Workload, WorkloadInfo};
 

@@ -52,12 +52,12 @@
 //! perturbation (uniform ±5 %) and the compute's working set (none: a register busy loop).
 
 use crate::engine::{Time, MS};
+use crate::kernel::abi::{Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{Env, Op, Program, Record};
+use crate::workload::Metric;
 
 use super::window::Window;
 use super::{interval, metric, Workload, WorkloadInfo};
@@ -441,14 +441,14 @@ mod tests {
     }
 
     fn window_rounds(s: &crate::Simulation) -> u64 {
-        s.rec.count("rounds_end") - s.rec.count("rounds_start")
+        s.k.rec.count("rounds_end") - s.k.rec.count("rounds_start")
     }
 
     #[test]
     fn tokens_circulate_in_their_sets() {
         let sim = run(4, "reflex:tasks=6,sets=2,warmup_ms=5,duration_ms=20");
         assert_eq!(sim.k.stats.forks, 6, "one clone per thread");
-        assert_eq!(sim.rec.count("threads"), 6);
+        assert_eq!(sim.k.rec.count("threads"), 6);
         let threads_share_one_mm = sim.k.tasks.iter().filter(|t| !t.is_idle).all(|t| t.mm == 1);
         assert!(threads_share_one_mm);
         let written: u64 = sim.k.streams.iter().map(|s| s.written).sum();
@@ -456,7 +456,7 @@ mod tests {
         // Each of the 2 tokens is either in a pipe or held by a thread.
         assert!(written >= read && written - read <= 2, "{written} {read}");
         // A round of a 3-thread set is 3 hand-offs (plus the 2 injected tokens).
-        let rounds = sim.rec.count("rounds_end");
+        let rounds = sim.k.rec.count("rounds_end");
         assert!(written >= 3 * rounds + 2 && written <= 3 * rounds + 2 + 2 * 2);
         assert!(window_rounds(&sim) > 100);
         let r = sim.report().unwrap();
@@ -473,7 +473,7 @@ mod tests {
         let a = run(2, "reflex:tasks=4,warmup_ms=10,duration_ms=20");
         let b = run(2, "reflex:tasks=4,warmup_ms=10,duration_ms=80");
         let w = |s: &crate::Simulation| {
-            (s.rec.last("end").unwrap() - s.rec.first("start").unwrap()) as f64
+            (s.k.rec.last("end").unwrap() - s.k.rec.first("start").unwrap()) as f64
         };
         // nanosleep rounds the window up to ticks: compare with the windows measured.
         assert!(w(&b) > 2.5 * w(&a));
@@ -487,7 +487,7 @@ mod tests {
             2,
             "reflex:tasks=2,warmup_ms=0,duration_ms=20,yield_pct=50,delay_us=5",
         );
-        let (rounds, y) = (s.rec.count("rounds_end"), s.rec.count("yields"));
+        let (rounds, y) = (s.k.rec.count("rounds_end"), s.k.rec.count("yields"));
         // 2 token holds per round, each followed by a geometric number of yields of mean 1.
         assert!(rounds > 100, "{rounds} rounds");
         let per_hold = y as f64 / (2 * rounds) as f64;
@@ -500,8 +500,8 @@ mod tests {
     #[test]
     fn fixed_rounds_are_timed_from_go() {
         let sim = run(2, "reflex:tasks=4,rounds=300");
-        assert_eq!(Window::counted(&sim.rec, KEYS), 2 * 300);
-        assert_eq!(sim.rec.first("start"), sim.rec.first("go"));
+        assert_eq!(Window::counted(&sim.k.rec, KEYS), 2 * 300);
+        assert_eq!(sim.k.rec.first("start"), sim.k.rec.first("go"));
         // 2 sets x 300 rounds x 2 hand-offs, the 2 injected tokens.
         let read: u64 = sim.k.streams.iter().map(|s| s.read).sum();
         assert!((1200..=1204).contains(&read), "{read}");

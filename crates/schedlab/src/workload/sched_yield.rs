@@ -33,12 +33,12 @@
 //! closes), `threads` (cloned).
 
 use crate::engine::{Time, MS};
+use crate::kernel::abi::{Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{Env, Op, Program, Record};
+use crate::workload::Metric;
 
 use super::window::Window;
 use super::{interval, metric, Workload, WorkloadInfo};
@@ -226,10 +226,10 @@ mod tests {
     #[test]
     fn threads_of_one_mm_yield_in_the_window() {
         let s = run(4, "sched_yield:threads=8,duration_ms=20,warmup_ms=10");
-        assert_eq!(s.rec.count("threads"), 8);
+        assert_eq!(s.k.rec.count("threads"), 8);
         assert_eq!(s.k.stats.forks, 8);
         assert!(s.k.tasks.iter().filter(|t| !t.is_idle).all(|t| t.mm == 1));
-        let y = s.rec.count("yields_end") - s.rec.count("yields_start");
+        let y = s.k.rec.count("yields_end") - s.k.rec.count("yields_start");
         assert!(y > 1000, "{y} yields");
         let r = s.report().unwrap();
         assert_eq!(r.result.metric, "us_per_yield");
@@ -242,11 +242,11 @@ mod tests {
 
     #[test]
     fn a_longer_window_counts_proportionally_more_yields() {
-        let y = |s: &Simulation| s.rec.count("yields_end") - s.rec.count("yields_start");
+        let y = |s: &Simulation| s.k.rec.count("yields_end") - s.k.rec.count("yields_start");
         let a = run(2, "sched_yield:threads=4,duration_ms=20,warmup_ms=10");
         let b = run(2, "sched_yield:threads=4,duration_ms=80,warmup_ms=10");
         let w = |s: &crate::Simulation| {
-            (s.rec.last("end").unwrap() - s.rec.first("start").unwrap()) as f64
+            (s.k.rec.last("end").unwrap() - s.k.rec.first("start").unwrap()) as f64
         };
         assert!(w(&b) > 2.5 * w(&a));
         let ratio = y(&b) as f64 / y(&a) as f64 / (w(&b) / w(&a));

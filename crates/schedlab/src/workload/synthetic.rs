@@ -9,12 +9,12 @@
 //! Result: rounds completed per simulated second.
 
 use crate::engine::{Time, MS, US};
+use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
 

@@ -51,12 +51,12 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::workload::Metric;
 use crate::spec::{Kind, ParamSpec, Params, SpecError};
-use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
+use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
 

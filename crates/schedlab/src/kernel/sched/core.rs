@@ -18,20 +18,7 @@ impl Kernel {
         let idle = self.cpus[cpu].idle;
         let (class, mut ctx) = self.sched(cpu);
         let t0 = ctx.now();
-        class.lock_rq(&mut ctx, cpu);
-        let p = ctx.task(prev);
-        if prev != idle && p.state != TaskState::Running && class.task_on_rq(&ctx, prev) {
-            class.dequeue_task(&mut ctx, cpu, prev);
-        }
-        class.balance(&mut ctx, cpu, Balance::NewIdle);
-        let next = class.pick_next_task(&mut ctx, cpu, prev).unwrap_or(idle);
-        if prev != idle {
-            class.put_prev_task(&mut ctx, cpu, prev, next);
-        }
-        if next != idle {
-            class.set_next_task(&mut ctx, cpu, next, prev);
-        }
-        ctx.unlock(class.rq_lock(cpu));
+        let next = pick_next(class, &mut ctx, cpu, prev);
         let (spent, lock_ns) = (ctx.now() - t0, ctx.lock_ns);
         ctx.charge(fixed);
         self.stats.schedule_calls += 1;
@@ -141,10 +128,37 @@ impl Kernel {
     }
 }
 
+/// The scheduler's part of `schedule()` on `cpu`: under the run queue's lock, `prev`
+/// leaves the queue if it no longer runs, the class balances and picks, and the pick is
+/// committed. Returns the next task (the idle task when the class has none).
+pub(crate) fn pick_next(
+    class: &mut dyn SchedClass,
+    ctx: &mut SchedCtx<'_>,
+    cpu: CpuId,
+    prev: TaskId,
+) -> TaskId {
+    let idle = ctx.idle_task(cpu);
+    class.lock_rq(ctx, cpu);
+    let p = ctx.task(prev);
+    if prev != idle && p.state != TaskState::Running && class.task_on_rq(ctx, prev) {
+        class.dequeue_task(ctx, cpu, prev);
+    }
+    class.balance(ctx, cpu, Balance::NewIdle);
+    let next = class.pick_next_task(ctx, cpu, prev).unwrap_or(idle);
+    if prev != idle {
+        class.put_prev_task(ctx, cpu, prev, next);
+    }
+    if next != idle {
+        class.set_next_task(ctx, cpu, next, prev);
+    }
+    ctx.unlock(class.rq_lock(cpu));
+    next
+}
+
 /// The wake-up sequence: find `p` a run queue, queue it there, and let the class decide who
 /// should reschedule. `p` is asleep or new, and not on a CPU's run queue unless it never
 /// left its CPU (then `task_on_rq` says so and nothing more is done).
-fn wake_task(class: &mut dyn SchedClass, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) {
+pub(crate) fn wake_task(class: &mut dyn SchedClass, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) {
     let old = ctx.task(p).processor;
     let cpu = match class.wake_order() {
         WakeOrder::TaskRqFirst => {

@@ -46,6 +46,7 @@
 
 pub mod core;
 mod ctx;
+pub mod testbed;
 
 use std::collections::BTreeMap;
 
@@ -166,8 +167,12 @@ pub trait SchedClass {
     /// idle task) is the task leaving the CPU and competes if it still runs. Return the
     /// next task, or `None` for the idle task. A class may drop and retake the lock inside
     /// (2.4's counter recalculation) and take other queues' locks (MQ's steal).
-    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId)
-        -> Option<TaskId>;
+    fn pick_next_task(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        prev: TaskId,
+    ) -> Option<TaskId>;
 
     /// Called from: `schedule()` after the pick, for a `prev` that is not an idle task,
     /// with `cpu`'s run-queue lock held; `next` may equal `prev`.
@@ -220,5 +225,86 @@ pub trait SchedClass {
     fn check(&self, k: &Kernel) -> Result<(), String> {
         let _ = k;
         Ok(())
+    }
+}
+
+/// A boxed class is a class (the registry builds boxes; test beds take either).
+impl<T: SchedClass + ?Sized> SchedClass for Box<T> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn options(&self) -> BTreeMap<String, String> {
+        (**self).options()
+    }
+    fn hz(&self) -> u32 {
+        (**self).hz()
+    }
+    fn init(&mut self, ctx: &mut SchedCtx<'_>) {
+        (**self).init(ctx)
+    }
+    fn rq_lock(&self, cpu: CpuId) -> LockId {
+        (**self).rq_lock(cpu)
+    }
+    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
+        (**self).lock_rq(ctx, cpu)
+    }
+    fn wake_order(&self) -> WakeOrder {
+        (**self).wake_order()
+    }
+    fn task_on_rq(&self, ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        (**self).task_on_rq(ctx, p)
+    }
+    fn task_fork(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
+        (**self).task_fork(ctx, p, parent)
+    }
+    fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) -> CpuId {
+        (**self).select_task_rq(ctx, p, wake)
+    }
+    fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake) {
+        (**self).enqueue_task(ctx, cpu, p, wake)
+    }
+    fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+        (**self).dequeue_task(ctx, cpu, p)
+    }
+    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake) {
+        (**self).wakeup_preempt(ctx, cpu, p, wake)
+    }
+    fn balance(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, why: Balance) {
+        (**self).balance(ctx, cpu, why)
+    }
+    fn pick_next_task(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        prev: TaskId,
+    ) -> Option<TaskId> {
+        (**self).pick_next_task(ctx, cpu, prev)
+    }
+    fn put_prev_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId, next: TaskId) {
+        (**self).put_prev_task(ctx, cpu, prev, next)
+    }
+    fn set_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, next: TaskId, prev: TaskId) {
+        (**self).set_next_task(ctx, cpu, next, prev)
+    }
+    fn finish_task_switch(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) {
+        (**self).finish_task_switch(ctx, cpu, prev)
+    }
+    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, user: bool) {
+        (**self).task_tick(ctx, cpu, curr, user)
+    }
+    fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+        (**self).yield_task(ctx, cpu, p)
+    }
+    fn prio_changed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        (**self).prio_changed(ctx, p)
+    }
+    fn task_dead(&mut self, ctx: &mut SchedCtx<'_>, parent: TaskId, p: TaskId) {
+        (**self).task_dead(ctx, parent, p)
+    }
+    fn counters(&self) -> BTreeMap<String, f64> {
+        (**self).counters()
+    }
+    fn check(&self, k: &Kernel) -> Result<(), String> {
+        (**self).check(k)
     }
 }

@@ -495,7 +495,12 @@ impl SchedClass for Linux24 {
         }
     }
 
-    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
+    fn pick_next_task(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        prev: TaskId,
+    ) -> Option<TaskId> {
         self.stats.schedule_calls += 1;
         let prev_idle = ctx.task(prev).is_idle;
         if !prev_idle {

@@ -4,9 +4,9 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::kernel::abi::{program, Op, Record};
 use crate::kernel::{Acct, Kernel};
 use crate::workload::Metric;
-use crate::kernel::abi::{program, Op, Record};
 use crate::workload::{metric, Workload};
 use crate::{RunConfig, Simulation};
 

@@ -850,7 +850,12 @@ impl SchedClass for Mq {
         }
     }
 
-    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
+    fn pick_next_task(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        prev: TaskId,
+    ) -> Option<TaskId> {
         self.st.schedule_calls += 1;
         if self.core.rr_refill(ctx, prev) {
             self.move_last_runqueue(ctx, prev);

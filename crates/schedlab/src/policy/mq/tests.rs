@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::kernel::abi::{program, Op};
 use crate::kernel::task::ALL_CPUS;
 use crate::kernel::Acct;
 use crate::sim::{RunConfig, Simulation};
-use crate::kernel::abi::{program, Op};
 
 const T0: u64 = 100_000;
 

@@ -760,7 +760,12 @@ impl SchedClass for O1 {
         }
     }
 
-    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) -> Option<TaskId> {
+    fn pick_next_task(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        prev: TaskId,
+    ) -> Option<TaskId> {
         let idle = ctx.idle_task(cpu);
         let next = if self.rqs[cpu].nr_running == 0 {
             self.rqs[cpu].expired_timestamp = 0;

@@ -4,9 +4,9 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::kernel::abi::{program, Op};
 use crate::kernel::Acct;
 use crate::spec::{self, Spec};
-use crate::kernel::abi::{program, Op};
 use crate::{RunConfig, Simulation};
 
 /// A booted 4-CPU machine (its own policy is `fifo` and stays out of the way) and an

@@ -1,0 +1,164 @@
+//! A test bed for a scheduling class: a booted kernel whose scheduler state a test builds
+//! by hand, and the class under test driven through the same sequences the core runs.
+//!
+//! The kernel boots with the reference `fifo` class at the tested class's HZ (so that both
+//! see the same `jiffies`) and the boot-time init task retired; the class under test owns
+//! every task the test creates. Nothing runs unless the test says so: no events are
+//! handled, so clocks move only by what hooks charge and by [`Bed::at`].
+//!
+//! ```
+//! use schedlab::kernel::sched::testbed::Bed;
+//! use schedlab::policy;
+//! let class = policy::build_named("o1-2.6", "piii700-1m", 2).unwrap();
+//! let mut bed = Bed::new("piii700-1m", 2, class);
+//! let p = bed.task(0, 1, 0);
+//! bed.wake(0, p, false);
+//! assert_eq!(bed.schedule(0), p);
+//! bed.check().unwrap();
+//! ```
+
+use crate::engine::Time;
+use crate::kernel::abi::{program, Op};
+use crate::kernel::task::{TaskId, TaskState, ALL_CPUS};
+use crate::kernel::Kernel;
+use crate::machine::{preset, CpuId, Machine};
+
+use super::core::{pick_next, wake_task};
+use super::{Balance, SchedClass, SchedCtx, Wake};
+
+/// A booted kernel and a class under test.
+pub struct Bed<C: SchedClass> {
+    /// The kernel (its own class is a bystander).
+    pub k: Kernel,
+    /// The class under test.
+    pub class: C,
+}
+
+impl<C: SchedClass> Bed<C> {
+    /// Boot `cpus` CPUs of `machine` and hand them to `class` (`init`, then `task_fork` of
+    /// every idle task). Panics on an unknown preset or CPU count: a test bug.
+    pub fn new(machine: &str, cpus: usize, mut class: C) -> Bed<C> {
+        let preset = preset::find(machine).unwrap_or_else(|| panic!("no preset {machine}"));
+        let m = Machine::boot(preset, Some(cpus)).expect("cpu count");
+        let hz = class.hz();
+        let fifo = crate::policy::build_named(&format!("fifo:hz={hz}"), machine, cpus)
+            .expect("fifo builds");
+        let mut k = Kernel::boot(m, fifo, program(|_| Op::Exit), 1);
+        // Retire the bystander's init: only the test's tasks exist for the class.
+        k.tasks[cpus].state = TaskState::Dead;
+        let mut ctx = k.ctx(0);
+        class.init(&mut ctx);
+        for c in 0..cpus {
+            class.task_fork(&mut ctx, c as TaskId, None);
+        }
+        Bed { k, class }
+    }
+
+    /// Move every CPU's clock, and global time, to `t` (forward only).
+    pub fn at(&mut self, t: Time) {
+        self.k.now = self.k.now.max(t);
+        for c in &mut self.k.cpus {
+            c.clock = c.clock.max(t);
+        }
+    }
+
+    /// Run `f` as a hook of the class on `cpu`.
+    pub fn with<R>(&mut self, cpu: CpuId, f: impl FnOnce(&mut C, &mut SchedCtx<'_>) -> R) -> R {
+        let mut ctx = self.k.ctx(cpu);
+        f(&mut self.class, &mut ctx)
+    }
+
+    /// A new task of address space `mm` and nice `nice`, last run on `cpu`, asleep and on
+    /// no queue; the class has seen its `task_fork` (as a boot task: no parent).
+    pub fn task(&mut self, cpu: CpuId, mm: u32, nice: i32) -> TaskId {
+        let p = self
+            .k
+            .create_task(None, program(|_| Op::Exit), mm, nice, ALL_CPUS, cpu);
+        self.k.tasks[p as usize].state = TaskState::Interruptible;
+        self.with(cpu, |c, ctx| c.task_fork(ctx, p, None));
+        p
+    }
+
+    /// `try_to_wake_up(p, sync)` from `cpu`, through the core's sequence.
+    pub fn wake(&mut self, cpu: CpuId, p: TaskId, sync: bool) {
+        let mut ctx = self.k.ctx(cpu);
+        wake_task(&mut self.class, &mut ctx, p, Wake { sync, fork: false });
+        self.k.tasks[p as usize].state = TaskState::Running;
+        self.assert_unlocked();
+    }
+
+    /// `schedule()` on `cpu` through the core's sequence, then the bookkeeping of the
+    /// context switch (no switch costs, no `finish_task_switch`). Returns the next task.
+    pub fn schedule(&mut self, cpu: CpuId) -> TaskId {
+        let prev = self.k.cpus[cpu].curr;
+        self.k.tasks[prev as usize].need_resched = false;
+        let mut ctx = self.k.ctx(cpu);
+        let next = pick_next(&mut self.class, &mut ctx, cpu, prev);
+        self.assert_unlocked();
+        if next != prev {
+            self.switch_to(cpu, next);
+        }
+        next
+    }
+
+    /// Make `p` the current task of `cpu` (the bookkeeping of a context switch), whatever
+    /// the class would say.
+    pub fn switch_to(&mut self, cpu: CpuId, p: TaskId) {
+        let k = &mut self.k;
+        let old = k.cpus[cpu].curr;
+        k.tasks[old as usize].on_cpu = None;
+        k.cpus[cpu].curr = p;
+        k.cpus[cpu].last_schedule = k.cpus[cpu].clock;
+        let t = &mut k.tasks[p as usize];
+        t.on_cpu = Some(cpu);
+        if !t.is_idle {
+            t.last_ran = Some(cpu);
+            k.cpus[cpu].active_mm = t.mm;
+        }
+    }
+
+    /// `finish_task_switch(prev)` on `cpu`.
+    pub fn finish_switch(&mut self, cpu: CpuId, prev: TaskId) {
+        self.with(cpu, |c, ctx| c.finish_task_switch(ctx, cpu, prev));
+        self.assert_unlocked();
+    }
+
+    /// The scheduler's part of a timer tick on `cpu`.
+    pub fn tick(&mut self, cpu: CpuId, user: bool) {
+        let curr = self.k.cpus[cpu].curr;
+        let idle = curr == self.k.cpus[cpu].idle;
+        self.with(cpu, |c, ctx| {
+            c.task_tick(ctx, cpu, curr, user);
+            c.balance(ctx, cpu, Balance::Tick { idle });
+        });
+        self.assert_unlocked();
+    }
+
+    /// `sys_sched_yield` by the current task of `cpu`.
+    pub fn sched_yield(&mut self, cpu: CpuId) {
+        let p = self.k.cpus[cpu].curr;
+        self.with(cpu, |c, ctx| c.yield_task(ctx, cpu, p));
+        self.assert_unlocked();
+    }
+
+    /// The task `cpu` runs.
+    pub fn curr(&self, cpu: CpuId) -> TaskId {
+        self.k.cpus[cpu].curr
+    }
+
+    /// True when `cpu`'s current task has `need_resched`.
+    pub fn need_resched(&self, cpu: CpuId) -> bool {
+        self.k.tasks[self.curr(cpu) as usize].need_resched
+    }
+
+    /// The class's invariants.
+    pub fn check(&self) -> Result<(), String> {
+        self.class.check(&self.k)
+    }
+
+    fn assert_unlocked(&self) {
+        if let Some(l) = self.k.locks.iter().find(|l| l.holder.is_some()) {
+            panic!("{}: a hook returned holding {}", self.class.name(), l.name);
+        }
+    }
+}
