@@ -95,8 +95,8 @@ fn run(threads: u32, cpus: usize, start: Time, until: Time) -> Totals {
     let calls = p["schedule_calls"];
     Totals {
         calls,
-        sched_ns: (p["schedule_ns_mean"] + fixed) * calls,
-        lock_ns: p["schedule_lock_ns_mean"] * calls,
+        sched_ns: (r.counters.schedule_ns_mean + fixed) * calls,
+        lock_ns: r.counters.schedule_lock_ns_mean * calls,
         examined: p["tasks_examined"],
         acquisitions: l.acquisitions as f64,
         wait_ns: l.wait_ns_mean * l.acquisitions as f64,

@@ -58,31 +58,36 @@ pub struct Simulation {
 impl Simulation {
     /// Validate the configuration and boot.
     pub fn new(config: RunConfig) -> Result<Simulation, SimError> {
-        let input = |e: crate::spec::SpecError| SimError::Input(e.0);
-        let preset = preset::find(&config.machine).ok_or_else(|| {
-            let names: Vec<&str> = preset::PRESETS.iter().map(|p| p.name).collect();
-            let hint = crate::spec::closest(&config.machine, &names)
-                .map(|c| format!("; did you mean '{c}'?"))
-                .unwrap_or_default();
-            SimError::Input(format!(
-                "unknown machine '{}' (accepted: {}){hint}",
-                config.machine,
-                names.join(", ")
-            ))
-        })?;
-        let machine = Machine::boot(preset, config.cpus).map_err(SimError::Input)?;
+        let machine = boot_machine(&config)?;
         let policy_spec = Spec::parse("policy", &config.policy).map_err(input)?;
+        let class = policy::build(&policy_spec, &machine).map_err(input)?;
+        Self::with_parts(config, machine, class, policy_spec)
+    }
+
+    /// Boot under a scheduling class built in code — a policy of one's own, written
+    /// against [`crate::kernel::sched::SchedClass`] outside this crate's registry.
+    /// `config.policy` is not used: the report names the class.
+    pub fn with_class(
+        config: RunConfig,
+        class: Box<dyn SchedClass>,
+    ) -> Result<Simulation, SimError> {
+        let machine = boot_machine(&config)?;
+        let policy_spec = Spec {
+            name: class.name().to_string(),
+            args: Vec::new(),
+        };
+        Self::with_parts(config, machine, class, policy_spec)
+    }
+
+    fn with_parts(
+        config: RunConfig,
+        machine: Machine,
+        class: Box<dyn SchedClass>,
+        policy_spec: Spec,
+    ) -> Result<Simulation, SimError> {
         let workload_spec = Spec::parse("workload", &config.workload).map_err(input)?;
-        let policy = policy::build(&policy_spec, &machine).map_err(input)?;
         let (workload, params) = workload::build(&workload_spec, &machine).map_err(input)?;
-        let mut sim = Self::boot(
-            machine,
-            policy,
-            workload,
-            config,
-            policy_spec,
-            workload_spec,
-        );
+        let mut sim = Self::boot(machine, class, workload, config, policy_spec, workload_spec);
         sim.workload_params = params.to_map();
         Ok(sim)
     }
@@ -93,10 +98,7 @@ impl Simulation {
         config: RunConfig,
         workload: Box<dyn Workload>,
     ) -> Result<Simulation, SimError> {
-        let input = |e: crate::spec::SpecError| SimError::Input(e.0);
-        let preset = preset::find(&config.machine)
-            .ok_or_else(|| SimError::Input(format!("unknown machine '{}'", config.machine)))?;
-        let machine = Machine::boot(preset, config.cpus).map_err(SimError::Input)?;
+        let machine = boot_machine(&config)?;
         let policy_spec = Spec::parse("policy", &config.policy).map_err(input)?;
         let workload_spec = Spec::parse("workload", &config.workload).map_err(input)?;
         let policy = policy::build(&policy_spec, &machine).map_err(input)?;
@@ -212,4 +214,24 @@ impl Simulation {
     pub(crate) fn wall_ms(&self) -> u64 {
         self.wall_ms
     }
+}
+
+fn input(e: crate::spec::SpecError) -> SimError {
+    SimError::Input(e.0)
+}
+
+/// The machine `config` names, with the CPUs it boots.
+fn boot_machine(config: &RunConfig) -> Result<Machine, SimError> {
+    let preset = preset::find(&config.machine).ok_or_else(|| {
+        let names: Vec<&str> = preset::PRESETS.iter().map(|p| p.name).collect();
+        let hint = crate::spec::closest(&config.machine, &names)
+            .map(|c| format!("; did you mean '{c}'?"))
+            .unwrap_or_default();
+        SimError::Input(format!(
+            "unknown machine '{}' (accepted: {}){hint}",
+            config.machine,
+            names.join(", ")
+        ))
+    })?;
+    Machine::boot(preset, config.cpus).map_err(SimError::Input)
 }

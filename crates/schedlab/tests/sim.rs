@@ -550,7 +550,7 @@ fn lat_ctx_with_more_processes_does_proportionally_more_hops() {
     let big = sim_of(1, "fifo", "lat_ctx:procs=8,rounds=400");
     let ratio = timed(&big) as f64 / timed(&small) as f64;
     assert!(ratio > 3.0 && ratio < 5.0, "timed ratio {ratio}");
-    assert_eq!(big.rec.count("hops"), 4 * small.rec.count("hops"));
+    assert_eq!(big.k.rec.count("hops"), 4 * small.k.rec.count("hops"));
 }
 
 #[test]
@@ -614,8 +614,8 @@ fn tbench_exchanges_every_request_and_nothing_sends_before_go() {
 fn tbench_scales_with_clients_and_hits_the_file_limit() {
     let a = sim_of(2, "fifo", "tbench:clients=2,ops=200");
     let b = sim_of(2, "fifo", "tbench:clients=4,ops=200");
-    assert_eq!(b.rec.count("exchanges"), 2 * a.rec.count("exchanges"));
-    let ratio = b.rec.count("payload_bytes") as f64 / a.rec.count("payload_bytes") as f64;
+    assert_eq!(b.k.rec.count("exchanges"), 2 * a.k.rec.count("exchanges"));
+    let ratio = b.k.rec.count("payload_bytes") as f64 / a.k.rec.count("payload_bytes") as f64;
     assert!(ratio > 1.5 && ratio < 2.5, "payload ratio {ratio}");
     // 4096 connections need 8192 sockets: file-max (8192) refuses the last connect.
     let e = schedlab::run(cfg("piii700-1m", 2, "fifo", "tbench:clients=4096,ops=1"))
@@ -670,13 +670,13 @@ fn mkbench_more_makes_do_proportionally_more_work() {
         let one = sim_of(8, p.name, "mkbench:makes=1,cc1_ms=20");
         let two = sim_of(8, p.name, "mkbench:makes=2,cc1_ms=20");
         assert_eq!(
-            two.rec.count("files"),
-            2 * one.rec.count("files"),
+            two.k.rec.count("files"),
+            2 * one.k.rec.count("files"),
             "{}",
             p.name
         );
-        assert_eq!(two.rec.count("builds"), 2);
-        let ratio = two.rec.count("cc1_ns") as f64 / one.rec.count("cc1_ns") as f64;
+        assert_eq!(two.k.rec.count("builds"), 2);
+        let ratio = two.k.rec.count("cc1_ns") as f64 / one.k.rec.count("cc1_ns") as f64;
         assert!(ratio > 1.7 && ratio < 2.3, "cc1 work ratio {ratio}");
     }
 }
@@ -725,7 +725,7 @@ fn linux24_yield_costs(threads: u32, cpus: usize) -> (f64, f64, f64) {
     assert!(p["schedule_calls"] > 100.0);
     assert!(p["tasks_examined_mean"] > 0.5 * threads as f64, "{p:?}");
     (
-        p["schedule_ns_mean"] / 1e3,
+        r.counters.schedule_ns_mean / 1e3,
         lock.contended_pct,
         lock.wait_ns_mean,
     )

@@ -146,6 +146,11 @@ impl Core24 {
         self.ts[p as usize].counter = counter;
     }
 
+    /// Set or clear `p`'s SCHED_YIELD bit (test beds building a state by hand).
+    pub fn set_yielding(&mut self, p: TaskId, yielding: bool) {
+        self.ts[p as usize].yielding = yielding;
+    }
+
     /// True when `p` carries the SCHED_YIELD bit.
     #[inline]
     pub fn yielding(&self, p: TaskId) -> bool {
