@@ -12,6 +12,7 @@ pub mod lat_proc;
 pub mod loop_yield;
 pub mod reflex;
 pub mod sched_yield;
+pub mod window;
 
 use schedlab::spec::{ParamSpec, Params, SpecError};
 
