@@ -56,7 +56,7 @@ fn pipe_benchmarks_count_round_trips_and_bytes() {
     assert_eq!(counts(&r)["bytes_read"], total);
     assert_eq!(r.result.unit, "MB/s");
 
-    let r = native("lat_ctx:procs=3,size_kb=4,rounds=50,warmup=2");
+    let r = native("lat_ctx:procs=3,size_kb=4,rounds=50,warmup=2,ovr_iters=10");
     assert_eq!(counts(&r)["hops"], 150.0);
     assert_eq!(r.native.tasks, 2, "the leader is ring member 0");
 }
