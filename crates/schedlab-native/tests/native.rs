@@ -50,11 +50,19 @@ fn pipe_benchmarks_count_round_trips_and_bytes() {
     assert_eq!(counts(&r)["child_round_trips"], 307.0);
     assert_eq!(r.result.metric, "us_per_round_trip");
 
-    let r = native("bw_pipe:mb=2,chunk_kb=16,warmup_kb=32");
-    let total = (2 * 1024 * 1024 + 32 * 1024) as f64;
-    assert_eq!(counts(&r)["bytes_written"], total);
-    assert_eq!(counts(&r)["bytes_read"], total);
+    // warmup_ms=0: the untimed part is warmup_kb alone; the writer is stopped after the
+    // timed part and the reader drains what it still wrote.
+    let r = native("bw_pipe:mb=2,chunk_kb=16,warmup_kb=32,warmup_ms=0");
+    let c = counts(&r);
+    assert_eq!(c["bytes_timed"], (2 * 1024 * 1024) as f64);
+    assert!(
+        c["bytes_read"] >= (2 * 1024 * 1024 + 32 * 1024) as f64,
+        "{c:?}"
+    );
+    assert_eq!(c["bytes_written"], c["bytes_read"], "{c:?}");
     assert_eq!(r.result.unit, "MB/s");
+    let r = native("bw_pipe:mb=1,warmup_ms=30");
+    assert!(counts(&r)["bytes_read"] > counts(&r)["bytes_timed"]);
 
     let r = native("lat_ctx:procs=3,size_kb=4,rounds=50,warmup=2,ovr_iters=10");
     assert_eq!(counts(&r)["hops"], 150.0);

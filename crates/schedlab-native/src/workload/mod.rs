@@ -76,14 +76,12 @@ pub static NATIVE_WORKLOADS: &[NativeWorkload] = &[
         no_prepare,
         lat_pipe::run,
     ),
-    NativeWorkload {
-        name: "bw_pipe",
-        about: "lmbench bw_pipe: a child writes 64 KB chunks into a pipe the parent reads",
-        metric: "MB/s",
-        params: bw_pipe::PARAMS,
-        prepare: no_prepare,
-        run: bw_pipe::run,
-    },
+    native(
+        sim::bw_pipe::INFO,
+        "lmbench bw_pipe: a child writes 64 KB chunks into a pipe the parent reads",
+        no_prepare,
+        bw_pipe::run,
+    ),
     native(
         sim::lat_ctx::INFO,
         "lmbench lat_ctx: a token round a ring of processes, each summing its array",
