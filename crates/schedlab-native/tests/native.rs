@@ -101,13 +101,14 @@ fn chat_delivers_every_message_to_the_other_users() {
 
 #[test]
 fn lat_proc_forks_and_execs() {
-    let r = native("lat_proc:op=fork,iterations=20,warmup=3");
+    let r = native("lat_proc:op=fork,n=20,warmup=3");
     assert_eq!(counts(&r)["children"], 23.0);
     assert_eq!(r.native.tasks, 23);
-    assert_eq!(r.result.metric, "us_per_fork");
+    assert_eq!(r.result.metric, "us_per_op");
     if std::path::Path::new("/bin/true").exists() {
-        let r = native("lat_proc:op=exec,iterations=5,warmup=0");
-        assert_eq!(r.result.metric, "us_per_exec");
+        let r = native("lat_proc:op=exec,n=5,warmup=0");
+        assert_eq!(r.result.metric, "us_per_op");
+        assert_eq!(counts(&r)["children"], 5.0);
     }
 }
 
@@ -123,6 +124,8 @@ fn bad_parameters_are_rejected_with_one_clear_line() {
     assert!(e("reflex:tasks=4,sets=3").contains("sets <= tasks/2 = 2"));
     assert!(e("chat:users=1").contains("users=1"));
     assert!(e("lat_ctx:procs=1").contains("procs=1"));
+    // The native-only names of old are gone: the simulated workload's are accepted.
+    assert!(e("lat_proc:iterations=5").contains("(accepted: op, n, warmup)"));
     for s in ["hackbench:groups", "hackbench:groups=1,groups=2", ":a=1"] {
         assert!(!e(s).contains('\n'));
     }

@@ -118,12 +118,10 @@ pub static NATIVE_WORKLOADS: &[NativeWorkload] = &[
         prepare: no_prepare,
         run: sched_yield::run,
     },
-    NativeWorkload {
-        name: "lat_proc",
-        about: "lmbench lat_proc: fork (and exec) a child that exits, and wait for it",
-        metric: "us",
-        params: lat_proc::PARAMS,
-        prepare: no_prepare,
-        run: lat_proc::run,
-    },
+    native(
+        sim::lat_proc::INFO,
+        "lmbench lat_proc: fork (and exec) a child that exits, and wait for it",
+        no_prepare,
+        lat_proc::run,
+    ),
 ];
