@@ -79,11 +79,17 @@ fn thread_workloads_count_rounds_and_yields() {
     let r = native("reflex:tasks=6,rounds=10");
     assert_eq!(r.workload.params["sets"], "3", "sets defaults to tasks/2");
 
-    let r = native("sched_yield:threads=3,yields=500");
-    assert_eq!(counts(&r)["yields"], 1500.0);
+    let r = native("sched_yield:threads=3,warmup_ms=10,duration_ms=40");
+    let c = counts(&r);
+    assert!(
+        c["yields"] > 0.0 && c["yields_total"] >= c["yields"],
+        "{c:?}"
+    );
+    assert!(r.native.timed_ns >= 40_000_000, "{}", r.native.timed_ns);
     assert_eq!(r.native.tasks, 3);
+    assert_eq!(r.result.metric, "us_per_yield");
 
-    let r = native("loop_yield:instances=2,duration_ms=50");
+    let r = native("loop_yield:instances=2,duration_ms=50,warmup_ms=10");
     assert!(counts(&r)["yields"] > 0.0);
     assert_eq!(r.result.metric, "switches_per_s");
 }
@@ -126,6 +132,7 @@ fn bad_parameters_are_rejected_with_one_clear_line() {
     assert!(e("lat_ctx:procs=1").contains("procs=1"));
     // The native-only names of old are gone: the simulated workload's are accepted.
     assert!(e("lat_proc:iterations=5").contains("(accepted: op, n, warmup)"));
+    assert!(e("sched_yield:yields=5").contains("(accepted: threads, duration_ms, warmup_ms)"));
     for s in ["hackbench:groups", "hackbench:groups=1,groups=2", ":a=1"] {
         assert!(!e(s).contains('\n'));
     }
