@@ -88,14 +88,12 @@ pub static NATIVE_WORKLOADS: &[NativeWorkload] = &[
         no_prepare,
         lat_ctx::run,
     ),
-    NativeWorkload {
-        name: "reflex",
-        about: "LSE reflex: tokens circulating in active sets of threads over pipes",
-        metric: "us per round",
-        params: reflex::PARAMS,
-        prepare: reflex::prepare,
-        run: reflex::run,
-    },
+    native(
+        sim::reflex::INFO,
+        "LSE reflex: tokens circulating in active sets of threads over pipes",
+        reflex::prepare,
+        reflex::run,
+    ),
     native(
         sim::chat::INFO,
         "IBM chat: rooms of users, 4 threads per user, 100-byte messages over TCP loopback",
