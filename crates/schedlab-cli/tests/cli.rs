@@ -176,6 +176,14 @@ fn native_rejects_bad_input_with_one_line() {
         a.extend_from_slice(args);
         one_line_error(&a, needle);
     }
+    one_line_error(
+        &["native", "lat_proc:iterations=5"],
+        "unknown option 'iterations' for workload lat_proc (accepted: op, n, warmup)",
+    );
+}
+
+#[test]
+fn native_list_prints_the_simulated_parameters() {
     let s = String::from_utf8(schedlab(&["native", "--list"]).stdout).unwrap();
     for w in [
         "hackbench",
@@ -188,7 +196,14 @@ fn native_rejects_bad_input_with_one_line() {
         "sched_yield",
         "lat_proc",
     ] {
-        assert!(s.contains(w), "{s}");
+        let sim = schedlab::workload::WORKLOADS
+            .iter()
+            .find(|i| i.name == w)
+            .unwrap();
+        assert!(
+            s.contains(&schedlab::spec::describe(sim.params)),
+            "{w}: not the simulated parameters in\n{s}"
+        );
     }
 }
 

@@ -10,6 +10,9 @@
 //! host's load hits all alike. A tool runs in its own process group and is killed and
 //! reaped on timeout or interrupt, like a native run. A missing tool is named with the
 //! Debian package that provides it.
+//!
+//! The rows ([`ToolRow`]) belong to the report, which also renders them: imports run from
+//! here to `report`, never back.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -17,12 +20,10 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use schedlab::report::round;
 use schedlab::spec::{Params, SpecError};
 
-use crate::report::NativeReport;
+use crate::report::{NativeReport, ToolRow};
 use crate::runner::{kill_group, RunError, RunOptions};
 use crate::{median, parse, report, run_once, NativeConfig, NativeError};
 
@@ -41,24 +42,6 @@ pub struct Tool {
     pub parse: fn(&str) -> Option<f64>,
     /// Why the tool cannot run these parameters, if it cannot.
     pub unsupported: Option<String>,
-}
-
-/// One tool's line in the comparison.
-#[derive(Clone, Debug, Serialize)]
-pub struct ToolRow {
-    /// Label.
-    pub tool: String,
-    /// The exact command.
-    pub command: String,
-    /// The figure of each repetition.
-    pub runs: Vec<f64>,
-    /// Median, if it ran.
-    pub median: Option<f64>,
-    /// Median / native median.
-    pub ratio_to_native: Option<f64>,
-    /// Why it did not run, or stopped.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
 }
 
 /// The number after `key` on the first line that contains it.
@@ -293,41 +276,6 @@ pub fn compare(cfg: &NativeConfig) -> Result<NativeReport, NativeError> {
     }
     rep.compare = Some(rows);
     Ok(rep)
-}
-
-/// The comparison as text.
-pub fn to_text(rep: &NativeReport, rows: &[ToolRow]) -> String {
-    let mut o = String::new();
-    let n = rep.native.runs.len();
-    o += &format!(
-        "  compare     median of {n} run{} each, {} ({} is better)\n",
-        if n == 1 { "" } else { "s" },
-        rep.result.unit,
-        rep.result.better
-    );
-    o += &format!(
-        "    {:<28} {:>12}   {}\n",
-        "schedlab native", rep.result.value, rep.workload.name
-    );
-    for r in rows {
-        match (r.median, &r.note) {
-            (Some(m), note) => {
-                o += &format!(
-                    "    {:<28} {:>12}   {} (x{:.3} of native){}\n",
-                    r.tool,
-                    m,
-                    r.command,
-                    r.ratio_to_native.unwrap_or(0.0),
-                    note.as_ref()
-                        .map(|s| format!("; stopped: {s}"))
-                        .unwrap_or_default()
-                )
-            }
-            (None, Some(note)) => o += &format!("    {:<28} {:>12}   {note}\n", r.tool, "-"),
-            (None, None) => o += &format!("    {:<28} {:>12}\n", r.tool, "-"),
-        }
-    }
-    o
 }
 
 #[cfg(test)]

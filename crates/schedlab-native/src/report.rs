@@ -11,7 +11,6 @@ use serde::Serialize;
 use schedlab::report::{round, Metric, Named, WorkloadReport};
 use schedlab::spec::Params;
 
-use crate::compare::ToolRow;
 use crate::host::{self, Host, Stat};
 use crate::runner::Outcome;
 use crate::workload::NativeWorkload;
@@ -74,6 +73,24 @@ pub struct NativeInfo {
     pub minor_faults: u64,
     /// Result of every repetition, in order (the median is reported).
     pub runs: Vec<f64>,
+}
+
+/// One tool's line in the comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolRow {
+    /// Label.
+    pub tool: String,
+    /// The exact command.
+    pub command: String,
+    /// The figure of each repetition.
+    pub runs: Vec<f64>,
+    /// Median, if it ran.
+    pub median: Option<f64>,
+    /// Median / native median.
+    pub ratio_to_native: Option<f64>,
+    /// Why it did not run, or stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The report (`schedlab native --format json`).
@@ -238,8 +255,43 @@ impl NativeReport {
             n.system_ms
         );
         if let Some(rows) = &self.compare {
-            o += &crate::compare::to_text(self, rows);
+            o += &compare_text(self, rows);
         }
         o
     }
+}
+
+/// The `--compare` rows as text, under the native result.
+fn compare_text(rep: &NativeReport, rows: &[ToolRow]) -> String {
+    let mut o = String::new();
+    let n = rep.native.runs.len();
+    o += &format!(
+        "  compare     median of {n} run{} each, {} ({} is better)\n",
+        if n == 1 { "" } else { "s" },
+        rep.result.unit,
+        rep.result.better
+    );
+    o += &format!(
+        "    {:<28} {:>12}   {}\n",
+        "schedlab native", rep.result.value, rep.workload.name
+    );
+    for r in rows {
+        match (r.median, &r.note) {
+            (Some(m), note) => {
+                o += &format!(
+                    "    {:<28} {:>12}   {} (x{:.3} of native){}\n",
+                    r.tool,
+                    m,
+                    r.command,
+                    r.ratio_to_native.unwrap_or(0.0),
+                    note.as_ref()
+                        .map(|s| format!("; stopped: {s}"))
+                        .unwrap_or_default()
+                )
+            }
+            (None, Some(note)) => o += &format!("    {:<28} {:>12}   {note}\n", r.tool, "-"),
+            (None, None) => o += &format!("    {:<28} {:>12}\n", r.tool, "-"),
+        }
+    }
+    o
 }

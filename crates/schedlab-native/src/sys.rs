@@ -291,12 +291,12 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Busy-loop for `us` microseconds (reflex's calibrated compute delay).
-pub fn spin_us(us: u64) {
-    if us == 0 {
+/// Busy-loop for `ns` nanoseconds (reflex's calibrated compute delay).
+pub fn spin_ns(ns: u64) {
+    if ns == 0 {
         return;
     }
-    let end = now_ns() + us * 1000;
+    let end = now_ns() + ns;
     while now_ns() < end {
         std::hint::spin_loop();
     }

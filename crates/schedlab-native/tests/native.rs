@@ -1,13 +1,97 @@
-//! Native workloads: structural counts on small runs, cleanup on timeout, interrupt and
-//! failure, and clear rejection of bad parameters. No wall-clock assertions.
+//! Native workloads: the simulated workloads' parameters, structural counts on small runs,
+//! cleanup on timeout, interrupt and failure, and clear rejection of bad parameters. No
+//! wall-clock assertions.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use schedlab::spec::ParamSpec;
+use schedlab::workload::WORKLOADS;
 use schedlab_native::runner::{supervise, Outcome, RunError, RunOptions};
-use schedlab_native::{parse, run, sys, NativeConfig, NativeError, NativeReport};
+use schedlab_native::{parse, run, sys, NativeConfig, NativeError, NativeReport, NATIVE_WORKLOADS};
+
+// ---- One declaration of each workload's parameters --------------------------------------
+//
+// Every native workload is a simulated workload run for real, so it takes exactly the
+// simulated workload's parameters (system.md "Contracts": names, defaults, kinds), and
+// `schedlab native W:k=v` means what `schedlab run --workload W:k=v` means.
+
+/// Parameters a native workload may take that its simulated workload lacks, as
+/// (workload, parameter, why). Each entry needs a reason the simulated workload has no
+/// equivalent (a rounds, yields, messages or window parameter of its own would be one).
+/// Empty: every native knob is the model's.
+const NATIVE_ONLY: &[(&str, &str, &str)] = &[];
+
+fn row(p: &ParamSpec) -> (String, String, String) {
+    (
+        p.name.to_string(),
+        p.default.to_string(),
+        format!("{:?}", p.kind),
+    )
+}
+
+#[test]
+fn every_native_workload_takes_exactly_the_simulated_parameters() {
+    for w in NATIVE_WORKLOADS {
+        let sim = WORKLOADS
+            .iter()
+            .find(|s| s.name == w.name)
+            .unwrap_or_else(|| panic!("native workload {} has no simulated workload", w.name));
+        let native_only: Vec<&str> = NATIVE_ONLY
+            .iter()
+            .filter(|(n, _, _)| *n == w.name)
+            .map(|(_, p, _)| *p)
+            .collect();
+        let native: Vec<_> = w
+            .params
+            .iter()
+            .filter(|p| !native_only.contains(&p.name))
+            .map(row)
+            .collect();
+        let simulated: Vec<_> = sim.params.iter().map(row).collect();
+        assert_eq!(
+            native, simulated,
+            "{}: native parameters (name, default, kind) differ from the simulated ones",
+            w.name
+        );
+        for p in &native_only {
+            assert!(
+                w.params.iter().any(|d| d.name == *p),
+                "{}: exception for {p}, which it does not take",
+                w.name
+            );
+        }
+        assert_eq!(w.metric, sim.metric, "{}: listed metric", w.name);
+    }
+}
+
+#[test]
+fn every_native_workload_accepts_its_defaults_and_every_single_default_given() {
+    // Giving each parameter explicitly at its default is accepted natively, as it is by
+    // the model (no simulated knob is refused at its default).
+    for w in NATIVE_WORKLOADS {
+        parse(w.name).unwrap_or_else(|e| panic!("{}: {e}", w.name));
+        for p in w.params.iter().filter(|p| p.default != "auto") {
+            let spec = format!("{}:{}={}", w.name, p.name, p.default);
+            parse(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn exceptions_are_few_and_named() {
+    for (w, p, why) in NATIVE_ONLY {
+        assert!(
+            NATIVE_WORKLOADS.iter().any(|n| n.name == *w),
+            "exception for unknown workload {w}"
+        );
+        assert!(!why.is_empty(), "{w}:{p} needs a reason");
+    }
+}
+
+// ---- Runs ---------------------------------------------------------------------------------
 
 fn native(spec: &str) -> NativeReport {
     run(&NativeConfig {
@@ -50,32 +134,59 @@ fn pipe_benchmarks_count_round_trips_and_bytes() {
     assert_eq!(counts(&r)["child_round_trips"], 307.0);
     assert_eq!(r.result.metric, "us_per_round_trip");
 
-    let r = native("bw_pipe:mb=2,chunk_kb=16,warmup_kb=32");
-    let total = (2 * 1024 * 1024 + 32 * 1024) as f64;
-    assert_eq!(counts(&r)["bytes_written"], total);
-    assert_eq!(counts(&r)["bytes_read"], total);
+    // warmup_ms=0: the untimed part is warmup_kb alone; the writer is stopped after the
+    // timed part and the reader drains what it still wrote.
+    let r = native("bw_pipe:mb=2,chunk_kb=16,warmup_kb=32,warmup_ms=0");
+    let c = counts(&r);
+    assert_eq!(c["bytes_timed"], (2 * 1024 * 1024) as f64);
+    assert!(
+        c["bytes_read"] >= (2 * 1024 * 1024 + 32 * 1024) as f64,
+        "{c:?}"
+    );
+    assert_eq!(c["bytes_written"], c["bytes_read"], "{c:?}");
     assert_eq!(r.result.unit, "MB/s");
+    let r = native("bw_pipe:mb=1,warmup_ms=30");
+    assert!(counts(&r)["bytes_read"] > counts(&r)["bytes_timed"]);
 
-    let r = native("lat_ctx:procs=3,size_kb=4,rounds=50,warmup=2");
+    let r = native("lat_ctx:procs=3,size_kb=4,rounds=50,warmup=2,ovr_iters=10");
     assert_eq!(counts(&r)["hops"], 150.0);
     assert_eq!(r.native.tasks, 2, "the leader is ring member 0");
 }
 
 #[test]
 fn thread_workloads_count_rounds_and_yields() {
-    // 7 tasks in 3 sets: sizes 3, 2, 2; each member passes the token once per round.
+    // rounds=N: the window closes when the 3 sets together have done 3 · 40 rounds (a set
+    // finishing a round at the same moment may add one).
     let r = native("reflex:tasks=7,sets=3,rounds=40");
-    assert_eq!(counts(&r)["rounds"], 120.0);
-    assert_eq!(counts(&r)["token_passes"], 7.0 * 40.0);
+    let c = counts(&r);
+    assert!(c["rounds"] >= 120.0 && c["rounds"] <= 123.0, "{c:?}");
+    assert!(c["rounds_total"] >= c["rounds"], "{c:?}");
+    // Sets of 3, 2, 2: every member passes the token once per round of its set.
+    assert!(c["token_passes"] >= 2.0 * c["rounds_total"], "{c:?}");
+    assert_eq!(c["yields"], 0.0, "yield_pct=0: Path II only");
     assert_eq!(r.workload.params["sets"], "3");
+    assert_eq!(r.result.metric, "us_per_round");
     let r = native("reflex:tasks=6,rounds=10");
     assert_eq!(r.workload.params["sets"], "3", "sets defaults to tasks/2");
+    // Path I and a fractional compute delay are honoured.
+    let r = native("reflex:tasks=4,yield_pct=50,delay_us=0.5,rounds=50");
+    assert!(counts(&r)["yields"] > 0.0, "{:?}", counts(&r));
+    // rounds=auto: a window of duration_ms after warmup_ms.
+    let r = native("reflex:tasks=4,warmup_ms=10,duration_ms=40");
+    assert!(counts(&r)["rounds"] > 0.0);
+    assert!(r.native.timed_ns >= 40_000_000, "{}", r.native.timed_ns);
 
-    let r = native("sched_yield:threads=3,yields=500");
-    assert_eq!(counts(&r)["yields"], 1500.0);
+    let r = native("sched_yield:threads=3,warmup_ms=10,duration_ms=40");
+    let c = counts(&r);
+    assert!(
+        c["yields"] > 0.0 && c["yields_total"] >= c["yields"],
+        "{c:?}"
+    );
+    assert!(r.native.timed_ns >= 40_000_000, "{}", r.native.timed_ns);
     assert_eq!(r.native.tasks, 3);
+    assert_eq!(r.result.metric, "us_per_yield");
 
-    let r = native("loop_yield:instances=2,duration_ms=50");
+    let r = native("loop_yield:instances=2,duration_ms=50,warmup_ms=10");
     assert!(counts(&r)["yields"] > 0.0);
     assert_eq!(r.result.metric, "switches_per_s");
 }
@@ -93,13 +204,14 @@ fn chat_delivers_every_message_to_the_other_users() {
 
 #[test]
 fn lat_proc_forks_and_execs() {
-    let r = native("lat_proc:op=fork,iterations=20,warmup=3");
+    let r = native("lat_proc:op=fork,n=20,warmup=3");
     assert_eq!(counts(&r)["children"], 23.0);
     assert_eq!(r.native.tasks, 23);
-    assert_eq!(r.result.metric, "us_per_fork");
+    assert_eq!(r.result.metric, "us_per_op");
     if std::path::Path::new("/bin/true").exists() {
-        let r = native("lat_proc:op=exec,iterations=5,warmup=0");
-        assert_eq!(r.result.metric, "us_per_exec");
+        let r = native("lat_proc:op=exec,n=5,warmup=0");
+        assert_eq!(r.result.metric, "us_per_op");
+        assert_eq!(counts(&r)["children"], 5.0);
     }
 }
 
@@ -115,6 +227,9 @@ fn bad_parameters_are_rejected_with_one_clear_line() {
     assert!(e("reflex:tasks=4,sets=3").contains("sets <= tasks/2 = 2"));
     assert!(e("chat:users=1").contains("users=1"));
     assert!(e("lat_ctx:procs=1").contains("procs=1"));
+    // The native-only names of old are gone: the simulated workload's are accepted.
+    assert!(e("lat_proc:iterations=5").contains("(accepted: op, n, warmup)"));
+    assert!(e("sched_yield:yields=5").contains("(accepted: threads, duration_ms, warmup_ms)"));
     for s in ["hackbench:groups", "hackbench:groups=1,groups=2", ":a=1"] {
         assert!(!e(s).contains('\n'));
     }

@@ -19,44 +19,10 @@ use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Condvar, Mutex};
 
-use schedlab::spec::{Kind, ParamSpec, Params};
+use schedlab::spec::Params;
 
 use crate::runner::{Counters, Ctx, Outcome, Reporter, Task};
 use crate::sys::{self, explain, Fail, Res};
-
-/// Parameters (names and defaults of the simulated workload; chat_c's defaults).
-pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "rooms",
-        default: "10",
-        kind: Kind::Int {
-            min: 1,
-            max: 10_000,
-        },
-        help: "chat rooms (chat_c num_rooms, default 10)",
-    },
-    ParamSpec {
-        name: "messages",
-        default: "100",
-        kind: Kind::Int {
-            min: 1,
-            max: 10_000_000,
-        },
-        help: "messages each user sends (chat_c num_messages, default 100)",
-    },
-    ParamSpec {
-        name: "users",
-        default: "20",
-        kind: Kind::Int { min: 2, max: 1000 },
-        help: "users per room (chat: 20)",
-    },
-    ParamSpec {
-        name: "nice",
-        default: "0",
-        kind: Kind::Int { min: -20, max: 19 },
-        help: "nice value of every chat thread",
-    },
-];
 
 const MSG: usize = 100;
 const NAMES: &[&str] = &["sent", "delivered", "server_forwarded"];

@@ -11,62 +11,10 @@
 //! Invariants checked by the tests: messages = groups · fds · fds · loops; bytes received =
 //! bytes sent = messages · datasize.
 
-use schedlab::spec::{Kind, ParamSpec, Params};
+use schedlab::spec::Params;
 
 use crate::runner::{Counters, Ctx, Outcome, Task};
 use crate::sys::{self, Res};
-
-/// Parameters (names and defaults of the simulated workload, system.md "Contracts").
-pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "groups",
-        default: "10",
-        kind: Kind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        help: "groups of senders and receivers (rt-tests default 10)",
-    },
-    ParamSpec {
-        name: "loops",
-        default: "100",
-        kind: Kind::Int {
-            min: 1,
-            max: 100_000_000,
-        },
-        help: "messages each sender sends to each receiver",
-    },
-    ParamSpec {
-        name: "datasize",
-        default: "100",
-        kind: Kind::Int {
-            min: 1,
-            max: 1 << 20,
-        },
-        help: "message size in bytes (DATASIZE)",
-    },
-    ParamSpec {
-        name: "fds",
-        default: "20",
-        kind: Kind::Int {
-            min: 1,
-            max: 10_000,
-        },
-        help: "senders and receivers per group",
-    },
-    ParamSpec {
-        name: "pipe",
-        default: "off",
-        kind: Kind::Bool,
-        help: "pipes instead of AF_UNIX stream socketpairs (-pipe)",
-    },
-    ParamSpec {
-        name: "threads",
-        default: "off",
-        kind: Kind::Bool,
-        help: "threads instead of processes (-T)",
-    },
-];
 
 const C_MESSAGES: usize = 0;
 const C_BYTES_RECEIVED: usize = 1;

@@ -1,57 +1,18 @@
 //! lat_ctx (lmbench2 `src/lat_ctx.c`, benchmarks.md §4): a ring of `procs` processes joined
 //! by pipes passes a 4-byte token; on receiving it each process sums its private array of
 //! `size_kb` KB, then writes the token on. The leader is ring member 0 and times `rounds`
-//! trips round the ring after `warmup` untimed ones.
+//! trips round the ring after `warmup` untimed ones. Parameters: the model's
+//! (`schedlab::workload::lat_ctx`).
 //!
 //! Overhead subtraction as lmbench: the cost of one hop without a switch — one process
 //! writing the token into a pipe and reading it back, plus one sum of a hot array — is
-//! measured first and subtracted. Result: µs per context switch =
+//! measured first, over `ovr_iters` iterations, and subtracted. Result: µs per context switch =
 //! elapsed / (rounds · procs) − overhead.
 
-use schedlab::spec::{Kind, ParamSpec, Params};
+use schedlab::spec::Params;
 
 use crate::runner::{Counters, Ctx, Outcome};
 use crate::sys::{self, Res};
-
-/// Parameters (`procs`, `size_kb` as the simulated workload; `rounds`, `warmup` as lat_pipe).
-pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "procs",
-        default: "2",
-        kind: Kind::Int {
-            min: 2,
-            max: 10_000,
-        },
-        help: "processes in the ring (lmbench #procs)",
-    },
-    ParamSpec {
-        name: "size_kb",
-        default: "0",
-        kind: Kind::Int {
-            min: 0,
-            max: 1 << 20,
-        },
-        help: "working set each process sums per token, KB (lmbench -s)",
-    },
-    ParamSpec {
-        name: "rounds",
-        default: "2000",
-        kind: Kind::Int {
-            min: 1,
-            max: 100_000_000,
-        },
-        help: "timed trips round the ring",
-    },
-    ParamSpec {
-        name: "warmup",
-        default: "20",
-        kind: Kind::Int {
-            min: 0,
-            max: 1_000_000,
-        },
-        help: "untimed trips first",
-    },
-];
 
 const NAMES: &[&str] = &["hops", "overhead_ns"];
 
@@ -86,7 +47,7 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let (or, ow) = sys::pipe()?;
     let mut tok = [0u8; 4];
     let mut acc = sum(&data);
-    let n_ovr = rounds.clamp(100, 10_000);
+    let n_ovr = p.uint("ovr_iters");
     let t = sys::now_ns();
     for _ in 0..n_ovr {
         sys::write_full(ow, &tok)?;

@@ -3,32 +3,10 @@
 //! round trips, then `rounds` timed ones. Result: µs per round trip (as `perf bench sched
 //! pipe`'s usecs/op, which runs the same ping-pong).
 
-use schedlab::spec::{Kind, ParamSpec, Params};
+use schedlab::spec::Params;
 
 use crate::runner::{Counters, Ctx, Outcome};
 use crate::sys::{self, Res};
-
-/// Parameters (as the simulated `lat_pipe`).
-pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "rounds",
-        default: "20000",
-        kind: Kind::Int {
-            min: 1,
-            max: 100_000_000,
-        },
-        help: "timed round trips",
-    },
-    ParamSpec {
-        name: "warmup",
-        default: "200",
-        kind: Kind::Int {
-            min: 0,
-            max: 1_000_000,
-        },
-        help: "untimed round trips first",
-    },
-];
 
 const NAMES: &[&str] = &["round_trips", "child_round_trips"];
 

@@ -1,45 +1,18 @@
 //! lat_proc (lmbench2 `src/lat_proc.c`, benchmarks.md §5b): `fork` — fork a child that
 //! exits at once and wait for it; `exec` — the child execs a tiny program that exits.
-//! `warmup` untimed, then `iterations` timed. Result: µs per fork+exit+wait (or
-//! fork+exec+exit+wait).
+//! `warmup` untimed, then `n` timed, one child at a time, as the model
+//! (`schedlab::workload::lat_proc`) and with its parameters. Result: µs per operation,
+//! fork+exit+wait (or fork+exec+exit+wait).
 //!
 //! [INFERRED]: lmbench's `hello` is replaced by `/bin/true` (the smallest program every
 //! host has); its output is not redirected since `true` prints nothing.
 
 use std::ffi::CString;
 
-use schedlab::spec::{Kind, ParamSpec, Params};
+use schedlab::spec::Params;
 
 use crate::runner::{Counters, Ctx, Outcome};
 use crate::sys::{self, explain, Fail, Res};
-
-/// Parameters (`op` as the simulated workload; `iterations`, `warmup` added).
-pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "op",
-        default: "fork",
-        kind: Kind::Choice(&["fork", "exec"]),
-        help: "what the child does (lmbench lat_proc fork|exec)",
-    },
-    ParamSpec {
-        name: "iterations",
-        default: "500",
-        kind: Kind::Int {
-            min: 1,
-            max: 10_000_000,
-        },
-        help: "timed repetitions",
-    },
-    ParamSpec {
-        name: "warmup",
-        default: "10",
-        kind: Kind::Int {
-            min: 0,
-            max: 100_000,
-        },
-        help: "untimed repetitions first",
-    },
-];
 
 /// The program `op=exec` runs.
 pub const EXEC_PROGRAM: &str = "/bin/true";
@@ -49,7 +22,7 @@ const NAMES: &[&str] = &["children"];
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let exec = p.raw("op") == "exec";
-    let iters = p.uint("iterations");
+    let iters = p.uint("n");
     let warmup = p.uint("warmup");
     let c = Counters::new(NAMES)?;
     let prog = CString::new(EXEC_PROGRAM).expect("no NUL");
@@ -76,8 +49,13 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     }
     let ns = sys::now_ns() - t0;
     c.add(0, warmup + iters);
-    let metric = if exec { "us_per_exec" } else { "us_per_fork" };
-    let mut out = Outcome::new(metric, ns as f64 / iters as f64 / 1e3, "us", "lower", ns);
+    let mut out = Outcome::new(
+        "us_per_op",
+        ns as f64 / iters as f64 / 1e3,
+        "us",
+        "lower",
+        ns,
+    );
     out.counts = c.to_map();
     Ok(out)
 }

@@ -1,40 +1,19 @@
-//! loop_yield (Molnar, 4 Jan 2002; benchmarks.md §5b): `instances` processes each call
-//! `sched_yield()` in a tight loop. The figure is the system-wide context-switch rate, as
-//! `vmstat`'s `cs` column prints it: the change of `/proc/stat`'s `ctxt` over
+//! loop_yield (Molnar, 4 Jan 2002; benchmarks.md §5b), natively, as the model
+//! (`schedlab::workload::loop_yield`) and with its parameters: `instances` processes each
+//! call `sched_yield()` in a tight loop. The figure is the system-wide context-switch rate,
+//! as `vmstat`'s `cs` column prints it: the change of `/proc/stat`'s `ctxt` over
 //! `duration_ms`, per second. On a shared host this includes every other process's
 //! switches too, as vmstat's does.
 //!
-//! The instances start together (ready pipe); the leader samples `ctxt`, sleeps
-//! `duration_ms`, samples again, then raises a shared stop flag; each instance adds its
-//! yield count on the way out.
+//! The instances start together (ready pipe); the leader plays `vmstat`: it sleeps
+//! `warmup_ms`, samples `ctxt`, sleeps `duration_ms`, samples again, then raises a shared
+//! stop flag; each instance adds its yield count on the way out.
 
-use schedlab::spec::{Kind, ParamSpec, Params};
+use schedlab::spec::Params;
 
 use crate::host;
 use crate::runner::{Counters, Ctx, Outcome};
 use crate::sys::{self, Res};
-
-/// Parameters (`instances` as the simulated workload; `duration_ms` added).
-pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "instances",
-        default: "4",
-        kind: Kind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        help: "yielding processes (Molnar: 4 on a 2-way, 16 on an 8-way)",
-    },
-    ParamSpec {
-        name: "duration_ms",
-        default: "2000",
-        kind: Kind::Int {
-            min: 1,
-            max: 86_400_000,
-        },
-        help: "measuring interval, ms (vmstat 5 used 5000)",
-    },
-];
 
 const NAMES: &[&str] = &["yields", "stop"];
 
@@ -42,6 +21,7 @@ const NAMES: &[&str] = &["yields", "stop"];
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let n = p.uint("instances");
     let ms = p.uint("duration_ms");
+    let warmup_ms = p.uint("warmup_ms");
     let c = Counters::new(NAMES)?;
     let (ready_r, ready_w) = sys::pipe()?;
     let mut kids = Vec::new();
@@ -63,6 +43,7 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     for _ in 0..n {
         sys::read_full(ready_r, &mut b, "loop_yield start")?;
     }
+    std::thread::sleep(std::time::Duration::from_millis(warmup_ms));
     let s0 = host::stat();
     let t0 = sys::now_ns();
     std::thread::sleep(std::time::Duration::from_millis(ms));

@@ -1,61 +1,32 @@
-//! LSE reflex (benchmarks.md §2): `tasks` threads partitioned into `sets` active sets; in
-//! each set a 1-byte token circulates through pipes, so about `sets` threads are runnable.
-//! Each thread, holding the token, computes for `delay_us` and passes it to its successor
-//! (Path II: write the successor's pipe, then block reading its own).
+//! LSE reflex (benchmarks.md §2), natively: `tasks` threads of one process partitioned
+//! into `sets` active sets; in each set a 1-byte token circulates through pipes, so about
+//! `sets` threads are runnable. As the model (`schedlab::workload::reflex`) and with its
+//! parameters:
 //!
-//! [INFERRED] (benchmarks.md §2): a *round* is one trip of the token round a set; the
-//! result is elapsed time divided by the rounds completed across all sets (µs per round),
-//! each set making `rounds` rounds. Kravetz's runs used Path II only and delay 0, so the
-//! random choice of Path I (`sched_yield`) and the random perturbation of the delay are not
-//! reproduced. Threads start together on a barrier; the clock runs from the barrier to the
-//! last join.
+//! 1. The leader creates one pipe per thread and the threads set by set (set `s` holds a
+//!    contiguous block of threads; sizes differ by at most one); each blocks reading its
+//!    own pipe. Then it says "go" and writes one byte into each set's first member's pipe.
+//! 2. Every thread loops: read the token; compute `delay_us` (a busy loop, ±5 % uniform
+//!    perturbation); with probability `yield_pct` % call `sched_yield()` and compute again
+//!    (Path I, the token stays); otherwise write the token into its successor's pipe
+//!    (Path II). When a set's last member has passed the token back to the first, the set
+//!    has completed a round and adds one to the shared round counter.
+//! 3. The threads time themselves ([`super::window`]): with `rounds=auto` the first round
+//!    completed `warmup_ms` after go opens the window and the first one `duration_ms` later
+//!    closes it; with `rounds=N` the window opens at go and closes when the sets together
+//!    have completed `sets × N` rounds. A thread that finds the window closed passes the
+//!    token on once more (so that its successor finds out too) and exits.
+//!
+//! Result (the model's): window / rounds completed by all sets in it, µs per round.
 
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use schedlab::spec::{Kind, ParamSpec, Params, SpecError};
+use schedlab::spec::{Params, SpecError};
 
+use super::window::Window;
 use crate::runner::{Counters, Ctx, Outcome};
 use crate::sys::{self, Res};
-
-/// Parameters (names and defaults of the simulated workload; `rounds` added).
-pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "tasks",
-        default: "16",
-        kind: Kind::Int {
-            min: 2,
-            max: 100_000,
-        },
-        help: "threads (Kravetz: 2 to 128)",
-    },
-    ParamSpec {
-        name: "sets",
-        default: "auto",
-        kind: Kind::Int {
-            min: 1,
-            max: 50_000,
-        },
-        help: "active sets (auto: tasks/2, Kravetz's runs)",
-    },
-    ParamSpec {
-        name: "delay_us",
-        default: "0",
-        kind: Kind::Int {
-            min: 0,
-            max: 1_000_000,
-        },
-        help: "busy-loop compute per token hold, us (Kravetz: 0)",
-    },
-    ParamSpec {
-        name: "rounds",
-        default: "10000",
-        kind: Kind::Int {
-            min: 1,
-            max: 100_000_000,
-        },
-        help: "token trips round each set",
-    },
-];
 
 /// Resolve `sets=auto` and check that every set has at least two threads.
 pub fn prepare(p: &mut Params) -> Result<(), SpecError> {
@@ -73,56 +44,143 @@ pub fn prepare(p: &mut Params) -> Result<(), SpecError> {
     Ok(())
 }
 
-const NAMES: &[&str] = &["token_passes", "rounds"];
+const NAMES: &[&str] = &["token_passes", "yields"];
+
+/// xorshift64*: a thread's own cheap random numbers for the perturbation and Path I.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        // splitmix64 of the seed: distinct, non-zero states for nearby seeds.
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Rng((z ^ (z >> 31)) | 1)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// What one thread of a set does.
+struct Member {
+    own: i32,
+    succ: i32,
+    /// Closes the set's ring: counts its rounds.
+    last: bool,
+    delay_ns: f64,
+    yield_p: f64,
+    rng: Rng,
+}
+
+impl Member {
+    fn compute(&mut self) {
+        if self.delay_ns > 0.0 {
+            // model: as the simulated workload, a ±5 % uniform perturbation.
+            let f = 0.95 + 0.1 * self.rng.unit();
+            sys::spin_ns((self.delay_ns * f).round() as u64);
+        }
+    }
+
+    /// Rounds of the token until the window closes; (token passes, Path I yields).
+    fn run(mut self, rounds: &AtomicU64, window: &Window) -> Res<(u64, u64)> {
+        let mut tok = [b'r'; 1];
+        let (mut passes, mut yields) = (0u64, 0u64);
+        loop {
+            sys::read_full(self.own, &mut tok, "reflex")?;
+            if window.closed() {
+                sys::write_full(self.succ, &tok)?;
+                return Ok((passes, yields));
+            }
+            self.compute();
+            while self.yield_p > 0.0 && self.rng.unit() < self.yield_p {
+                sys::sched_yield();
+                yields += 1;
+                self.compute();
+            }
+            sys::write_full(self.succ, &tok)?;
+            passes += 1;
+            if self.last {
+                let n = rounds.fetch_add(1, Ordering::Relaxed) + 1;
+                window.done(|| n);
+            }
+        }
+    }
+}
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let tasks = p.uint("tasks") as usize;
     let sets = p.uint("sets") as usize;
-    let delay = p.uint("delay_us");
-    let rounds = p.uint("rounds");
+    let delay_ns = p.float("delay_us") * 1000.0;
+    let yield_p = p.float("yield_pct") / 100.0;
+    let window = Arc::new(if p.is_auto("rounds") {
+        Window::new(
+            p.uint("warmup_ms") * 1_000_000,
+            p.uint("duration_ms") * 1_000_000,
+        )
+    } else {
+        Window::until(p.uint("rounds") * sets as u64)
+    });
+    let rounds = Arc::new(AtomicU64::new(0));
     let c = Counters::new(NAMES)?;
-    let barrier = Arc::new(Barrier::new(tasks + 1));
+    let mut pipes = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        pipes.push(sys::pipe()?);
+    }
     let mut workers = Vec::with_capacity(tasks);
+    let mut firsts = Vec::with_capacity(sets);
+    let mut first = 0;
     for s in 0..sets {
-        // Tasks are dealt out as evenly as possible: set s has tasks/sets or one more.
+        // Contiguous blocks, the first tasks % sets sets one larger (as the model).
         let n = tasks / sets + usize::from(s < tasks % sets);
-        let mut pipes = Vec::with_capacity(n);
-        for _ in 0..n {
-            pipes.push(sys::pipe()?);
-        }
-        for m in 0..n {
-            let own = pipes[m].0;
-            let next = pipes[(m + 1) % n].1;
-            let b = Arc::clone(&barrier);
+        firsts.push(first);
+        for j in 0..n {
+            let i = first + j;
+            let m = Member {
+                own: pipes[i].0,
+                succ: pipes[first + (j + 1) % n].1,
+                last: j == n - 1,
+                delay_ns,
+                yield_p,
+                rng: Rng::new(i as u64),
+            };
+            let (w, r) = (Arc::clone(&window), Arc::clone(&rounds));
             workers.push(ctx.thread(move || {
-                let mut tok = [b'r'; 1];
-                b.wait();
-                for _ in 0..rounds {
-                    if m == 0 {
-                        sys::spin_us(delay);
-                        sys::write_full(next, &tok)?;
-                        sys::read_full(own, &mut tok, "reflex")?;
-                    } else {
-                        sys::read_full(own, &mut tok, "reflex")?;
-                        sys::spin_us(delay);
-                        sys::write_full(next, &tok)?;
-                    }
-                }
-                c.add(0, rounds);
-                if m == 0 {
-                    c.add(1, rounds);
-                }
+                let (passes, yields) = m.run(&r, &w)?;
+                c.add(0, passes);
+                c.add(1, yields);
                 Ok(())
             })?);
         }
+        first += n;
     }
-    barrier.wait();
-    let t0 = sys::now_ns();
+    window.go(0);
+    for f in firsts {
+        sys::write_full(pipes[f].1, b"r")?;
+    }
     ctx.join_all(workers)?;
-    let ns = sys::now_ns() - t0;
-    let per = ns as f64 / (rounds * sets as u64) as f64 / 1e3;
-    let mut out = Outcome::new("us_per_round", per, "us", "lower", ns);
+    let (ns, n) = window
+        .measured()
+        .ok_or_else(|| sys::Fail("reflex: the measuring window never closed".into()))?;
+    if n == 0 {
+        return Err(sys::Fail("reflex: no round completed in the window".into()));
+    }
+    let mut out = Outcome::new(
+        "us_per_round",
+        ns as f64 / n as f64 / 1e3,
+        "us",
+        "lower",
+        ns,
+    );
     out.counts = c.to_map();
+    out.counts.insert("rounds".into(), n as f64);
+    out.counts
+        .insert("rounds_total".into(), rounds.load(Ordering::Relaxed) as f64);
     Ok(out)
 }

@@ -1,66 +1,69 @@
-//! sched_yield (Bill Hartner's `sched_test_yield`, benchmarks.md §2 "Precursors" and §5b):
-//! `threads` threads of one process each call `sched_yield()` `yields` times. They start
-//! together on a barrier; the clock runs from the barrier to the last join.
+//! sched_yield (Bill Hartner's `sched_test_yield`, benchmarks.md §2 "Precursors" and §5b),
+//! natively, as the model (`schedlab::workload::sched_yield`) and with its parameters:
+//! `threads` threads of one process each call `sched_yield()` in a loop, counting every
+//! completed call in a counter of their own. They start together on a barrier ("go") and
+//! time themselves ([`super::window`]): the first yield completed `warmup_ms` after go
+//! opens the window, the first one `duration_ms` later closes it, and every thread stops.
 //!
-//! [INFERRED]: µs per yield = elapsed / (threads · yields), i.e. the time the whole machine
-//! takes per yield; the original's exact definition is not in the sources at hand.
-//! (Hartner's caution stands: with nothing else runnable a yield may not switch.)
+//! Result (the model's, [INFERRED] there): the CPU time one yield costs, window ×
+//! min(threads, CPUs) / yields in the window, in µs — CPUs being those this process may run
+//! on (`sched_getaffinity`, so `--pin` counts). (Hartner's caution stands: with nothing
+//! else runnable on a CPU a yield may not switch.)
 
 use std::sync::{Arc, Barrier};
 
-use schedlab::spec::{Kind, ParamSpec, Params};
+use schedlab::spec::Params;
 
-use crate::runner::{Counters, Ctx, Outcome};
-use crate::sys::{self, Res};
-
-/// Parameters (`threads` as the simulated workload; `yields` added).
-pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "threads",
-        default: "4",
-        kind: Kind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        help: "yielding threads",
-    },
-    ParamSpec {
-        name: "yields",
-        default: "100000",
-        kind: Kind::Int {
-            min: 1,
-            max: 1_000_000_000,
-        },
-        help: "sched_yield() calls per thread",
-    },
-];
-
-const NAMES: &[&str] = &["yields"];
+use super::window::{Tally, Window};
+use crate::host;
+use crate::runner::{Ctx, Outcome};
+use crate::sys::{self, Fail, Res};
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let n = p.uint("threads") as usize;
-    let yields = p.uint("yields");
-    let c = Counters::new(NAMES)?;
+    let window = Arc::new(Window::new(
+        p.uint("warmup_ms") * 1_000_000,
+        p.uint("duration_ms") * 1_000_000,
+    ));
+    let tally = Arc::new(Tally::new(n));
     let barrier = Arc::new(Barrier::new(n + 1));
     let mut ts = Vec::with_capacity(n);
-    for _ in 0..n {
-        let b = Arc::clone(&barrier);
+    for i in 0..n {
+        let (b, w, t) = (
+            Arc::clone(&barrier),
+            Arc::clone(&window),
+            Arc::clone(&tally),
+        );
         ts.push(ctx.thread(move || {
             b.wait();
-            for _ in 0..yields {
+            let mut yields = 0u64;
+            loop {
                 sys::sched_yield();
+                yields += 1;
+                t.set(i, yields);
+                if w.done(|| t.total()) {
+                    return Ok(());
+                }
             }
-            c.add(0, yields);
-            Ok(())
         })?);
     }
+    window.go(0);
     barrier.wait();
-    let t0 = sys::now_ns();
     ctx.join_all(ts)?;
-    let ns = sys::now_ns() - t0;
-    let per = ns as f64 / (n as u64 * yields) as f64 / 1e3;
+    let (ns, yields) = window
+        .measured()
+        .ok_or_else(|| Fail("sched_yield: the measuring window never closed".into()))?;
+    if yields == 0 {
+        return Err(Fail("sched_yield: no yield completed in the window".into()));
+    }
+    let cpus = host::allowed_cpus().len().max(1);
+    let busy = n.min(cpus) as f64;
+    let per = ns as f64 * busy / yields as f64 / 1e3;
     let mut out = Outcome::new("us_per_yield", per, "us", "lower", ns);
-    out.counts = c.to_map();
+    out.counts.insert("yields".into(), yields as f64);
+    out.counts
+        .insert("yields_total".into(), tally.total() as f64);
+    out.counts.insert("cpus".into(), cpus as f64);
     Ok(out)
 }
