@@ -43,7 +43,7 @@
 //! SMT siblings, so it never applies here. `setscheduler` is not reachable from the
 //! workloads and is not modelled.
 //!
-//! # Invariants (checked by [`Policy::check`])
+//! # Invariants (checked by [`SchedClass::check`])
 //!
 //! * A task is on the run queue ⇔ it is runnable (state running) or is the current task
 //!   of a CPU that has not yet called `schedule()` after leaving the running state.

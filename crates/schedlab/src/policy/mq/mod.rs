@@ -63,7 +63,7 @@
 //! Also reported: `migrations` (kernel counter), steals, premature idles, rescans,
 //! recalculations, balancer runs and moves.
 //!
-//! # Invariants (checked by [`Policy::check`])
+//! # Invariants (checked by [`SchedClass::check`])
 //!
 //! * A task is on a queue ⇔ it is runnable (or is the current task about to leave it),
 //!   and then on exactly the queue of its `processor`.
@@ -78,8 +78,8 @@
 
 pub(crate) mod lines;
 mod pool;
-// TMP #[cfg(test)]
-// TMP mod tests;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, VecDeque};
 

@@ -26,7 +26,7 @@
 //!
 //! The estimators are in interactivity.rs, the per-version constants in versions.rs.
 //!
-//! Invariants (checked by [`Policy::check`]): a task is on at most one runqueue, in
+//! Invariants (checked by [`SchedClass::check`]): a task is on at most one runqueue, in
 //! exactly one list of one of its two arrays, the list of its `prio`; a queued task's
 //! `processor` is that runqueue's CPU; every runnable non-idle task is queued, and so is
 //! every task on a CPU (until `schedule()` deactivates it); `nr_running` = tasks queued;
