@@ -5,6 +5,8 @@ use std::time::Instant;
 
 use schedlab::{RunConfig, Simulation};
 
+use crate::error::CliError;
+
 /// (machine, cpus, policy, workload) of each benchmark run.
 const FULL: &[(&str, usize, &str, &str)] = &[
     ("piii700-1m", 2, "fifo", "lat_pipe:rounds=200000"),
@@ -26,7 +28,7 @@ const QUICK: &[(&str, usize, &str, &str)] = &[
     ("piii700-1m", 8, "fifo", "synthetic:tasks=2000,ops=20"),
 ];
 
-pub(crate) fn bench(quick: bool, json: bool) -> Result<(), String> {
+pub(crate) fn bench(quick: bool, json: bool) -> Result<(), CliError> {
     let runs = if quick { QUICK } else { FULL };
     let mut rows = Vec::new();
     for &(machine, cpus, policy, workload) in runs {
@@ -37,11 +39,11 @@ pub(crate) fn bench(quick: bool, json: bool) -> Result<(), String> {
             workload: workload.into(),
             seed: 1,
         };
-        let mut sim = Simulation::new(cfg).map_err(|e| e.to_string())?;
+        let mut sim = Simulation::new(cfg)?;
         let t0 = Instant::now();
-        sim.run(&mut |_, _| {}).map_err(|e| e.to_string())?;
+        sim.run(&mut |_, _| {})?;
         let wall = t0.elapsed().as_secs_f64();
-        let r = sim.report().map_err(|e| e.to_string())?;
+        let r = sim.report()?;
         let eps = r.sim.events as f64 / wall;
         if !json {
             println!(

@@ -1,6 +1,7 @@
 //! `schedlab`: the command line. A thin layer over the `schedlab` library: parse flags,
-//! build a validated configuration, run, print. Every error is one line on stderr,
-//! `schedlab: <what is wrong> (<what is accepted>)`, and exit status 2.
+//! build a validated configuration, run, print. Every error but a usage error (clap's own
+//! message) is one line on stderr, `schedlab: <what is wrong> (<what is accepted>)`; the
+//! exit status follows the kind of error ([`error`]).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -11,10 +12,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 use schedlab::machine::PRESETS;
 use schedlab::policy::POLICIES;
 use schedlab::workload::WORKLOADS;
-use schedlab::{RunConfig, SimError, Simulation};
+use schedlab::{RunConfig, Simulation};
 
 mod bench;
+mod error;
 mod native;
+
+use error::CliError;
 
 /// A laboratory for SMP CPU schedulers: the 2001-2003 Linux schedulers on a modelled
 /// multiprocessor, driven by the era's benchmarks.
@@ -132,14 +136,9 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            let text = e.render().to_string();
-            let first = text
-                .lines()
-                .next()
-                .unwrap_or("bad arguments")
-                .trim_start_matches("error: ");
-            eprintln!("schedlab: {first} (see schedlab --help)");
-            return ExitCode::from(2);
+            let e = CliError::Usage(e);
+            e.print();
+            return e.exit_code();
         }
     };
     let res = match cli.cmd {
@@ -159,15 +158,14 @@ fn main() -> ExitCode {
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => {
-            eprintln!("schedlab: {msg}");
-            // 128 + SIGINT, as a shell reports an interrupted command.
-            ExitCode::from(if msg.contains("interrupted;") { 130 } else { 2 })
+        Err(e) => {
+            e.print();
+            e.exit_code()
         }
     }
 }
 
-fn run(a: RunArgs) -> Result<(), String> {
+fn run(a: RunArgs) -> Result<(), CliError> {
     let config = RunConfig {
         machine: a.machine,
         cpus: a.cpus,
@@ -175,7 +173,7 @@ fn run(a: RunArgs) -> Result<(), String> {
         workload: a.workload,
         seed: a.seed,
     };
-    let mut sim = Simulation::new(config).map_err(|e| e.to_string())?;
+    let mut sim = Simulation::new(config)?;
     let bar = progress_bar();
     let result = sim.run(&mut |t, events| {
         if let Some(b) = &bar {
@@ -189,11 +187,8 @@ fn run(a: RunArgs) -> Result<(), String> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    result.map_err(|e| match e {
-        SimError::Workload(m) => format!("workload failed: {m}"),
-        other => other.to_string(),
-    })?;
-    let report = sim.report().map_err(|e| e.to_string())?;
+    result?;
+    let report = sim.report()?;
     match a.format {
         Format::Json => println!("{}", report.to_json()),
         Format::Text => print!("{}", report.to_text()),
@@ -206,17 +201,19 @@ fn reproduce(
     out: Option<std::path::PathBuf>,
     jobs: Option<usize>,
     format: Format,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     use schedlab::experiment;
-    let tables = experiment::select(experiment::all_tables(), &ids)?;
+    let tables = experiment::select(experiment::all_tables(), &ids).map_err(CliError::Input)?;
     if let Some(j) = jobs {
         if j == 0 {
-            return Err("--jobs 0 is not possible (accepted: 1 or more)".into());
+            return Err(CliError::Input(
+                "--jobs 0 is not possible (accepted: 1 or more)".into(),
+            ));
         }
         rayon::ThreadPoolBuilder::new()
             .num_threads(j)
             .build_global()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| CliError::Failed(e.to_string()))?;
     }
     let total: usize = tables.iter().map(|t| t.cells.len()).sum();
     let bar = std::io::stderr().is_terminal().then(|| {
@@ -245,7 +242,7 @@ fn reproduce(
         Format::Text => print!("{}", rep.text()),
     }
     if let Some(dir) = out {
-        rep.write(&dir)?;
+        rep.write(&dir).map_err(CliError::Failed)?;
         eprintln!(
             "schedlab: wrote {}/report.md, results.json and {} plots",
             dir.display(),

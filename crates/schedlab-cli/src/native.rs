@@ -4,9 +4,10 @@ use std::time::Duration;
 
 use schedlab_native::{compare, runner, NativeConfig, NATIVE_WORKLOADS};
 
+use crate::error::CliError;
 use crate::{Format, NativeArgs};
 
-pub(crate) fn native(a: NativeArgs) -> Result<(), String> {
+pub(crate) fn native(a: NativeArgs) -> Result<(), CliError> {
     if a.list {
         for w in NATIVE_WORKLOADS {
             println!(
@@ -21,24 +22,24 @@ pub(crate) fn native(a: NativeArgs) -> Result<(), String> {
     }
     let Some(workload) = a.workload else {
         let names: Vec<&str> = NATIVE_WORKLOADS.iter().map(|w| w.name).collect();
-        return Err(format!(
+        return Err(CliError::Input(format!(
             "native needs a workload, NAME[:key=value,...] (accepted: {})",
             names.join(", ")
-        ));
+        )));
     };
     let timeout = match a.timeout {
         None => None,
         Some(t) if t.is_finite() && t > 0.0 && t < 1e9 => Some(Duration::from_secs_f64(t)),
         Some(t) => {
-            return Err(format!(
+            return Err(CliError::Input(format!(
                 "bad value --timeout {t}: expected a number of seconds > 0"
-            ))
+            )))
         }
     };
     // Validate before installing handlers or forking anything.
-    schedlab_native::parse(&workload).map_err(|e| e.to_string())?;
+    schedlab_native::parse(&workload)?;
     if let Some(list) = &a.pin {
-        schedlab_native::host::pin(list)?;
+        schedlab_native::host::pin(list).map_err(CliError::Input)?;
     }
     let cfg = NativeConfig {
         workload,
@@ -50,8 +51,7 @@ pub(crate) fn native(a: NativeArgs) -> Result<(), String> {
         compare::compare(&cfg)
     } else {
         schedlab_native::run(&cfg)
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     match a.format {
         Format::Json => println!("{}", report.to_json()),
         Format::Text => print!("{}", report.to_text()),

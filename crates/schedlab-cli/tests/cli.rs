@@ -110,8 +110,65 @@ fn bad_input_gets_one_clear_line() {
     let mut a = RUN.to_vec();
     a[4] = "16";
     one_line_error(&a, "has 8 CPUs");
-    one_line_error(&["run", "--machine", "piii700-1m"], "required");
-    one_line_error(&["frobnicate"], "unrecognized subcommand");
+}
+
+/// A run that starts and fails is not bad input: exit 1, one line naming what failed.
+#[test]
+fn a_failed_simulated_run_exits_1() {
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "2",
+        "--policy",
+        "fifo",
+        "--workload",
+        "tbench:clients=4096,ops=1",
+    ]);
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("schedlab: workload failed: "), "{err}");
+}
+
+/// Usage errors keep clap's whole message: what is missing or wrong, the usage line and
+/// the pointer to --help (exit 2, nothing on stdout).
+#[test]
+fn usage_errors_keep_clap_s_whole_message() {
+    for (args, needles) in [
+        (
+            &["run", "--machine", "piii700-1m"][..],
+            &[
+                "required arguments were not provided",
+                "--policy <POLICY>",
+                "--workload <WORKLOAD>",
+                "Usage:",
+                "--help",
+            ][..],
+        ),
+        (
+            &["frobnicate"][..],
+            &["unrecognized subcommand", "Usage:", "--help"][..],
+        ),
+        (
+            &["list", "nothing"][..],
+            &[
+                "invalid value 'nothing'",
+                "possible values",
+                "machines",
+                "counters",
+            ][..],
+        ),
+    ] {
+        let o = schedlab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(o.stdout.is_empty());
+        let err = String::from_utf8(o.stderr).unwrap();
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: no {n:?} in {err}");
+        }
+    }
 }
 
 #[test]
@@ -250,7 +307,7 @@ fn native_timeout_kills_and_reaps_everything() {
     .output()
     .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(o.status.code(), Some(1), "a failed run exits 1: {err}");
     assert!(
         err.contains("timed out after 1 s (--timeout); stopped "),
         "{err}"
@@ -299,7 +356,7 @@ fn native_resource_failure_names_the_limit() {
     }
     let o = c.output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(o.status.code(), Some(1), "a failed run exits 1: {err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(
         err.contains("Too many open files") && err.contains("RLIMIT_NOFILE = 24"),

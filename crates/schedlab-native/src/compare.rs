@@ -228,7 +228,7 @@ pub fn run_tool(t: &Tool, opts: &RunOptions) -> Result<f64, RunError> {
 /// native runs with the tools' rows in `compare`.
 pub fn compare(cfg: &NativeConfig) -> Result<NativeReport, NativeError> {
     let (w, _, p) = parse(&cfg.workload).map_err(NativeError::Spec)?;
-    let tools = tools_for(w.name, &p).map_err(|m| NativeError::Spec(SpecError(m)))?;
+    let tools = tools_for(w.name, &p).map_err(|m| NativeError::Spec(SpecError::Invalid(m)))?;
     let opts = RunOptions {
         timeout: cfg.timeout,
         interrupt: cfg.interrupt.clone(),

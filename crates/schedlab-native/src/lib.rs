@@ -81,14 +81,7 @@ pub fn parse(text: &str) -> Result<(&'static NativeWorkload, Spec, Params), Spec
         .find(|w| w.name == s.name)
         .ok_or_else(|| {
             let names: Vec<&str> = NATIVE_WORKLOADS.iter().map(|w| w.name).collect();
-            let hint = spec::closest(&s.name, &names)
-                .map(|c| format!("; did you mean '{c}'?"))
-                .unwrap_or_default();
-            SpecError(format!(
-                "unknown native workload '{}' (accepted: {}){hint}",
-                s.name,
-                names.join(", ")
-            ))
+            SpecError::unknown("native workload", &s.name, &names)
         })?;
     let mut p = spec::resolve("workload", &s, w.params)?;
     (w.prepare)(&mut p)?;

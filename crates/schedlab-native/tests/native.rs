@@ -217,7 +217,12 @@ fn lat_proc_forks_and_execs() {
 
 #[test]
 fn bad_parameters_are_rejected_with_one_clear_line() {
-    let e = |s: &str| parse(s).err().unwrap_or_else(|| panic!("{s} accepted")).0;
+    let e = |s: &str| {
+        parse(s)
+            .err()
+            .unwrap_or_else(|| panic!("{s} accepted"))
+            .to_string()
+    };
     assert!(e("hackbench:groups=0")
         .contains("bad value groups=0 for workload hackbench: expected an integer in 1..="));
     assert!(e("hackbench:gropus=3").contains("did you mean 'groups'"));

@@ -28,19 +28,30 @@ pub struct RunConfig {
     pub seed: u64,
 }
 
-/// Why a run produced no result.
+/// Why a run produced no result. [`SimError::is_input`] tells bad input from a run that
+/// failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// Bad input: unknown name, option or value.
+    /// Bad input: unknown name, option or value, impossible parameters.
+    #[error(transparent)]
+    Input(#[from] crate::spec::SpecError),
+    /// The machine cannot be booted as asked (CPU count out of range).
     #[error("{0}")]
-    Input(String),
+    Machine(String),
     /// The workload could not run as the real kernel would have refused it (fork or file
     /// limits), or reported another error.
-    #[error("{0}")]
+    #[error("workload failed: {0}")]
     Workload(String),
     /// The simulated time limit passed before the workload finished.
     #[error("the workload did not finish within {0} s of simulated time")]
     TimeLimit(u64),
+}
+
+impl SimError {
+    /// True for errors in what was asked (nothing was run).
+    pub fn is_input(&self) -> bool {
+        matches!(self, SimError::Input(_) | SimError::Machine(_))
+    }
 }
 
 /// The whole simulated system.
@@ -217,21 +228,18 @@ impl Simulation {
 }
 
 fn input(e: crate::spec::SpecError) -> SimError {
-    SimError::Input(e.0)
+    SimError::Input(e)
 }
 
 /// The machine `config` names, with the CPUs it boots.
 fn boot_machine(config: &RunConfig) -> Result<Machine, SimError> {
     let preset = preset::find(&config.machine).ok_or_else(|| {
         let names: Vec<&str> = preset::PRESETS.iter().map(|p| p.name).collect();
-        let hint = crate::spec::closest(&config.machine, &names)
-            .map(|c| format!("; did you mean '{c}'?"))
-            .unwrap_or_default();
-        SimError::Input(format!(
-            "unknown machine '{}' (accepted: {}){hint}",
-            config.machine,
-            names.join(", ")
+        SimError::Input(crate::spec::SpecError::unknown(
+            "machine",
+            &config.machine,
+            &names,
         ))
     })?;
-    Machine::boot(preset, config.cpus).map_err(SimError::Input)
+    Machine::boot(preset, config.cpus).map_err(SimError::Machine)
 }

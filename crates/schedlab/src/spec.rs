@@ -16,17 +16,79 @@ pub struct Spec {
     pub args: Vec<(String, String)>,
 }
 
-/// A specification error (one clear line).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpecError(pub String);
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+/// What is wrong with a specification: one clear line naming what was given and what is
+/// accepted. `what` names the kind of thing specified (`policy`, `workload`, `machine`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// The text is not of the form `NAME[:key=value,...]`.
+    #[error("{problem} in '{text}' (expected {expected})")]
+    Malformed {
+        /// What is wrong, e.g. "malformed workload option 'x'".
+        problem: String,
+        /// The whole text given.
+        text: String,
+        /// The form accepted.
+        expected: &'static str,
+    },
+    /// No such policy, workload or machine.
+    #[error("unknown {what} '{name}' (accepted: {}){}", accepted.join(", "), hint(name, accepted))]
+    UnknownName {
+        /// Kind of thing.
+        what: String,
+        /// The name given.
+        name: String,
+        /// The names accepted.
+        accepted: Vec<String>,
+    },
+    /// An option the owner does not declare.
+    #[error("unknown option '{key}' for {what} {owner} (accepted: {}){}", if accepted.is_empty() { "none".to_string() } else { accepted.join(", ") }, hint(key, accepted))]
+    UnknownOption {
+        /// Kind of owner.
+        what: String,
+        /// The owner's name.
+        owner: String,
+        /// The key given.
+        key: String,
+        /// The keys accepted.
+        accepted: Vec<String>,
+    },
+    /// A value of the wrong type or out of range.
+    #[error("bad value {key}={value} for {what} {owner}: expected {expected}")]
+    BadValue {
+        /// Kind of owner.
+        what: String,
+        /// The owner's name.
+        owner: String,
+        /// The key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What is accepted, e.g. "an integer in 1..=100".
+        expected: String,
+    },
+    /// Values each accepted but impossible together, or refused by the owner (a
+    /// workload's parameter relation, a machine's CPU count).
+    #[error("{0}")]
+    Invalid(String),
 }
 
-impl std::error::Error for SpecError {}
+fn hint(word: &str, accepted: &[String]) -> String {
+    let names: Vec<&str> = accepted.iter().map(String::as_str).collect();
+    closest(word, &names)
+        .map(|c| format!("; did you mean '{c}'?"))
+        .unwrap_or_default()
+}
+
+impl SpecError {
+    /// An unknown `what` named `name`, with the accepted names.
+    pub fn unknown(what: &str, name: &str, accepted: &[&str]) -> SpecError {
+        SpecError::UnknownName {
+            what: what.to_string(),
+            name: name.to_string(),
+            accepted: accepted.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
 
 impl Spec {
     /// Parse `NAME[:key=value,...]`.
@@ -36,10 +98,16 @@ impl Spec {
             None => (text, None),
         };
         let name = name.trim();
+        let malformed = |problem: String, expected| SpecError::Malformed {
+            problem,
+            text: text.to_string(),
+            expected,
+        };
         if name.is_empty() {
-            return Err(SpecError(format!(
-                "empty {what} name in '{text}' (expected NAME or NAME:key=value,...)"
-            )));
+            return Err(malformed(
+                format!("empty {what} name"),
+                "NAME or NAME:key=value,...",
+            ));
         }
         let mut args = Vec::new();
         if let Some(rest) = rest {
@@ -49,20 +117,23 @@ impl Spec {
                     continue;
                 }
                 let Some((k, v)) = part.split_once('=') else {
-                    return Err(SpecError(format!(
-                        "malformed {what} option '{part}' in '{text}' (expected key=value)"
-                    )));
+                    return Err(malformed(
+                        format!("malformed {what} option '{part}'"),
+                        "key=value",
+                    ));
                 };
                 let (k, v) = (k.trim(), v.trim());
                 if k.is_empty() || v.is_empty() {
-                    return Err(SpecError(format!(
-                        "malformed {what} option '{part}' in '{text}' (expected key=value)"
-                    )));
+                    return Err(malformed(
+                        format!("malformed {what} option '{part}'"),
+                        "key=value",
+                    ));
                 }
                 if args.iter().any(|(ek, _): &(String, String)| ek == k) {
-                    return Err(SpecError(format!(
-                        "{what} option '{k}' given twice in '{text}'"
-                    )));
+                    return Err(malformed(
+                        format!("{what} option '{k}' given twice"),
+                        "each key once",
+                    ));
                 }
                 args.push((k.to_string(), v.to_string()));
             }
@@ -215,26 +286,19 @@ pub fn resolve(what: &str, spec: &Spec, decl: &[ParamSpec]) -> Result<Params, Sp
     }
     for (k, v) in &spec.args {
         let Some(d) = decl.iter().find(|d| d.name == k) else {
-            let accepted: Vec<&str> = decl.iter().map(|d| d.name).collect();
-            let hint = closest(k, &accepted)
-                .map(|c| format!("; did you mean '{c}'?"))
-                .unwrap_or_default();
-            return Err(SpecError(format!(
-                "unknown option '{k}' for {what} {} (accepted: {}){hint}",
-                spec.name,
-                if accepted.is_empty() {
-                    "none".to_string()
-                } else {
-                    accepted.join(", ")
-                }
-            )));
+            return Err(SpecError::UnknownOption {
+                what: what.to_string(),
+                owner: spec.name.clone(),
+                key: k.clone(),
+                accepted: decl.iter().map(|d| d.name.to_string()).collect(),
+            });
         };
-        let value = d.kind.check(v).map_err(|_| {
-            SpecError(format!(
-                "bad value {k}={v} for {what} {}: expected {}",
-                spec.name,
-                d.kind.describe()
-            ))
+        let value = d.kind.check(v).map_err(|_| SpecError::BadValue {
+            what: what.to_string(),
+            owner: spec.name.clone(),
+            key: k.clone(),
+            value: v.clone(),
+            expected: d.kind.describe(),
         })?;
         p.values.insert(d.name, value);
         p.given.push(d.name);
@@ -313,13 +377,13 @@ mod tests {
     #[test]
     fn errors_name_the_problem_and_the_accepted() {
         let s = Spec::parse("workload", "lat_pipe:bogus=1").unwrap();
-        let e = resolve("workload", &s, DECL).unwrap_err().0;
+        let e = resolve("workload", &s, DECL).unwrap_err().to_string();
         assert!(
             e.contains("unknown option 'bogus'") && e.contains("accepted: tasks, sync_wakeups"),
             "{e}"
         );
         let s = Spec::parse("workload", "x:tasks=0").unwrap();
-        let e = resolve("workload", &s, DECL).unwrap_err().0;
+        let e = resolve("workload", &s, DECL).unwrap_err().to_string();
         assert!(e.contains("expected an integer in 1..=100"), "{e}");
         assert!(Spec::parse("workload", "x:tasks").is_err());
         assert!(Spec::parse("workload", ":a=1").is_err());
@@ -327,7 +391,7 @@ mod tests {
         let s = Spec::parse("workload", "x:taks=3").unwrap();
         assert!(resolve("workload", &s, DECL)
             .unwrap_err()
-            .0
+            .to_string()
             .contains("did you mean 'tasks'"));
     }
 }

@@ -36,7 +36,7 @@ pub fn prepare(p: &mut Params) -> Result<(), SpecError> {
     }
     let sets = p.int("sets");
     if sets * 2 > tasks {
-        return Err(SpecError(format!(
+        return Err(SpecError::Invalid(format!(
             "bad value sets={sets} for workload reflex: each set needs at least 2 of the {tasks} tasks (sets <= tasks/2 = {})",
             tasks / 2
         )));

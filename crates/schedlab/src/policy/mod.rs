@@ -108,9 +108,11 @@ pub fn build_named(
     machine: &str,
     cpus: usize,
 ) -> Result<Box<dyn SchedClass>, SpecError> {
-    let preset = crate::machine::preset::find(machine)
-        .ok_or_else(|| SpecError(format!("unknown machine '{machine}'")))?;
-    let m = Machine::boot(preset, Some(cpus)).map_err(SpecError)?;
+    let preset = crate::machine::preset::find(machine).ok_or_else(|| {
+        let names: Vec<&str> = crate::machine::PRESETS.iter().map(|p| p.name).collect();
+        SpecError::unknown("machine", machine, &names)
+    })?;
+    let m = Machine::boot(preset, Some(cpus)).map_err(SpecError::Invalid)?;
     build(&Spec::parse("policy", spec)?, &m)
 }
 
@@ -118,12 +120,6 @@ pub fn build_named(
 pub fn find(name: &str) -> Result<&'static PolicyInfo, SpecError> {
     POLICIES.iter().find(|p| p.name == name).ok_or_else(|| {
         let names: Vec<&str> = POLICIES.iter().map(|p| p.name).collect();
-        let hint = spec::closest(name, &names)
-            .map(|c| format!("; did you mean '{c}'?"))
-            .unwrap_or_default();
-        SpecError(format!(
-            "unknown policy '{name}' (accepted: {}){hint}",
-            names.join(", ")
-        ))
+        SpecError::unknown("policy", name, &names)
     })
 }

@@ -723,7 +723,7 @@ mod tests {
         let e = e.to_string();
         assert!(
             e.starts_with(
-                "hackbench: socketpair() for receiver 15 of group 205 failed with ENFILE"
+                "workload failed: hackbench: socketpair() for receiver 15 of group 205 failed with ENFILE"
             ) && e.contains("file-max = 8192")
                 && e.contains("piii700-1m"),
             "{e}"

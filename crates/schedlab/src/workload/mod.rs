@@ -86,14 +86,7 @@ pub fn build(spec: &Spec, machine: &Machine) -> Result<(Box<dyn Workload>, Param
         .find(|w| w.name == spec.name)
         .ok_or_else(|| {
             let names: Vec<&str> = WORKLOADS.iter().map(|w| w.name).collect();
-            let hint = spec::closest(&spec.name, &names)
-                .map(|c| format!("; did you mean '{c}'?"))
-                .unwrap_or_default();
-            SpecError(format!(
-                "unknown workload '{}' (accepted: {}){hint}",
-                spec.name,
-                names.join(", ")
-            ))
+            SpecError::unknown("workload", &spec.name, &names)
         })?;
     let mut params = spec::resolve("workload", spec, info.params)?;
     let w = (info.build)(&params, machine)?;

@@ -137,7 +137,7 @@ fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
         p.uint("sets")
     };
     if sets < 1 || sets > tasks / 2 {
-        return Err(SpecError(format!(
+        return Err(SpecError::Invalid(format!(
             "bad value sets={sets} for workload reflex: each active set needs at least 2 \
              threads, so sets must be in 1..={} for tasks={tasks}",
             tasks / 2

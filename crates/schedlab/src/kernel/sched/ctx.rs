@@ -159,7 +159,7 @@ impl<'a> SchedCtx<'a> {
 
     /// The run's random source.
     pub fn rng(&mut self) -> &mut SimRng {
-        &mut self.rng
+        self.rng
     }
 
     /// Charge `ns` of work.

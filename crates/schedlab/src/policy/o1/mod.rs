@@ -979,5 +979,5 @@ impl SchedClass for O1 {
     }
 }
 
-// TMP #[cfg(test)]
-// TMP mod tests;
+#[cfg(test)]
+mod tests;

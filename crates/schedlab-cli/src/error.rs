@@ -1,0 +1,80 @@
+//! The command line's errors, by kind. The kind chooses the exit status — never the text:
+//!
+//! | kind | exit | meaning |
+//! |---|---|---|
+//! | [`CliError::Usage`] | 2 | the arguments do not parse (clap's whole message) |
+//! | [`CliError::Input`] | 2 | an unknown name, a bad value, an unusable path: nothing ran |
+//! | [`CliError::Failed`] | 1 | the run started and failed (a workload error, a limit, a timeout, a write) |
+//! | [`CliError::Interrupted`] | 130 | SIGINT, SIGTERM or SIGHUP stopped a native run |
+
+use std::process::ExitCode;
+
+use schedlab::spec::SpecError;
+use schedlab::SimError;
+use schedlab_native::runner::RunError;
+use schedlab_native::NativeError;
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// clap could not parse the arguments; printed as clap renders it.
+    #[error("{0}")]
+    Usage(clap::Error),
+    /// Bad input: nothing ran.
+    #[error("{0}")]
+    Input(String),
+    /// The run failed.
+    #[error("{0}")]
+    Failed(String),
+    /// A signal stopped the run.
+    #[error("{0}")]
+    Interrupted(String),
+}
+
+impl CliError {
+    /// The process exit status for this kind of error.
+    pub(crate) fn exit_code(&self) -> ExitCode {
+        ExitCode::from(match self {
+            CliError::Usage(_) | CliError::Input(_) => 2,
+            CliError::Failed(_) => 1,
+            // 128 + SIGINT, as a shell reports an interrupted command.
+            CliError::Interrupted(_) => 130,
+        })
+    }
+
+    /// Print to stderr: clap's own rendering for usage errors, one line otherwise.
+    pub(crate) fn print(&self) {
+        match self {
+            CliError::Usage(e) => {
+                let _ = e.print();
+            }
+            other => eprintln!("schedlab: {other}"),
+        }
+    }
+}
+
+impl From<SpecError> for CliError {
+    fn from(e: SpecError) -> Self {
+        CliError::Input(e.to_string())
+    }
+}
+
+impl From<SimError> for CliError {
+    fn from(e: SimError) -> Self {
+        if e.is_input() {
+            CliError::Input(e.to_string())
+        } else {
+            CliError::Failed(e.to_string())
+        }
+    }
+}
+
+impl From<NativeError> for CliError {
+    fn from(e: NativeError) -> Self {
+        match &e {
+            NativeError::Spec(_) => CliError::Input(e.to_string()),
+            NativeError::Run(RunError::Interrupted { .. }) => CliError::Interrupted(e.to_string()),
+            NativeError::Run(_) => CliError::Failed(e.to_string()),
+        }
+    }
+}
