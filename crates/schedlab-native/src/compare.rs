@@ -79,30 +79,31 @@ pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
     let s = |v: u64| v.to_string();
     match name {
         "hackbench" => {
+            let hb = schedlab::workload::hackbench::Options::from_params(p);
             let mut rt = vec![
                 "-g".into(),
-                s(p.uint("groups")),
+                s(hb.groups),
                 "-l".into(),
-                s(p.uint("loops")),
+                s(hb.loops),
                 "-s".into(),
-                s(p.uint("datasize")),
+                s(hb.datasize),
                 "-f".into(),
-                s(p.uint("fds")),
+                s(hb.fds),
             ];
             let mut perf: Vec<String> = ["bench", "sched", "messaging", "-g"]
                 .iter()
                 .map(|x| x.to_string())
                 .collect();
-            perf.extend([s(p.uint("groups")), "-l".into(), s(p.uint("loops"))]);
-            if p.flag("pipe") {
+            perf.extend([s(hb.groups), "-l".into(), s(hb.loops)]);
+            if hb.pipe {
                 rt.push("-p".into());
                 perf.push("-p".into());
             }
-            if p.flag("threads") {
+            if hb.threads {
                 rt.push("-T".into());
                 perf.push("-t".into());
             }
-            let fixed = p.uint("datasize") != 100 || p.uint("fds") != 20;
+            let fixed = hb.datasize != 100 || hb.fds != 20;
             Ok(vec![
                 Tool {
                     label: "rt-tests hackbench",
@@ -124,18 +125,21 @@ pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
                 },
             ])
         }
-        "lat_pipe" => Ok(vec![Tool {
+        "lat_pipe" => {
+            let lp = schedlab::workload::lat_pipe::Options::from_params(p);
+            Ok(vec![Tool {
             label: "perf bench sched pipe",
             program: "perf",
             package: "linux-perf",
             args: ["bench", "sched", "pipe", "-l"]
                 .iter()
                 .map(|x| x.to_string())
-                .chain([s(p.uint("rounds"))])
+                .chain([s(lp.rounds)])
                 .collect(),
             parse: parse_perf_pipe,
             unsupported: None,
-        }]),
+        }])
+        }
         other => Err(format!(
             "--compare: no reference tool for {other} (supported: hackbench with rt-tests hackbench and perf bench sched messaging, lat_pipe with perf bench sched pipe)"
         )),

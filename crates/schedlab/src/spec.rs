@@ -170,7 +170,9 @@ pub enum Kind {
     Choice(&'static [&'static str]),
 }
 
-/// A declared parameter.
+/// A declared parameter: name, type and accepted range, default, unit, and where the
+/// default comes from. Declared once, with the const builders below (or the [`options!`]
+/// macro, which also generates the typed struct the owner reads it into).
 #[derive(Clone, Copy, Debug)]
 pub struct ParamSpec {
     /// Key.
@@ -180,8 +182,180 @@ pub struct ParamSpec {
     pub default: &'static str,
     /// Type and range.
     pub kind: Kind,
-    /// One line of help, with the unit and the source of the default.
+    /// One line of help: what the parameter means.
     pub help: &'static str,
+    /// Unit of the value (`""` for counts and switches).
+    pub unit: &'static str,
+    /// Where the default comes from (a spec section, a source, or "model choice").
+    pub source: &'static str,
+}
+
+impl ParamSpec {
+    const fn new(name: &'static str, default: &'static str, kind: Kind) -> ParamSpec {
+        ParamSpec {
+            name,
+            default,
+            kind,
+            help: "",
+            unit: "",
+            source: "",
+        }
+    }
+
+    /// An integer in `min..=max`.
+    pub const fn int(name: &'static str, default: &'static str, min: i64, max: i64) -> ParamSpec {
+        Self::new(name, default, Kind::Int { min, max })
+    }
+
+    /// A number in `min..=max`.
+    pub const fn float(name: &'static str, default: &'static str, min: f64, max: f64) -> ParamSpec {
+        Self::new(name, default, Kind::Float { min, max })
+    }
+
+    /// `on` or `off`.
+    pub const fn flag(name: &'static str, default: &'static str) -> ParamSpec {
+        Self::new(name, default, Kind::Bool)
+    }
+
+    /// One of `choices`.
+    pub const fn choice(
+        name: &'static str,
+        default: &'static str,
+        choices: &'static [&'static str],
+    ) -> ParamSpec {
+        Self::new(name, default, Kind::Choice(choices))
+    }
+
+    /// The timer frequency of a policy's kernel: every policy's `hz`, declared once.
+    pub const fn hz(name: &'static str, default: &'static str) -> ParamSpec {
+        Self::int(name, default, 10, 10000)
+            .unit("Hz")
+            .help("timer ticks per second (the tick, jiffies and every period counted in ticks)")
+    }
+
+    /// Whether a policy honours `__wake_up_sync` (the waker is about to sleep): every
+    /// policy's `sync_wakeups`, declared once; `help` says what honouring means there.
+    pub const fn sync_wakeups(name: &'static str, default: &'static str) -> ParamSpec {
+        Self::flag(name, default)
+    }
+
+    /// This parameter's value in `p` (validated against a declaration containing it).
+    pub fn get<T: FromParam>(&self, p: &Params) -> T {
+        T::from_param(self.name, p.raw(self.name))
+    }
+
+    /// With help text `help`.
+    pub const fn help(self, help: &'static str) -> ParamSpec {
+        ParamSpec { help, ..self }
+    }
+
+    /// With unit `unit`.
+    pub const fn unit(self, unit: &'static str) -> ParamSpec {
+        ParamSpec { unit, ..self }
+    }
+
+    /// With the source of its default.
+    pub const fn source(self, source: &'static str) -> ParamSpec {
+        ParamSpec { source, ..self }
+    }
+}
+
+/// A value read from a validated parameter. Declarations guarantee the text parses, so a
+/// failure is a bug in a declaration and panics naming it.
+pub trait FromParam: Sized {
+    /// The value of `key` from its validated text.
+    fn from_param(key: &str, raw: &str) -> Self;
+}
+
+macro_rules! from_param_parse {
+    ($($t:ty),*) => {$(
+        impl FromParam for $t {
+            fn from_param(key: &str, raw: &str) -> Self {
+                raw.parse().unwrap_or_else(|_| {
+                    panic!("parameter {key}={raw} is not a {}", stringify!($t))
+                })
+            }
+        }
+    )*};
+}
+
+from_param_parse!(i64, i32, u64, u32, usize, f64);
+
+impl FromParam for bool {
+    fn from_param(_key: &str, raw: &str) -> Self {
+        raw == "on"
+    }
+}
+
+impl FromParam for String {
+    fn from_param(_key: &str, raw: &str) -> Self {
+        raw.to_string()
+    }
+}
+
+/// `None` for `auto` (the owner derives the value).
+impl<T: FromParam> FromParam for Option<T> {
+    fn from_param(key: &str, raw: &str) -> Self {
+        (raw != "auto").then(|| T::from_param(key, raw))
+    }
+}
+
+/// Declare an owner's options once: the typed struct it reads them into and the
+/// [`ParamSpec`] list the parser checks and `list` prints, from the same tokens, so a
+/// field cannot be missing from the declaration or read under another name.
+///
+/// ```
+/// schedlab::options! {
+///     /// Options of a policy.
+///     pub struct Opts in PARAMS {
+///         /// Timer frequency.
+///         hz: u32 = hz("100").source("i386 2.4");
+///         /// PROC_CHANGE_PENALTY.
+///         pcp: i32 = int("15", 0, 1000).unit("goodness points").help("affinity bonus");
+///     }
+/// }
+/// let spec = schedlab::spec::Spec::parse("policy", "x:pcp=20").unwrap();
+/// let o = Opts::from_params(&schedlab::spec::resolve("policy", &spec, PARAMS).unwrap());
+/// assert_eq!((o.hz, o.pcp), (100, 20));
+/// ```
+#[macro_export]
+macro_rules! options {
+    (
+        $(#[$m:meta])* $vis:vis struct $name:ident in $decl:ident {
+            $(
+                $(#[$fm:meta])*
+                $field:ident : $ty:ty = $ctor:ident ( $($a:expr),* $(,)? )
+                    $( . $meth:ident ( $($ma:expr),* ) )* ;
+            )*
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Clone, Debug)]
+        $vis struct $name {
+            $(
+                $(#[$fm])*
+                #[doc = concat!("The `", stringify!($field), "` parameter (help, unit, range and source in the declaration).")]
+                pub $field: $ty,
+            )*
+        }
+
+        #[doc = concat!("The declaration of [`", stringify!($name), "`].")]
+        $vis const $decl: &[$crate::spec::ParamSpec] = &[
+            $( $crate::spec::ParamSpec::$ctor(stringify!($field), $($a),*) $( .$meth($($ma),*) )* , )*
+        ];
+
+        impl $name {
+            /// The options from parameters validated against the declaration.
+            pub fn from_params(p: &$crate::spec::Params) -> Self {
+                $name {
+                    $( $field: $crate::spec::FromParam::from_param(
+                        stringify!($field),
+                        p.raw(stringify!($field)),
+                    ), )*
+                }
+            }
+        }
+    };
 }
 
 impl Kind {
@@ -222,45 +396,11 @@ pub struct Params {
 }
 
 impl Params {
-    /// Integer parameter `key` (declared as `Int`).
-    pub fn int(&self, key: &str) -> i64 {
-        self.raw(key)
-            .parse()
-            .unwrap_or_else(|_| panic!("parameter {key} is not an integer"))
-    }
-
-    /// Unsigned integer parameter.
-    pub fn uint(&self, key: &str) -> u64 {
-        self.int(key).max(0) as u64
-    }
-
-    /// Float parameter.
-    pub fn float(&self, key: &str) -> f64 {
-        self.raw(key)
-            .parse()
-            .unwrap_or_else(|_| panic!("parameter {key} is not a number"))
-    }
-
-    /// Bool parameter.
-    pub fn flag(&self, key: &str) -> bool {
-        self.raw(key) == "on"
-    }
-
     /// Raw text of `key`.
     pub fn raw(&self, key: &str) -> &str {
         self.values
             .get(key)
             .unwrap_or_else(|| panic!("undeclared parameter {key}"))
-    }
-
-    /// True when `key` still has the `auto` default.
-    pub fn is_auto(&self, key: &str) -> bool {
-        self.raw(key) == "auto"
-    }
-
-    /// True when the user gave `key` explicitly.
-    pub fn given(&self, key: &str) -> bool {
-        self.given.contains(&key)
     }
 
     /// Replace a value (used to resolve `auto`).
@@ -330,17 +470,20 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// Describe parameters for `schedlab list`.
+/// Describe parameters for `schedlab list`: per parameter `name=default`, its help, then
+/// the accepted values with the unit and the source of the default.
 pub fn describe(decl: &[ParamSpec]) -> String {
     decl.iter()
         .map(|d| {
-            format!(
-                "    {}={:<8} {} ({})",
-                d.name,
-                d.default,
-                d.help,
-                d.kind.describe()
-            )
+            let mut accepted = d.kind.describe();
+            if !d.unit.is_empty() {
+                accepted += &format!(", in {}", d.unit);
+            }
+            if !d.source.is_empty() {
+                accepted += &format!("; default from {}", d.source);
+            }
+            let head = format!("{}={}", d.name, d.default);
+            format!("    {head:<26} {}\n    {:<26} ({accepted})", d.help, "")
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -351,26 +494,16 @@ mod tests {
     use super::*;
 
     const DECL: &[ParamSpec] = &[
-        ParamSpec {
-            name: "tasks",
-            default: "2",
-            kind: Kind::Int { min: 1, max: 100 },
-            help: "tasks",
-        },
-        ParamSpec {
-            name: "sync_wakeups",
-            default: "off",
-            kind: Kind::Bool,
-            help: "sync",
-        },
+        ParamSpec::int("tasks", "2", 1, 100).help("tasks"),
+        ParamSpec::sync_wakeups("sync_wakeups", "off").help("sync"),
     ];
 
     #[test]
     fn parses_and_validates() {
         let s = Spec::parse("workload", "reflex:tasks=8,sync_wakeups=on").unwrap();
         let p = resolve("workload", &s, DECL).unwrap();
-        assert_eq!(p.int("tasks"), 8);
-        assert!(p.flag("sync_wakeups"));
+        assert_eq!(DECL[0].get::<u64>(&p), 8);
+        assert!(DECL[1].get::<bool>(&p));
         assert_eq!(s.to_string(), "reflex:tasks=8,sync_wakeups=on");
     }
 

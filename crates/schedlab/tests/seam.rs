@@ -345,3 +345,31 @@ proptest! {
         }
     }
 }
+
+/// Every option of every registered policy and workload is declared completely: help, the
+/// source of its default, a default its own type and range accept (or `auto`), a unique
+/// name; and the defaults resolve into the owner's typed options (its `build` succeeds).
+#[test]
+fn every_declared_option_is_complete() {
+    use schedlab::spec::{resolve, ParamSpec, Spec};
+    let check = |owner: &str, decl: &[ParamSpec]| {
+        let mut names = std::collections::BTreeSet::new();
+        for d in decl {
+            assert!(names.insert(d.name), "{owner}: {} declared twice", d.name);
+            assert!(!d.help.is_empty(), "{owner}: {} has no help", d.name);
+            assert!(!d.source.is_empty(), "{owner}: {} has no source", d.name);
+            if d.default != "auto" {
+                let s = Spec::parse("x", &format!("{owner}:{}={}", d.name, d.default)).unwrap();
+                resolve("x", &s, decl)
+                    .unwrap_or_else(|e| panic!("{owner}: default of {} refused: {e}", d.name));
+            }
+        }
+    };
+    for p in policy::POLICIES {
+        check(p.name, p.params);
+        policy::build_named(p.name, "piii700-1m", 8).expect("defaults build");
+    }
+    for w in schedlab::workload::WORKLOADS {
+        check(w.name, w.params);
+    }
+}

@@ -23,10 +23,11 @@ const STOP: usize = 4;
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
-    let bytes = p.uint("mb") * MB;
-    let chunk = p.uint("chunk_kb") as usize * 1024;
-    let warmup_bytes = p.uint("warmup_kb") * 1024;
-    let warmup_ns = p.uint("warmup_ms") * 1_000_000;
+    let o = schedlab::workload::bw_pipe::Options::from_params(p);
+    let bytes = o.mb * MB;
+    let chunk = o.chunk_kb as usize * 1024;
+    let warmup_bytes = o.warmup_kb * 1024;
+    let warmup_ns = o.warmup_ms * 1_000_000;
     let c = Counters::new(NAMES)?;
     let (rd, wr) = sys::pipe()?;
     let child = ctx.fork(|| {

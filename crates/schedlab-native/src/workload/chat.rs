@@ -175,10 +175,11 @@ fn server(
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
-    let rooms = p.uint("rooms") as usize;
-    let messages = p.uint("messages");
-    let users = p.uint("users") as usize;
-    let nice = p.int("nice") as i32;
+    let o = schedlab::workload::chat::Options::from_params(p);
+    let rooms = o.rooms as usize;
+    let messages = o.messages;
+    let users = o.users as usize;
+    let nice = o.nice as i32;
     let c = Counters::new(NAMES)?;
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .map_err(|e| io_fail("bind 127.0.0.1", e))?;

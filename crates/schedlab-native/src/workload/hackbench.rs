@@ -29,12 +29,13 @@ fn ready(ready_out: i32, wakefd: i32) -> Res<()> {
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
-    let groups = p.uint("groups");
-    let loops = p.uint("loops");
-    let datasize = p.uint("datasize") as usize;
-    let fds = p.uint("fds") as usize;
-    let use_pipe = p.flag("pipe");
-    let threads = p.flag("threads");
+    let o = schedlab::workload::hackbench::Options::from_params(p);
+    let groups = o.groups;
+    let loops = o.loops;
+    let datasize = o.datasize as usize;
+    let fds = o.fds as usize;
+    let use_pipe = o.pipe;
+    let threads = o.threads;
     let c = Counters::new(NAMES)?;
 
     let (ready_in, ready_out) = sys::fdpair(use_pipe)?;

@@ -35,10 +35,11 @@ fn member(rd: i32, wr: i32, data: &[u32], trips: u64) -> Res<u32> {
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
-    let procs = p.uint("procs") as usize;
-    let words = p.uint("size_kb") as usize * 256;
-    let rounds = p.uint("rounds");
-    let warmup = p.uint("warmup");
+    let o = schedlab::workload::lat_ctx::Options::from_params(p);
+    let procs = o.procs as usize;
+    let words = o.size_kb as usize * 256;
+    let rounds = o.rounds;
+    let warmup = o.warmup;
     let trips = rounds + warmup;
     let c = Counters::new(NAMES)?;
     let data: Vec<u32> = (0..words as u32).collect();
@@ -47,7 +48,7 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let (or, ow) = sys::pipe()?;
     let mut tok = [0u8; 4];
     let mut acc = sum(&data);
-    let n_ovr = p.uint("ovr_iters");
+    let n_ovr = o.ovr_iters;
     let t = sys::now_ns();
     for _ in 0..n_ovr {
         sys::write_full(ow, &tok)?;

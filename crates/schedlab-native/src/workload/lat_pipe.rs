@@ -12,8 +12,9 @@ const NAMES: &[&str] = &["round_trips", "child_round_trips"];
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
-    let rounds = p.uint("rounds");
-    let warmup = p.uint("warmup");
+    let o = schedlab::workload::lat_pipe::Options::from_params(p);
+    let rounds = o.rounds;
+    let warmup = o.warmup;
     let total = rounds + warmup;
     let c = Counters::new(NAMES)?;
     let (p1r, p1w) = sys::pipe()?;

@@ -21,9 +21,10 @@ const NAMES: &[&str] = &["children"];
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
-    let exec = p.raw("op") == "exec";
-    let iters = p.uint("n");
-    let warmup = p.uint("warmup");
+    let o = schedlab::workload::lat_proc::Options::from_params(p);
+    let exec = o.op.as_str() == "exec";
+    let iters = o.n;
+    let warmup = o.warmup;
     let c = Counters::new(NAMES)?;
     let prog = CString::new(EXEC_PROGRAM).expect("no NUL");
     if exec && !std::path::Path::new(EXEC_PROGRAM).exists() {

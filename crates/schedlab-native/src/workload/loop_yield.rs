@@ -19,9 +19,10 @@ const NAMES: &[&str] = &["yields", "stop"];
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
-    let n = p.uint("instances");
-    let ms = p.uint("duration_ms");
-    let warmup_ms = p.uint("warmup_ms");
+    let o = schedlab::workload::loop_yield::Options::from_params(p);
+    let n = o.instances;
+    let ms = o.duration_ms;
+    let warmup_ms = o.warmup_ms;
     let c = Counters::new(NAMES)?;
     let (ready_r, ready_w) = sys::pipe()?;
     let mut kids = Vec::new();

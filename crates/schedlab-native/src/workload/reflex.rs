@@ -30,11 +30,10 @@ use crate::sys::{self, Res};
 
 /// Resolve `sets=auto` and check that every set has at least two threads.
 pub fn prepare(p: &mut Params) -> Result<(), SpecError> {
-    let tasks = p.int("tasks");
-    if p.is_auto("sets") {
-        p.set("sets", (tasks / 2).to_string());
-    }
-    let sets = p.int("sets");
+    let o = schedlab::workload::reflex::Options::from_params(p);
+    let tasks = o.tasks;
+    let sets = o.sets.unwrap_or(tasks / 2);
+    p.set("sets", sets.to_string());
     if sets * 2 > tasks {
         return Err(SpecError::Invalid(format!(
             "bad value sets={sets} for workload reflex: each set needs at least 2 of the {tasks} tasks (sets <= tasks/2 = {})",
@@ -115,17 +114,15 @@ impl Member {
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
-    let tasks = p.uint("tasks") as usize;
-    let sets = p.uint("sets") as usize;
-    let delay_ns = p.float("delay_us") * 1000.0;
-    let yield_p = p.float("yield_pct") / 100.0;
-    let window = Arc::new(if p.is_auto("rounds") {
-        Window::new(
-            p.uint("warmup_ms") * 1_000_000,
-            p.uint("duration_ms") * 1_000_000,
-        )
-    } else {
-        Window::until(p.uint("rounds") * sets as u64)
+    let o = schedlab::workload::reflex::Options::from_params(p);
+    let tasks = o.tasks as usize;
+    // `prepare` resolved `sets=auto`.
+    let sets = o.sets.unwrap_or(o.tasks / 2) as usize;
+    let delay_ns = o.delay_us * 1000.0;
+    let yield_p = o.yield_pct / 100.0;
+    let window = Arc::new(match o.rounds {
+        None => Window::new(o.warmup_ms * 1_000_000, o.duration_ms * 1_000_000),
+        Some(rounds) => Window::until(rounds * sets as u64),
     });
     let rounds = Arc::new(AtomicU64::new(0));
     let c = Counters::new(NAMES)?;

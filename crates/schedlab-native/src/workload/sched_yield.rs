@@ -21,10 +21,11 @@ use crate::sys::{self, Fail, Res};
 
 /// Run it.
 pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
-    let n = p.uint("threads") as usize;
+    let o = schedlab::workload::sched_yield::Options::from_params(p);
+    let n = o.threads as usize;
     let window = Arc::new(Window::new(
-        p.uint("warmup_ms") * 1_000_000,
-        p.uint("duration_ms") * 1_000_000,
+        o.warmup_ms * 1_000_000,
+        o.duration_ms * 1_000_000,
     ));
     let tally = Arc::new(Tally::new(n));
     let barrier = Arc::new(Barrier::new(n + 1));

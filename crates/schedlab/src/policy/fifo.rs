@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::kernel::task::{TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
-use crate::spec::{Kind, ParamSpec, Params};
+use crate::spec::Params;
 
 use super::{PolicyInfo, SchedClass, SchedCtx, Wake};
 
@@ -26,37 +26,31 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "hz",
-        default: "100",
-        kind: Kind::Int {
-            min: 10,
-            max: 10000,
-        },
-        help: "timer ticks per second",
-    },
-    ParamSpec {
-        name: "slice_ms",
-        default: "10",
-        kind: Kind::Int { min: 1, max: 10000 },
-        help: "round-robin slice in ms (rounded up to whole ticks)",
-    },
-    ParamSpec {
-        name: "sync_wakeups",
-        default: "off",
-        kind: Kind::Bool,
-        help: "on: a sync wake-up kicks no CPU (the waker's CPU will pick the task up)",
-    },
-];
+crate::options! {
+    /// Options of `fifo`.
+    pub struct Options in PARAMS {
+        /// Timer frequency.
+        hz: u32 = hz("100").source("model choice: the 2.4-era HZ");
+        /// Round-robin slice.
+        slice_ms: u64 = int("10", 1, 10000)
+            .unit("ms")
+            .help("round-robin slice, rounded up to whole ticks")
+            .source("model choice: one 2.4-era tick");
+        /// Honour `__wake_up_sync`.
+        sync_wakeups: bool = sync_wakeups("off")
+            .help("a sync wake-up kicks no CPU (the waker's CPU will pick the task up)")
+            .source("model choice: the reference policy ignores hints");
+    }
+}
 
 fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
-    let hz = p.int("hz") as u32;
-    let ticks = (p.uint("slice_ms") * hz as u64).div_ceil(1000).max(1);
+    let o = Options::from_params(p);
+    let hz = o.hz;
+    let ticks = (o.slice_ms * hz as u64).div_ceil(1000).max(1);
     Box::new(Fifo {
         hz,
         slice_ticks: ticks as u32,
-        sync_wakeups: p.flag("sync_wakeups"),
+        sync_wakeups: o.sync_wakeups,
         options: p.to_map(),
         lock: 0,
         queue: VecDeque::new(),

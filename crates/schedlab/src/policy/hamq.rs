@@ -44,7 +44,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
 use crate::machine::{CpuId, LockId, Machine};
-use crate::spec::{Kind, ParamSpec, Params};
+use crate::spec::Params;
 
 use super::mq::lines::Lines;
 use super::sched24::{Core24, GoodnessRules, MIN_GOODNESS};
@@ -58,38 +58,32 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "hz",
-        default: "100",
-        kind: Kind::Int {
-            min: 10,
-            max: 10000,
-        },
-        help: "timer ticks per second (2.5.2-pre9 i386: 100)",
-    },
-    ParamSpec {
-        name: "pcp",
-        default: "15",
-        kind: Kind::Int { min: 0, max: 1000 },
-        help: "PROC_CHANGE_PENALTY (i386: 15)",
-    },
-    ParamSpec {
-        name: "sync_wakeups",
-        default: "on",
-        kind: Kind::Bool,
-        help: "on: a sync wake-up queues the task on the waker's CPU without a kick [INFERRED]",
-    },
-];
+crate::options! {
+    /// Options of `hamq`.
+    pub struct Options in PARAMS {
+        /// Timer frequency.
+        hz: u32 = hz("100").source("2.5.2-pre9 i386: 100 (schedulers.md §1.1)");
+        /// PROC_CHANGE_PENALTY.
+        pcp: i32 = int("15", 0, 1000)
+            .unit("goodness points")
+            .help("PROC_CHANGE_PENALTY: goodness bonus for staying on the last CPU")
+            .source("schedulers.md §1.4 (i386: 15)");
+        /// Honour `__wake_up_sync`.
+        sync_wakeups: bool = sync_wakeups("on")
+            .help("a sync wake-up queues the task on the waker's CPU without a kick")
+            .source("model choice [INFERRED]: as 2.4, which haMQ was built from");
+    }
+}
 
 fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
+    let o = Options::from_params(p);
     let rules = GoodnessRules {
-        pcp: p.int("pcp") as i32,
+        pcp: o.pcp,
         kthread_mm_bonus: false,
     };
     Box::new(Hamq {
-        core: Core24::new(p.int("hz") as u32, rules),
-        sync_wakeups: p.flag("sync_wakeups"),
+        core: Core24::new(o.hz, rules),
+        sync_wakeups: o.sync_wakeups,
         wake_kick: Kick::No,
         options: p.to_map(),
         rq: Vec::new(),

@@ -19,62 +19,47 @@ use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `bw_pipe`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        mb: u64 = int("10", 1, 100_000).help("MB moved in the timed part (lmbench2: 10)")
+            .unit("MB")
+            .source("benchmarks.md §4");
+        chunk_kb: u64 = int("64", 1, 1024).help("read/write size in KB (lmbench XFERSIZE)")
+            .unit("KB")
+            .source("benchmarks.md §4");
+        warmup_kb: u64 = int("256", 0, 1_000_000).help("KB moved before timing (at least)")
+            .unit("KB")
+            .source("benchmarks.md §4");
+        warmup_ms: u64 = int("1000", 0, 3_600_000).help("simulated ms of untimed streaming first (lmbench BENCH MEDIUM: about 1 s)")
+            .unit("ms")
+            .source("benchmarks.md §4");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "bw_pipe",
     about: "lmbench bw_pipe: a child writes 64 KB chunks into a pipe the parent reads",
     metric: "MB/s",
-    params: &[
-        ParamSpec {
-            name: "mb",
-            default: "10",
-            kind: Kind::Int {
-                min: 1,
-                max: 100_000,
-            },
-            help: "MB moved in the timed part (lmbench2: 10)",
-        },
-        ParamSpec {
-            name: "chunk_kb",
-            default: "64",
-            kind: Kind::Int { min: 1, max: 1024 },
-            help: "read/write size in KB (lmbench XFERSIZE)",
-        },
-        ParamSpec {
-            name: "warmup_kb",
-            default: "256",
-            kind: Kind::Int {
-                min: 0,
-                max: 1_000_000,
-            },
-            help: "KB moved before timing (at least)",
-        },
-        ParamSpec {
-            name: "warmup_ms",
-            default: "1000",
-            kind: Kind::Int {
-                min: 0,
-                max: 3_600_000,
-            },
-            help: "simulated ms of untimed streaming first (lmbench BENCH MEDIUM: about 1 s)",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
 const MB: u64 = 1 << 20;
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(BwPipe {
-        bytes: p.uint("mb") * MB,
-        chunk: p.uint("chunk_kb") * 1024,
-        warmup: p.uint("warmup_kb") * 1024,
-        warmup_ns: p.uint("warmup_ms") * MS,
+        bytes: o.mb * MB,
+        chunk: o.chunk_kb * 1024,
+        warmup: o.warmup_kb * 1024,
+        warmup_ns: o.warmup_ms * MS,
     }))
 }
 

@@ -54,7 +54,7 @@ use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
@@ -66,50 +66,37 @@ const MSG: u64 = 100;
 /// keeps each read within one page.
 const BATCH: u64 = 40;
 
+crate::options! {
+    /// The parameters of `chat`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        rooms: u64 = int("10", 1, 1000).help("chat rooms (chat_c default 10)")
+            .source("benchmarks.md §3");
+        messages: u64 = int("100", 1, 10_000_000).help("messages each user sends (chat_c default 100)")
+            .source("benchmarks.md §3");
+        users: u64 = int("20", 2, 1000).help("users per room (chat: 20)")
+            .source("benchmarks.md §3");
+        nice: i64 = int("0", -20, 19).help("nice of server and client (Molnar asked for 19)")
+            .source("benchmarks.md §3");
+    }
+}
+
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "chat",
     about: "IBM chat_s/chat_c (VolanoMark simulator): rooms of users over TCP loopback",
     metric: "messages/s",
-    params: &[
-        ParamSpec {
-            name: "rooms",
-            default: "10",
-            kind: Kind::Int { min: 1, max: 1000 },
-            help: "chat rooms (chat_c default 10)",
-        },
-        ParamSpec {
-            name: "messages",
-            default: "100",
-            kind: Kind::Int {
-                min: 1,
-                max: 10_000_000,
-            },
-            help: "messages each user sends (chat_c default 100)",
-        },
-        ParamSpec {
-            name: "users",
-            default: "20",
-            kind: Kind::Int { min: 2, max: 1000 },
-            help: "users per room (chat: 20)",
-        },
-        ParamSpec {
-            name: "nice",
-            default: "0",
-            kind: Kind::Int { min: -20, max: 19 },
-            help: "nice of server and client (Molnar asked for 19)",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(Chat {
         s: Shape {
-            rooms: p.uint("rooms"),
-            messages: p.uint("messages"),
-            users: p.uint("users"),
-            nice: p.int("nice") as i32,
+            rooms: o.rooms,
+            messages: o.messages,
+            users: o.users,
+            nice: o.nice as i32,
         },
     }))
 }

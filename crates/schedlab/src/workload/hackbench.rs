@@ -38,76 +38,50 @@ use crate::kernel::abi::{Env, Op, Program, Record, EAGAIN, ENFILE};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `hackbench`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        groups: u64 = int("10", 1, 100_000).help("groups of fds senders + fds receivers (rt-tests default 10)")
+            .source("benchmarks.md §1");
+        loops: u64 = int("100", 1, 10_000_000).help("rounds of one message to every receiver, per sender")
+            .source("benchmarks.md §1");
+        datasize: u64 = int("100", 1, 1_048_576).help("bytes per message (DATASIZE)")
+            .unit("bytes")
+            .source("benchmarks.md §1");
+        fds: u64 = int("20", 1, 1000).help("senders and receivers per group")
+            .source("benchmarks.md §1");
+        pipe: bool = flag("off").help("pipes instead of AF_UNIX socketpairs (-pipe)")
+            .source("benchmarks.md §1");
+        threads: bool = flag("off").help("threads (clone) instead of processes (-T)")
+            .source("benchmarks.md §1");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "hackbench",
     about: "hackbench: groups of 20 senders x 20 receivers, 100-byte messages, ready/go barrier",
     metric: "s",
-    params: &[
-        ParamSpec {
-            name: "groups",
-            default: "10",
-            kind: Kind::Int {
-                min: 1,
-                max: 100_000,
-            },
-            help: "groups of fds senders + fds receivers (rt-tests default 10)",
-        },
-        ParamSpec {
-            name: "loops",
-            default: "100",
-            kind: Kind::Int {
-                min: 1,
-                max: 10_000_000,
-            },
-            help: "rounds of one message to every receiver, per sender",
-        },
-        ParamSpec {
-            name: "datasize",
-            default: "100",
-            kind: Kind::Int {
-                min: 1,
-                max: 1_048_576,
-            },
-            help: "bytes per message (DATASIZE)",
-        },
-        ParamSpec {
-            name: "fds",
-            default: "20",
-            kind: Kind::Int { min: 1, max: 1000 },
-            help: "senders and receivers per group",
-        },
-        ParamSpec {
-            name: "pipe",
-            default: "off",
-            kind: Kind::Bool,
-            help: "pipes instead of AF_UNIX socketpairs (-pipe)",
-        },
-        ParamSpec {
-            name: "threads",
-            default: "off",
-            kind: Kind::Bool,
-            help: "threads (clone) instead of processes (-T)",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
 fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     let limits = &m.preset.limits;
     Ok(Box::new(Hackbench {
         shape: Shape {
-            groups: p.uint("groups"),
-            loops: p.uint("loops"),
-            datasize: p.uint("datasize"),
-            fds: p.uint("fds"),
-            pipe: p.flag("pipe"),
-            threads: p.flag("threads"),
+            groups: o.groups,
+            loops: o.loops,
+            datasize: o.datasize,
+            fds: o.fds,
+            pipe: o.pipe,
+            threads: o.threads,
         },
         machine: m.preset.name,
         ram_mb: limits.ram_mb,

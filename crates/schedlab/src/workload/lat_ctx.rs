@@ -34,57 +34,34 @@ use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `lat_ctx`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        procs: u64 = int("2", 2, 2048).help("processes in the ring (lmbench MAXPROC 2048)")
+            .source("benchmarks.md §4");
+        size_kb: u64 = int("0", 0, 65536).help("private array each process sums on receiving the token (-s), KB")
+            .unit("KB")
+            .source("benchmarks.md §4");
+        rounds: u64 = int("2000", 1, 10_000_000).help("timed trips round the ring")
+            .source("benchmarks.md §4");
+        warmup: u64 = int("20", 0, 1_000_000).help("untimed trips first")
+            .source("benchmarks.md §4");
+        ovr_iters: u64 = int("1000", 1, 1_000_000).help("timed iterations of each overhead measurement (pipe pass, hot 4 KB sum)")
+            .source("benchmarks.md §4");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "lat_ctx",
     about: "lmbench lat_ctx: a 4-byte token round a ring of processes, each summing its array",
     metric: "us per switch",
-    params: &[
-        ParamSpec {
-            name: "procs",
-            default: "2",
-            kind: Kind::Int { min: 2, max: 2048 },
-            help: "processes in the ring (lmbench MAXPROC 2048)",
-        },
-        ParamSpec {
-            name: "size_kb",
-            default: "0",
-            kind: Kind::Int { min: 0, max: 65536 },
-            help: "private array each process sums on receiving the token (-s), KB",
-        },
-        ParamSpec {
-            name: "rounds",
-            default: "2000",
-            kind: Kind::Int {
-                min: 1,
-                max: 10_000_000,
-            },
-            help: "timed trips round the ring",
-        },
-        ParamSpec {
-            name: "warmup",
-            default: "20",
-            kind: Kind::Int {
-                min: 0,
-                max: 1_000_000,
-            },
-            help: "untimed trips first",
-        },
-        ParamSpec {
-            name: "ovr_iters",
-            default: "1000",
-            kind: Kind::Int {
-                min: 1,
-                max: 1_000_000,
-            },
-            help: "timed iterations of each overhead measurement (pipe pass, hot 4 KB sum)",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
@@ -94,12 +71,13 @@ const CHUNK: u64 = 4 << 10;
 const TOKEN: u64 = 4;
 
 fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(LatCtx {
-        procs: p.uint("procs") as u32,
-        size: p.uint("size_kb") * 1024,
-        rounds: p.uint("rounds"),
-        warmup: p.uint("warmup"),
-        ovr_iters: p.uint("ovr_iters"),
+        procs: o.procs as u32,
+        size: o.size_kb * 1024,
+        rounds: o.rounds,
+        warmup: o.warmup,
+        ovr_iters: o.ovr_iters,
         sum_ns_per_kb: m.costs().sum_ns_per_kb,
     }))
 }

@@ -8,45 +8,37 @@
 
 use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 
 use super::{interval, metric, Workload, WorkloadInfo};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::workload::Metric;
 
+crate::options! {
+    /// The parameters of `lat_pipe`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        rounds: u64 = int("20000", 1, 100_000_000).help("timed round trips")
+            .source("benchmarks.md §4");
+        warmup: u64 = int("200", 0, 1_000_000).help("untimed round trips first")
+            .source("benchmarks.md §4");
+    }
+}
+
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "lat_pipe",
     about: "lmbench lat_pipe: 1-byte token ping-pong between two processes over two pipes",
     metric: "us per round trip",
-    params: &[
-        ParamSpec {
-            name: "rounds",
-            default: "20000",
-            kind: Kind::Int {
-                min: 1,
-                max: 100_000_000,
-            },
-            help: "timed round trips",
-        },
-        ParamSpec {
-            name: "warmup",
-            default: "200",
-            kind: Kind::Int {
-                min: 0,
-                max: 1_000_000,
-            },
-            help: "untimed round trips first",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(LatPipe {
-        rounds: p.uint("rounds"),
-        warmup: p.uint("warmup"),
+        rounds: o.rounds,
+        warmup: o.warmup,
     }))
 }
 

@@ -22,50 +22,38 @@
 use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `lat_proc`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        op: String = choice("fork", &["fork", "exec"]).help("fork: the child exits at once; exec: the child execs a tiny program")
+            .source("benchmarks.md §5b");
+        n: u64 = int("1000", 1, 10_000_000).help("timed iterations")
+            .source("benchmarks.md §5b");
+        warmup: u64 = int("20", 0, 1_000_000).help("untimed iterations first")
+            .source("benchmarks.md §5b");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "lat_proc",
     about: "lmbench lat_proc: fork+exit+wait (op=fork) or fork+execve+exit+wait (op=exec)",
     metric: "us per operation",
-    params: &[
-        ParamSpec {
-            name: "op",
-            default: "fork",
-            kind: Kind::Choice(&["fork", "exec"]),
-            help: "fork: the child exits at once; exec: the child execs a tiny program",
-        },
-        ParamSpec {
-            name: "n",
-            default: "1000",
-            kind: Kind::Int {
-                min: 1,
-                max: 10_000_000,
-            },
-            help: "timed iterations",
-        },
-        ParamSpec {
-            name: "warmup",
-            default: "20",
-            kind: Kind::Int {
-                min: 0,
-                max: 1_000_000,
-            },
-            help: "untimed iterations first",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(LatProc {
-        exec: p.raw("op") == "exec",
-        n: p.uint("n"),
-        warmup: p.uint("warmup"),
+        exec: o.op.as_str() == "exec",
+        n: o.n,
+        warmup: o.warmup,
     }))
 }
 

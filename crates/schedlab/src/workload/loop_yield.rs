@@ -30,50 +30,40 @@ use crate::engine::{Time, MS};
 use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `loop_yield`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        instances: u64 = int("16", 1, 30000).help("yielding processes (Molnar: 4 on a 2-way, 16 on an 8-way)")
+            .source("benchmarks.md §5b");
+        duration_ms: u64 = int("500", 1, 3_600_000).help("sampling window, ms (the original ran forever; vmstat 5 sampled 5 s)")
+            .unit("ms")
+            .source("benchmarks.md §5b");
+        warmup_ms: u64 = int("300", 0, 3_600_000).help("time after the forks before the first sample, ms")
+            .unit("ms")
+            .source("benchmarks.md §5b");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "loop_yield",
     about: "Molnar's loop_yield: N processes in tight sched_yield() loops, vmstat cs rate",
     metric: "switches/s",
-    params: &[
-        ParamSpec {
-            name: "instances",
-            default: "16",
-            kind: Kind::Int { min: 1, max: 30000 },
-            help: "yielding processes (Molnar: 4 on a 2-way, 16 on an 8-way)",
-        },
-        ParamSpec {
-            name: "duration_ms",
-            default: "500",
-            kind: Kind::Int {
-                min: 1,
-                max: 3_600_000,
-            },
-            help: "sampling window, ms (the original ran forever; vmstat 5 sampled 5 s)",
-        },
-        ParamSpec {
-            name: "warmup_ms",
-            default: "300",
-            kind: Kind::Int {
-                min: 0,
-                max: 3_600_000,
-            },
-            help: "time after the forks before the first sample, ms",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(LoopYield {
-        instances: p.uint("instances"),
-        duration: p.uint("duration_ms") * MS,
-        warmup: p.uint("warmup_ms") * MS,
+        instances: o.instances,
+        duration: o.duration_ms * MS,
+        warmup: o.warmup_ms * MS,
     }))
 }
 

@@ -79,39 +79,30 @@ use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::{metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `mkbench`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        makes: u64 = int("1", 1, 64).help("kernel builds run in parallel")
+            .source("benchmarks.md §5");
+        jobs: u64 = int("8", 1, 256).help("make -j of each build")
+            .source("benchmarks.md §5");
+        cc1_ms: f64 = float("385", 0.001, 100_000.0).help("mean cc1 CPU burst per file, ms (calibrated: 58 s for one make -j8 on 8 CPUs)")
+            .unit("ms")
+            .source("benchmarks.md §5");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "mkbench",
     about: "LSE mkbench: concurrent `make -j` kernel builds (gcc -> cpp|cc1|as per file)",
     metric: "s per build",
-    params: &[
-        ParamSpec {
-            name: "makes",
-            default: "1",
-            kind: Kind::Int { min: 1, max: 64 },
-            help: "kernel builds run in parallel",
-        },
-        ParamSpec {
-            name: "jobs",
-            default: "8",
-            kind: Kind::Int { min: 1, max: 256 },
-            help: "make -j of each build",
-        },
-        ParamSpec {
-            name: "cc1_ms",
-            default: "385",
-            kind: Kind::Float {
-                min: 0.001,
-                max: 100_000.0,
-            },
-            help: "mean cc1 CPU burst per file, ms (calibrated: 58 s for one make -j8 on 8 CPUs)",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
@@ -229,10 +220,11 @@ const LD_WS: u64 = 512 << 10;
 const CHUNK: u64 = 4096;
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(Mkbench {
-        makes: p.uint("makes") as u32,
-        jobs: p.uint("jobs") as u32,
-        cc1_ns: (p.float("cc1_ms") * MS as f64) as Time,
+        makes: o.makes as u32,
+        jobs: o.jobs as u32,
+        cc1_ns: (o.cc1_ms * MS as f64) as Time,
     }))
 }
 

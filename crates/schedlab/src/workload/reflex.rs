@@ -56,86 +56,49 @@ use crate::kernel::abi::{Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::window::Window;
 use super::{interval, metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `reflex`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        tasks: u64 = int("2", 2, 16384).help("threads (Kravetz: 2..128)")
+            .source("benchmarks.md §2");
+        sets: Option<u64> = int("auto", 1, 8192).help("active sets, each of >= 2 threads (auto = tasks/2, Kravetz)")
+            .source("benchmarks.md §2");
+        delay_us: f64 = float("0", 0.0, 1_000_000.0).help("compute per round of a thread, us (published runs: 0)")
+            .unit("us")
+            .source("benchmarks.md §2");
+        yield_pct: f64 = float("0", 0.0, 99.0).help("chance of Path I (sched_yield) per round of a thread, % (published: 0)")
+            .unit("%")
+            .source("benchmarks.md §2");
+        rounds: Option<u64> = int("auto", 1, 100_000_000).help("auto: time a window (warmup_ms, duration_ms); N: time sets x N rounds from go")
+            .source("benchmarks.md §2");
+        warmup_ms: u64 = int("300", 0, 3_600_000).help("time from the first hand-off to the start of the window, ms")
+            .unit("ms")
+            .source("benchmarks.md §2");
+        duration_ms: u64 = int("500", 1, 3_600_000).help("measuring window, ms")
+            .unit("ms")
+            .source("benchmarks.md §2");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "reflex",
     about: "LSE reflex: threads of one mm in active sets passing a 1-byte pipe token",
     metric: "us per round",
-    params: &[
-        ParamSpec {
-            name: "tasks",
-            default: "2",
-            kind: Kind::Int { min: 2, max: 16384 },
-            help: "threads (Kravetz: 2..128)",
-        },
-        ParamSpec {
-            name: "sets",
-            default: "auto",
-            kind: Kind::Int { min: 1, max: 8192 },
-            help: "active sets, each of >= 2 threads (auto = tasks/2, Kravetz)",
-        },
-        ParamSpec {
-            name: "delay_us",
-            default: "0",
-            kind: Kind::Float {
-                min: 0.0,
-                max: 1_000_000.0,
-            },
-            help: "compute per round of a thread, us (published runs: 0)",
-        },
-        ParamSpec {
-            name: "yield_pct",
-            default: "0",
-            kind: Kind::Float {
-                min: 0.0,
-                max: 99.0,
-            },
-            help: "chance of Path I (sched_yield) per round of a thread, % (published: 0)",
-        },
-        ParamSpec {
-            name: "rounds",
-            default: "auto",
-            kind: Kind::Int {
-                min: 1,
-                max: 100_000_000,
-            },
-            help: "auto: time a window (warmup_ms, duration_ms); N: time sets x N rounds from go",
-        },
-        ParamSpec {
-            name: "warmup_ms",
-            default: "300",
-            kind: Kind::Int {
-                min: 0,
-                max: 3_600_000,
-            },
-            help: "time from the first hand-off to the start of the window, ms",
-        },
-        ParamSpec {
-            name: "duration_ms",
-            default: "500",
-            kind: Kind::Int {
-                min: 1,
-                max: 3_600_000,
-            },
-            help: "measuring window, ms",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
-    let tasks = p.uint("tasks");
-    let sets = if p.is_auto("sets") {
-        tasks / 2
-    } else {
-        p.uint("sets")
-    };
+    let o = Options::from_params(p);
+    let tasks = o.tasks;
+    let sets = o.sets.unwrap_or(tasks / 2);
     if sets < 1 || sets > tasks / 2 {
         return Err(SpecError::Invalid(format!(
             "bad value sets={sets} for workload reflex: each active set needs at least 2 \
@@ -146,11 +109,11 @@ fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     Ok(Box::new(Reflex {
         tasks,
         sets,
-        delay_ns: (p.float("delay_us") * 1000.0).round() as Time,
-        yield_p: p.float("yield_pct") / 100.0,
-        rounds: (!p.is_auto("rounds")).then(|| p.uint("rounds")),
-        warmup: p.uint("warmup_ms") * MS,
-        duration: p.uint("duration_ms") * MS,
+        delay_ns: (o.delay_us * 1000.0).round() as Time,
+        yield_p: o.yield_pct / 100.0,
+        rounds: o.rounds,
+        warmup: o.warmup_ms * MS,
+        duration: o.duration_ms * MS,
     }))
 }
 

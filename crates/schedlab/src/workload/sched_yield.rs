@@ -37,51 +37,41 @@ use crate::kernel::abi::{Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::window::Window;
 use super::{interval, metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `sched_yield`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        threads: u64 = int("16", 1, 30000).help("yielding threads (Kravetz: 16..4096)")
+            .source("benchmarks.md §5b");
+        duration_ms: u64 = int("500", 1, 3_600_000).help("measuring window, ms")
+            .unit("ms")
+            .source("benchmarks.md §5b");
+        warmup_ms: u64 = int("300", 0, 3_600_000).help("time after go before the window opens, ms")
+            .unit("ms")
+            .source("benchmarks.md §5b");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "sched_yield",
     about: "Hartner's sched_test_yield: N threads of one process looping on sched_yield()",
     metric: "us per yield",
-    params: &[
-        ParamSpec {
-            name: "threads",
-            default: "16",
-            kind: Kind::Int { min: 1, max: 30000 },
-            help: "yielding threads (Kravetz: 16..4096)",
-        },
-        ParamSpec {
-            name: "duration_ms",
-            default: "500",
-            kind: Kind::Int {
-                min: 1,
-                max: 3_600_000,
-            },
-            help: "measuring window, ms",
-        },
-        ParamSpec {
-            name: "warmup_ms",
-            default: "300",
-            kind: Kind::Int {
-                min: 0,
-                max: 3_600_000,
-            },
-            help: "time after go before the window opens, ms",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(SchedYield {
-        threads: p.uint("threads"),
-        duration: p.uint("duration_ms") * MS,
-        warmup: p.uint("warmup_ms") * MS,
+        threads: o.threads,
+        duration: o.duration_ms * MS,
+        warmup: o.warmup_ms * MS,
     }))
 }
 

@@ -13,57 +13,43 @@ use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `synthetic`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        tasks: u64 = int("2000", 2, 30000).help("tasks (rounded up to pairs)")
+            .source("model choice (the simulator's stress load)");
+        ops: u64 = int("50", 1, 1_000_000).help("rounds per task")
+            .source("model choice (the simulator's stress load)");
+        compute_us: u64 = int("200", 0, 1_000_000).help("mean compute per round, µs")
+            .unit("us")
+            .source("model choice (the simulator's stress load)");
+        ws_kb: u64 = int("16", 0, 65536).help("working set per task, KB")
+            .unit("KB")
+            .source("model choice (the simulator's stress load)");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "synthetic",
     about: "simulator stress load: task pairs computing, yielding, sleeping and pinging",
     metric: "rounds/s",
-    params: &[
-        ParamSpec {
-            name: "tasks",
-            default: "2000",
-            kind: Kind::Int { min: 2, max: 30000 },
-            help: "tasks (rounded up to pairs)",
-        },
-        ParamSpec {
-            name: "ops",
-            default: "50",
-            kind: Kind::Int {
-                min: 1,
-                max: 1_000_000,
-            },
-            help: "rounds per task",
-        },
-        ParamSpec {
-            name: "compute_us",
-            default: "200",
-            kind: Kind::Int {
-                min: 0,
-                max: 1_000_000,
-            },
-            help: "mean compute per round, µs",
-        },
-        ParamSpec {
-            name: "ws_kb",
-            default: "16",
-            kind: Kind::Int { min: 0, max: 65536 },
-            help: "working set per task, KB",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(Synthetic {
-        pairs: p.uint("tasks").div_ceil(2),
-        ops: p.uint("ops"),
-        compute: p.uint("compute_us") * US,
-        ws: p.uint("ws_kb") * 1024,
+        pairs: o.tasks.div_ceil(2),
+        ops: o.ops,
+        compute: o.compute_us * US,
+        ws: o.ws_kb * 1024,
     }))
 }
 

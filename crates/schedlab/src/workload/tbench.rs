@@ -55,33 +55,27 @@ use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
-use crate::spec::{Kind, ParamSpec, Params, SpecError};
+use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::{interval, metric, Workload, WorkloadInfo};
+
+crate::options! {
+    /// The parameters of `tbench`, declared once (the native runner reads them too).
+    pub struct Options in PARAMS {
+        clients: u64 = int("4", 1, 8192).help("client processes (each with its own server process)")
+            .source("benchmarks.md §5");
+        ops: u64 = int("2000", 1, 10_000_000).help("packet exchanges per client (one pass of client.txt is 42804)")
+            .source("benchmarks.md §5");
+    }
+}
 
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "tbench",
     about: "tbench: N clients and N forked servers exchange SMB-sized packets over TCP loopback",
     metric: "MB/s",
-    params: &[
-        ParamSpec {
-            name: "clients",
-            default: "4",
-            kind: Kind::Int { min: 1, max: 8192 },
-            help: "client processes (each with its own server process)",
-        },
-        ParamSpec {
-            name: "ops",
-            default: "2000",
-            kind: Kind::Int {
-                min: 1,
-                max: 10_000_000,
-            },
-            help: "packet exchanges per client (one pass of client.txt is 42804)",
-        },
-    ],
+    params: PARAMS,
     build,
 };
 
@@ -142,9 +136,10 @@ pub const READ_SIZES: &[(u32, u64)] = &[
 const MB: f64 = 1e6;
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+    let o = Options::from_params(p);
     Ok(Box::new(Tbench {
-        clients: p.uint("clients") as u32,
-        ops: p.uint("ops"),
+        clients: o.clients as u32,
+        ops: o.ops,
     }))
 }
 

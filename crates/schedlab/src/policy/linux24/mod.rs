@@ -70,7 +70,7 @@ use std::collections::BTreeMap;
 use crate::engine::Time;
 use crate::kernel::task::{Task, TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
-use crate::spec::{Kind, ParamSpec, Params};
+use crate::spec::Params;
 
 use super::sched24::{can_schedule, Core24, GoodnessRules, Worth, MIN_GOODNESS};
 use super::{PolicyInfo, SchedClass, SchedCtx, Wake};
@@ -84,55 +84,55 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "version",
-        default: "2.4.17",
-        kind: Kind::Choice(&["2.4.16", "2.4.17", "2.4.20"]),
-        help: "kernel version whose behaviour to follow (schedulers.md §1.14)",
-    },
-    ParamSpec {
-        name: "pcp",
-        default: "15",
-        kind: Kind::Int { min: 0, max: 1000 },
-        help: "PROC_CHANGE_PENALTY in goodness points (i386: 15; alpha/ia64/ppc: 20; §1.4)",
-    },
-    ParamSpec {
-        name: "hz",
-        default: "100",
-        kind: Kind::Int {
-            min: 10,
-            max: 10000,
-        },
-        help: "timer ticks per second (i386: 100; alpha/ia64: 1024; §1.1)",
-    },
-    ParamSpec {
-        name: "sync_wakeups",
-        default: "on",
-        kind: Kind::Bool,
-        help: "on: a sync wake-up skips reschedule_idle() as 2.4 did; off: treat it as normal",
-    },
-];
+crate::options! {
+    /// Options of `linux-2.4`.
+    pub struct Options in PARAMS {
+        /// Which 2.4 to follow.
+        version: Version = choice("2.4.17", &["2.4.16", "2.4.17", "2.4.20"])
+            .help("kernel version whose behaviour to follow")
+            .source("schedulers.md §1.14 (2.4.17: the 2002 benchmarks' kernel)");
+        /// PROC_CHANGE_PENALTY.
+        pcp: i32 = int("15", 0, 1000)
+            .unit("goodness points")
+            .help("PROC_CHANGE_PENALTY: goodness bonus for staying on the last CPU")
+            .source("schedulers.md §1.4 (i386: 15; alpha/ia64/ppc: 20)");
+        /// Timer frequency.
+        hz: u32 = hz("100").source("schedulers.md §1.1 (i386: 100; alpha/ia64: 1024)");
+        /// Honour `__wake_up_sync`.
+        sync_wakeups: bool = sync_wakeups("on")
+            .help("a sync wake-up skips reschedule_idle() (off: placed as any wake-up)")
+            .source("schedulers.md §1.10 (2.4 honoured the flag)");
+    }
+}
 
 /// Kernel version (§1.14).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Version {
+pub enum Version {
+    /// 2.4.16.
     V2416,
+    /// 2.4.17.
     V2417,
+    /// 2.4.20.
     V2420,
 }
 
+impl crate::spec::FromParam for Version {
+    fn from_param(_key: &str, raw: &str) -> Self {
+        match raw {
+            "2.4.16" => Version::V2416,
+            "2.4.20" => Version::V2420,
+            _ => Version::V2417,
+        }
+    }
+}
+
 fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
-    let version = match p.raw("version") {
-        "2.4.16" => Version::V2416,
-        "2.4.20" => Version::V2420,
-        _ => Version::V2417,
-    };
+    let o = Options::from_params(p);
     Box::new(Linux24::new(
-        version,
-        p.int("pcp") as i32,
-        p.int("hz") as u32,
-        p.flag("sync_wakeups"),
+        o.version,
+        o.pcp,
+        o.hz,
+        o.sync_wakeups,
         p.to_map(),
     ))
 }

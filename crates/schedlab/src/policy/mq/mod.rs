@@ -86,7 +86,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
 use crate::machine::{CpuId, LockId, Machine};
-use crate::spec::{Kind, ParamSpec, Params};
+use crate::spec::{ParamSpec, Params};
 
 use super::sched24::{can_schedule, Core24, GoodnessRules, MIN_GOODNESS};
 use super::{check_per_cpu_queues, PolicyInfo, SchedClass, SchedCtx, Wake};
@@ -108,63 +108,33 @@ pub const POOL_INFO: PolicyInfo = PolicyInfo {
     build: build_pool,
 };
 
-const HZ: ParamSpec = ParamSpec {
-    name: "hz",
-    default: "100",
-    kind: Kind::Int {
-        min: 10,
-        max: 10000,
-    },
-    help: "timer ticks per second (i386 2.4: 100)",
-};
-const PCP: ParamSpec = ParamSpec {
-    name: "pcp",
-    default: "15",
-    kind: Kind::Int { min: 0, max: 1000 },
-    help: "PROC_CHANGE_PENALTY in goodness points (i386: 15; alpha/ia64/ppc: 20)",
-};
-const SYNC: ParamSpec = ParamSpec {
-    name: "sync_wakeups",
-    default: "on",
-    kind: Kind::Bool,
-    help:
-        "on: a sync wake-up of a task allowed here skips reschedule_idle (2.5.0 MQ try_to_wake_up)",
-};
+// The options of both registry entries, declared once each.
+const HZ: ParamSpec = ParamSpec::hz("hz", "100").source("schedulers.md §1.1 (i386 2.4: 100)");
+const PCP: ParamSpec = ParamSpec::int("pcp", "15", 0, 1000)
+    .unit("goodness points")
+    .help("PROC_CHANGE_PENALTY: what a remote task must beat the local best by (§3.3)")
+    .source("schedulers.md §1.4 (i386: 15; alpha/ia64/ppc: 20)");
+const SYNC: ParamSpec = ParamSpec::sync_wakeups("sync_wakeups", "on")
+    .help("a sync wake-up of a task allowed here skips reschedule_idle")
+    .source("schedulers.md §3.5 (2.5.0 MQ try_to_wake_up)");
+const POOL_SIZE: ParamSpec = ParamSpec::choice("pool_size", "4", &["1", "2", "4", "8"])
+    .unit("CPUs")
+    .help("CPUs per pool (S11: 8x1, 4x2, 2x4 on an 8-way)")
+    .source("model choice [INFERRED]: one ProFusion bus");
+const LB: ParamSpec = ParamSpec::flag("lb", "on")
+    .help("run the load-balancing module")
+    .source("schedulers.md §3.6 (loadbalance.c, S12)");
+const LB_INTERVAL_MS: ParamSpec = ParamSpec::int("lb_interval_ms", "500", 1, 3_600_000)
+    .unit("ms")
+    .help("balancing period (a module parameter)")
+    .source("model choice [INFERRED]: the sources leave it open (§3.6)");
+const IDLE_BITMAP: ParamSpec = ParamSpec::flag("idle_bitmap", "on")
+    .help("reschedule_idle uses the non-idle bitmap to reach idle CPUs outside the pool")
+    .source("model choice [INFERRED] (§3.6)");
 
 const MQ_PARAMS: &[ParamSpec] = &[HZ, PCP, SYNC];
 
-const POOL_PARAMS: &[ParamSpec] = &[
-    HZ,
-    PCP,
-    SYNC,
-    ParamSpec {
-        name: "pool_size",
-        default: "4",
-        kind: Kind::Choice(&["1", "2", "4", "8"]),
-        help: "CPUs per pool (S11: 8x1, 4x2, 2x4 on an 8-way); default 4 = one ProFusion bus [INFERRED]",
-    },
-    ParamSpec {
-        name: "lb",
-        default: "on",
-        kind: Kind::Bool,
-        help: "run the load-balancing module (loadbalance.c, S12)",
-    },
-    ParamSpec {
-        name: "lb_interval_ms",
-        default: "500",
-        kind: Kind::Int {
-            min: 1,
-            max: 3_600_000,
-        },
-        help: "balancing period in ms; the source leaves it open (a module parameter) [INFERRED default]",
-    },
-    ParamSpec {
-        name: "idle_bitmap",
-        default: "on",
-        kind: Kind::Bool,
-        help: "reschedule_idle uses the non-idle bitmap to reach idle CPUs outside the pool [INFERRED]",
-    },
-];
+const POOL_PARAMS: &[ParamSpec] = &[HZ, PCP, SYNC, POOL_SIZE, LB, LB_INTERVAL_MS, IDLE_BITMAP];
 
 fn build_mq(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
     Box::new(Mq::new(Config::mq(p, m), p.to_map()))
@@ -173,13 +143,9 @@ fn build_mq(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
 fn build_pool(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
     let mut c = Config::mq(p, m);
     c.name = "mq-pool";
-    c.pool_size = p
-        .raw("pool_size")
-        .parse::<usize>()
-        .expect("choice")
-        .min(m.cpus);
-    c.lb_interval_ms = p.flag("lb").then(|| p.uint("lb_interval_ms"));
-    c.idle_bitmap = p.flag("idle_bitmap");
+    c.pool_size = POOL_SIZE.get::<usize>(p).min(m.cpus);
+    c.lb_interval_ms = LB.get::<bool>(p).then(|| LB_INTERVAL_MS.get(p));
+    c.idle_bitmap = IDLE_BITMAP.get(p);
     Box::new(Mq::new(c, p.to_map()))
 }
 
@@ -206,9 +172,9 @@ impl Config {
     fn mq(p: &Params, m: &Machine) -> Config {
         Config {
             name: "mq",
-            hz: p.int("hz") as u32,
-            pcp: p.int("pcp") as i32,
-            sync_wakeups: p.flag("sync_wakeups"),
+            hz: HZ.get(p),
+            pcp: PCP.get(p),
+            sync_wakeups: SYNC.get(p),
             pool_size: m.cpus,
             lb_interval_ms: None,
             idle_bitmap: false,

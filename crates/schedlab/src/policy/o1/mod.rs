@@ -64,7 +64,7 @@ use std::collections::BTreeMap;
 
 use crate::kernel::task::{SchedPolicy, TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
-use crate::spec::{Kind, ParamSpec, Params};
+use crate::spec::Params;
 
 use super::{Balance, PolicyInfo, SchedClass, SchedCtx, Wake};
 use interactivity as est;
@@ -95,99 +95,119 @@ pub const INFO_26: PolicyInfo = PolicyInfo {
     build: build_26,
 };
 
-const HZ_KIND: Kind = Kind::Int {
-    min: 10,
-    max: 10000,
-};
-const MS_KIND: Kind = Kind::Int {
-    min: 0,
-    max: 100_000,
-};
+crate::options! {
+    /// Options of `o1-d1`.
+    pub struct D1Options in PARAMS_D1 {
+        /// Timer frequency.
+        hz: u32 = hz("100").source("schedulers.md §2.3 (2.5.2 era: 100)");
+        /// Honour `__wake_up_sync`.
+        sync_wakeups: bool = sync_wakeups("off")
+            .help("a sync wake-up moves the wakee to the waker's runqueue without preempting")
+            .source("versions.rs: -D1 had lost __wake_up_sync");
+        /// Idle-tick rebalance period.
+        idle_rebalance_ms: u64 = int("10", 0, 100_000)
+            .unit("ms")
+            .help("idle-tick rebalance period; 0: only when a queue empties")
+            .source("model choice [INFERRED]: every idle tick, as the S6 design and finding 6 require; the stored Jan-2002 variant's HZ/4 is 250 (§2.4)");
+    }
+}
 
-const PARAMS_D1: &[ParamSpec] = &[
-    ParamSpec {
-        name: "hz",
-        default: "100",
-        kind: HZ_KIND,
-        help: "timer ticks per second (2.5.2 era: 100)",
-    },
-    ParamSpec {
-        name: "sync_wakeups",
-        default: "off",
-        kind: Kind::Bool,
-        help: "on: a sync wake-up moves the wakee to the waker's runqueue without preempting (off: -D1 had lost __wake_up_sync)",
-    },
-    ParamSpec {
-        name: "idle_rebalance_ms",
-        // model: [INFERRED] -D1's own code is lost. Every idle tick (10 ms), as the S6
-        // design has it and as system.md finding 6 ("rebalanced too often") and the V3
-        // bw_pipe figure (the pipe pair split across CPUs without sync wake-ups) require;
-        // the stored Jan-2002 variant's HZ/4 stays available as 250.
-        default: "10",
-        kind: MS_KIND,
-        help: "idle-tick rebalance period in ms (default every tick, S6; the stored Jan-2002 variant: 250 = HZ/4); 0: only when a queue empties",
-    },
-];
+crate::options! {
+    /// Options of `o1-g1`.
+    pub struct G1Options in PARAMS_G1 {
+        /// Timer frequency.
+        hz: u32 = hz("100").source("schedulers.md §2.3 (2.5.2 era: 100)");
+        /// Honour `__wake_up_sync`.
+        sync_wakeups: bool = sync_wakeups("off")
+            .help("a sync wake-up moves the wakee to the waker's runqueue without preempting")
+            .source("versions.rs: -G1 still ignored the flag");
+        /// Fairness rebalance period.
+        busy_rebalance_ms: u64 = int("250", 0, 100_000)
+            .unit("ms")
+            .help("fairness rebalance period; 0: none")
+            .source("schedulers.md §2.2 (-G1 announcement: 250 ms)");
+        /// Idle-tick rebalance period.
+        idle_rebalance_ms: u64 = int("1", 0, 100_000)
+            .unit("ms")
+            .help("idle-tick rebalance period, at least one tick; 0: only when a queue empties")
+            .source("schedulers.md §2.4 (S6: IDLE_REBALANCE_TICK = HZ/1000, at least 1 tick)");
+    }
+}
 
-const PARAMS_G1: &[ParamSpec] = &[
-    ParamSpec {
-        name: "hz",
-        default: "100",
-        kind: HZ_KIND,
-        help: "timer ticks per second (2.5.2 era: 100)",
-    },
-    ParamSpec {
-        name: "sync_wakeups",
-        default: "off",
-        kind: Kind::Bool,
-        help: "on: a sync wake-up moves the wakee to the waker's runqueue without preempting (off: -G1 still ignored the flag)",
-    },
-    ParamSpec {
-        name: "busy_rebalance_ms",
-        default: "250",
-        kind: MS_KIND,
-        help: "fairness rebalance period in ms (-G1: 250); 0: none",
-    },
-    ParamSpec {
-        name: "idle_rebalance_ms",
-        default: "1",
-        kind: MS_KIND,
-        help: "idle-tick rebalance period in ms, at least one tick (S6: every tick); 0: only when a queue empties",
-    },
-];
+crate::options! {
+    /// Options of `o1-2.6`.
+    pub struct V26Options in PARAMS_26 {
+        /// Timer frequency.
+        hz: u32 = hz("1000").source("schedulers.md §2.5.1 (2.6 i386: 1000)");
+        /// Honour `__wake_up_sync`.
+        sync_wakeups: bool = sync_wakeups("on")
+            .help("a sync wake-up moves the wakee to the waker's runqueue without preempting")
+            .source("schedulers.md §2.5.6 (2.6.0)");
+        /// Busy rebalance period.
+        busy_rebalance_ms: u64 = int("200", 0, 100_000)
+            .unit("ms")
+            .help("busy rebalance period; 0: none")
+            .source("schedulers.md §2.5.8 (BUSY_REBALANCE_TICK = HZ/5)");
+        /// Idle rebalance period.
+        idle_rebalance_ms: u64 = int("1", 0, 100_000)
+            .unit("ms")
+            .help("idle rebalance period, at least one tick")
+            .source("schedulers.md §2.5.8 (IDLE_REBALANCE_TICK = HZ/1000, at least 1 tick)");
+        /// `cache_decay_ticks` (`None`: auto).
+        cache_decay_ticks: Option<u64> = int("auto", 0, 10000)
+            .unit("ticks")
+            .help("ticks a task stays cache-hot for busy balancing (auto: i386 smp_tune_scheduling from the machine's MHz and L2)")
+            .source("schedulers.md §2.5.8");
+    }
+}
 
-const PARAMS_26: &[ParamSpec] = &[
-    ParamSpec {
-        name: "hz",
-        default: "1000",
-        kind: HZ_KIND,
-        help: "timer ticks per second (2.6 i386: 1000)",
-    },
-    ParamSpec {
-        name: "sync_wakeups",
-        default: "on",
-        kind: Kind::Bool,
-        help: "on: a sync wake-up moves the wakee to the waker's runqueue without preempting (2.6.0)",
-    },
-    ParamSpec {
-        name: "busy_rebalance_ms",
-        default: "200",
-        kind: MS_KIND,
-        help: "busy rebalance period in ms (BUSY_REBALANCE_TICK = HZ/5); 0: none",
-    },
-    ParamSpec {
-        name: "idle_rebalance_ms",
-        default: "1",
-        kind: MS_KIND,
-        help: "idle rebalance period in ms (IDLE_REBALANCE_TICK = HZ/1000, at least one tick)",
-    },
-    ParamSpec {
-        name: "cache_decay_ticks",
-        default: "auto",
-        kind: Kind::Int { min: 0, max: 10000 },
-        help: "ticks a task stays cache-hot for busy balancing (auto: i386 smp_tune_scheduling from the machine's MHz and L2)",
-    },
-];
+/// What the three versions' options set, in one shape.
+struct Tunables {
+    hz: u32,
+    sync_wakeups: bool,
+    /// 0: no busy rebalance.
+    busy_rebalance_ms: u64,
+    idle_rebalance_ms: u64,
+    /// `None`: the version has none; `Some(None)`: auto.
+    cache_decay_ticks: Option<Option<u64>>,
+}
+
+impl Tunables {
+    fn of(v: &Version, p: &Params) -> Tunables {
+        match v.gen {
+            Gen::V26 => {
+                let o = V26Options::from_params(p);
+                Tunables {
+                    hz: o.hz,
+                    sync_wakeups: o.sync_wakeups,
+                    busy_rebalance_ms: o.busy_rebalance_ms,
+                    idle_rebalance_ms: o.idle_rebalance_ms,
+                    cache_decay_ticks: Some(o.cache_decay_ticks),
+                }
+            }
+            Gen::Early if v.balancer == balance::Balancer::G1 => {
+                let o = G1Options::from_params(p);
+                Tunables {
+                    hz: o.hz,
+                    sync_wakeups: o.sync_wakeups,
+                    busy_rebalance_ms: o.busy_rebalance_ms,
+                    idle_rebalance_ms: o.idle_rebalance_ms,
+                    cache_decay_ticks: None,
+                }
+            }
+            Gen::Early => {
+                let o = D1Options::from_params(p);
+                Tunables {
+                    hz: o.hz,
+                    sync_wakeups: o.sync_wakeups,
+                    busy_rebalance_ms: 0,
+                    idle_rebalance_ms: o.idle_rebalance_ms,
+                    cache_decay_ticks: None,
+                }
+            }
+        }
+    }
+}
 
 fn build_d1(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
     Box::new(O1::new(versions::D1, p, m))
@@ -328,32 +348,22 @@ fn ms_to_ticks(ms: u64, hz: u64) -> u64 {
 impl O1 {
     /// Build version `v` with options `p` on machine `m`.
     pub fn new(v: Version, p: &Params, m: &Machine) -> O1 {
-        let hz = p.int("hz") as u32;
-        let c = Consts::new(&v, hz);
+        let t = Tunables::of(&v, p);
+        let c = Consts::new(&v, t.hz);
         let mut options = p.to_map();
-        let opt = |k: &str| p.to_map().contains_key(k);
-        let busy_period = if opt("busy_rebalance_ms") {
-            ms_to_ticks(p.uint("busy_rebalance_ms"), c.hz)
-        } else {
-            0
-        };
-        let idle_period = ms_to_ticks(p.uint("idle_rebalance_ms"), c.hz);
-        let cache_decay_ticks = if opt("cache_decay_ticks") {
-            let t = if p.is_auto("cache_decay_ticks") {
-                let costs = m.costs();
-                cache_decay_ticks(costs.cpu_mhz, costs.l2_bytes, c.hz)
-            } else {
-                p.uint("cache_decay_ticks")
-            };
-            options.insert("cache_decay_ticks".into(), t.to_string());
-            Some(t)
-        } else {
-            None
-        };
+        let busy_period = ms_to_ticks(t.busy_rebalance_ms, c.hz);
+        let idle_period = ms_to_ticks(t.idle_rebalance_ms, c.hz);
+        let cache_decay_ticks = t.cache_decay_ticks.map(|given| {
+            let costs = m.costs();
+            let ticks =
+                given.unwrap_or_else(|| cache_decay_ticks(costs.cpu_mhz, costs.l2_bytes, c.hz));
+            options.insert("cache_decay_ticks".into(), ticks.to_string());
+            ticks
+        });
         O1 {
             v,
             c,
-            sync_wakeups: p.flag("sync_wakeups"),
+            sync_wakeups: t.sync_wakeups,
             busy_period,
             idle_period,
             cache_decay_ticks,

@@ -1,4 +1,6 @@
 //! The three versions as data: what differs between `-D1`, `-G1` and 2.6.0, with sources.
+//! Their tunable defaults (HZ, sync wake-ups, rebalance periods) are declared once, with
+//! their sources, in the options of `mod.rs`.
 //!
 //! | | `o1-d1` (7 Jan 2002) | `o1-g1` (9 Jan 2002) | `o1-2.6` (Dec 2003) |
 //! |---|---|---|---|
@@ -46,8 +48,6 @@ pub struct Version {
     pub name: &'static str,
     /// Generation of the core algorithms.
     pub gen: Gen,
-    /// Default HZ.
-    pub hz: u32,
     /// `MIN_TIMESLICE` in ms.
     pub min_timeslice_ms: u64,
     /// `MAX_TIMESLICE` in ms.
@@ -56,58 +56,36 @@ pub struct Version {
     pub prio_interactive: i32,
     /// Load balancer.
     pub balancer: Balancer,
-    /// Default of `sync_wakeups`.
-    pub sync_wakeups: bool,
-    /// Default busy (fairness) rebalance period in ms (0: none).
-    pub busy_rebalance_ms: u64,
-    /// Default idle rebalance period in ms (rounded to at least one tick).
-    pub idle_rebalance_ms: u64,
 }
 
 /// `o1-d1`.
 pub const D1: Version = Version {
     name: "o1-d1",
     gen: Gen::Early,
-    hz: 100,
     min_timeslice_ms: 10,
     max_timeslice_ms: 150,
     prio_interactive: 110,
     balancer: Balancer::Early,
-    sync_wakeups: false,
-    busy_rebalance_ms: 0,
-    // The stored pre-G1 code: `#define REBALANCE_TICK (HZ/4)` in `idle_tick()`.
-    idle_rebalance_ms: 250,
 };
 
 /// `o1-g1`.
 pub const G1: Version = Version {
     name: "o1-g1",
     gen: Gen::Early,
-    hz: 100,
     min_timeslice_ms: 20,
     max_timeslice_ms: 150,
     prio_interactive: 110,
     balancer: Balancer::G1,
-    sync_wakeups: false,
-    // §2.2: fairness rebalance every 250 ms; idle rebalance every tick (S6's
-    // IDLE_REBALANCE_TICK = HZ/1000 ?: 1, the G1 design as carried into S6).
-    busy_rebalance_ms: 250,
-    idle_rebalance_ms: 1,
 };
 
 /// `o1-2.6`.
 pub const V26: Version = Version {
     name: "o1-2.6",
     gen: Gen::V26,
-    hz: 1000,
     min_timeslice_ms: 10,
     max_timeslice_ms: 200,
     prio_interactive: 0,
     balancer: Balancer::V26,
-    sync_wakeups: true,
-    // §2.5.8: BUSY_REBALANCE_TICK = HZ/5, IDLE_REBALANCE_TICK = HZ/1000 ?: 1.
-    busy_rebalance_ms: 200,
-    idle_rebalance_ms: 1,
 };
 
 /// Constants derived from a version and HZ, in ticks unless named `ns_`.
