@@ -15,7 +15,7 @@
 //! 3. The result of the median repetition becomes a [`report::NativeReport`], the JSON
 //!    shape of `schedlab run` with the host described instead of a preset.
 //!
-//! Not modelled / future work: CPU pinning, `SCHED_FIFO` (rt-tests `-F`), lmbench's
+//! Not modelled / future work (`--pin` exists: see [`host::pin`]): `SCHED_FIFO` (rt-tests `-F`), lmbench's
 //! repeat-until-stable harness (use `--runs`).
 #![deny(missing_docs)]
 

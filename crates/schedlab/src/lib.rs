@@ -5,10 +5,12 @@
 //!
 //! * [`engine`] — deterministic discrete-event core (time, event queue, random source);
 //! * [`machine`] — presets, costs, caches, spinlocks (knows no policy);
-//! * [`kernel`] — tasks, system calls, wait queues, pipes and sockets, ticks;
-//! * [`policy`] — the scheduling policies behind one trait;
+//! * [`kernel`] — tasks, system calls, wait queues, pipes and sockets, ticks, and the
+//!   scheduler core with the scheduling-class seam ([`kernel::sched`]);
+//! * [`policy`] — the scheduling policies, each one `SchedClass`, and their registry;
 //! * [`workload`] — the benchmarks as task programs;
-//! * [`sim`] and [`report`] — a run and its result;
+//! * [`spec`] — `NAME:key=value` specifications and option declarations;
+//! * [`sim`] and [`report`] — a run and its result (the report sits above the run);
 //! * [`experiment`] — the published tables as data, scores, the reproduction report.
 #![deny(missing_docs)]
 

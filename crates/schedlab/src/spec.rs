@@ -171,7 +171,7 @@ pub enum Kind {
 }
 
 /// A declared parameter: name, type and accepted range, default, unit, and where the
-/// default comes from. Declared once, with the const builders below (or the [`options!`]
+/// default comes from. Declared once, with the const builders below (or the [`crate::options!`]
 /// macro, which also generates the typed struct the owner reads it into).
 #[derive(Clone, Copy, Debug)]
 pub struct ParamSpec {

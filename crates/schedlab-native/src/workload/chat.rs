@@ -8,9 +8,9 @@
 //! The server is a forked process (threads inside), the client is the leader (threads
 //! inside); both listen and connect on 127.0.0.1 only. Every connection and thread exists
 //! before the clock starts; the clock stops when every client receiving thread has its
-//! `messages · (users − 1)` messages. [INFERRED] (benchmarks.md §3, reading (ii)): the
+//! `messages · (users − 1)` messages. \[INFERRED\] (benchmarks.md §3, reading (ii)): the
 //! result counts messages delivered to clients per second. `nice` is applied to every
-//! thread of both sides. [INFERRED]: TCP_NODELAY is set on every connection so that the
+//! thread of both sides. \[INFERRED\]: TCP_NODELAY is set on every connection so that the
 //! figure measures scheduling and not delayed-ACK timers.
 
 use std::collections::VecDeque;

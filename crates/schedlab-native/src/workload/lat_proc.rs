@@ -4,7 +4,7 @@
 //! (`schedlab::workload::lat_proc`) and with its parameters. Result: µs per operation,
 //! fork+exit+wait (or fork+exec+exit+wait).
 //!
-//! [INFERRED]: lmbench's `hello` is replaced by `/bin/true` (the smallest program every
+//! \[INFERRED\]: lmbench's `hello` is replaced by `/bin/true` (the smallest program every
 //! host has); its output is not redirected since `true` prints nothing.
 
 use std::ffi::CString;

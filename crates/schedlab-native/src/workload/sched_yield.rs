@@ -5,7 +5,7 @@
 //! time themselves ([`super::window`]): the first yield completed `warmup_ms` after go
 //! opens the window, the first one `duration_ms` later closes it, and every thread stops.
 //!
-//! Result (the model's, [INFERRED] there): the CPU time one yield costs, window ×
+//! Result (the model's, \[INFERRED\] there): the CPU time one yield costs, window ×
 //! min(threads, CPUs) / yields in the window, in µs — CPUs being those this process may run
 //! on (`sched_getaffinity`, so `--pin` counts). (Hartner's caution stands: with nothing
 //! else runnable on a CPU a yield may not switch.)

@@ -5,7 +5,7 @@
 //! spec, published value (or none), a row label and optionally the JSON path of the
 //! counter to compare (`metric`). The file format is `published-tables.json`'s schema,
 //! shared with tools outside the project; our own experiments use the same schema in
-//! `data/experiments.json`. [`run_cells`] simulates every cell (in parallel, each a
+//! `data/experiments.json`. [`run_cell`] simulates every cell (in parallel, each a
 //! deterministic run with seed 1), [`score`] compares, [`report`] writes Markdown, JSON
 //! and one SVG plot per table.
 

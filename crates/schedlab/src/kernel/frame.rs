@@ -69,7 +69,7 @@ pub enum Frame {
     },
     /// `schedule()`.
     Schedule,
-    /// The policy's part of `do_fork` for a new task: `task_new` and `wake_up_new_task`,
+    /// The policy's part of `do_fork` for a new task: `task_fork` and the first placement (`wake_up_new_task`),
     /// run synced after the fork's own work.
     NewTask {
         child: Box<dyn Program>,

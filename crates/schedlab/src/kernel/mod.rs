@@ -1,9 +1,15 @@
-//! The simulated kernel: tasks, system calls, wait queues, pipes and sockets, the tick,
-//! and the glue that calls the scheduling policy.
+//! The simulated kernel, a type of its own ([`Kernel`]), split along its objects: CPUs and
+//! their frame interpreter (`cpu.rs`), boot (`boot.rs`), the process lifecycle
+//! (`process.rs`), pipes (`pipe.rs`), sockets (`socket.rs`), the other system calls
+//! (`syscall.rs`), wait queues ([`waitq`]), byte streams and files ([`chan`]), tasks
+//! ([`task`]); the scheduler core and the scheduling-class seam ([`sched`]); and the
+//! vocabulary everything above shares: identifiers ([`types`]) and the program ABI
+//! ([`abi`]). The kernel owns the scheduling class and the tasks' programs; it knows no
+//! policy and no workload.
 //!
 //! # How a CPU runs
 //!
-//! Every CPU executes the top [`frame::Frame`] of its current task's kernel stack (the
+//! Every CPU executes the top `Frame` (`frame.rs`) of its current task's kernel stack (the
 //! idle task included). Frames that touch state other CPUs can see — system call bodies,
 //! wake-ups, `schedule()`, interrupt handlers — run only when the CPU's local clock equals
 //! global simulated time ("synced"); work charged by a frame advances the local clock and
@@ -15,10 +21,13 @@
 //!
 //! # Serialization rules (the modelled locks)
 //!
-//! * Run queues and everything a policy keeps are protected by the policy's own locks,
-//!   which it takes through [`crate::policy::SchedCtx`] (2.4: one `runqueue_lock`; MQ and
-//!   O(1): one lock per CPU, a second one only by trylock or in CPU order).
-//! * Policy hooks run atomically at the time their first lock is granted; see
+//! * Run queues and everything a class keeps are protected by the class's own locks,
+//!   taken through [`sched::SchedCtx`]: the core takes the run-queue lock the class names
+//!   (`SchedClass::rq_lock`) around `schedule()`'s pick and the wake-up's enqueue; the
+//!   class takes any other (2.4: one `runqueue_lock` for every CPU; MQ and O(1): one lock
+//!   per CPU, a second one only by trylock or in CPU order). Lock order and which hook is
+//!   called with which lock held: [`sched`].
+//! * Class hooks run atomically at the time their first lock is granted; see
 //!   [`crate::machine::spinlock`] for the ticket model and what it approximates.
 //! * Wait queues, pipes and sockets are not locked in the model (their locks are
 //!   uncontended per-object locks in the workloads we run); their costs are in the
@@ -142,7 +151,7 @@ pub struct KernelStats {
     pub schedule_lock_ns: Time,
 }
 
-/// The kernel's state: everything but the policy and the programs.
+/// The kernel: its state, the scheduling class it calls, and each task's program.
 pub struct Kernel {
     /// Global simulated time (the time of the event being handled).
     pub now: Time,

@@ -2,14 +2,14 @@
 //! ("haMQ", January 2002) — a **reconstruction**.
 //!
 //! No source survives (the patch was at `lse.sourceforge.net/scheduling/2.5.2-pre9-hamq`;
-//! schedulers.md §3.6 "[NOT FOUND]"). What is known (benchmarks.md §0, system.md finding
+//! schedulers.md §3.6 "\[NOT FOUND\]"). What is known (benchmarks.md §0, system.md finding
 //! 3): it had per-CPU run queues, **no load balancing**, and it **aggressively keeps CPUs
 //! from going idle**; like O(1) it runs a woken task on another (idle) CPU, so a 2-task
 //! token ping-pong pays a cross-CPU wake-up every hop (reflex, 2 tasks: ≈ 2× slower than
 //! 2.4). Kravetz described his next step after MQ as "a more traditional multi-queue model
 //! where most decisions are made at a local (per-CPU) level" (S9).
 //!
-//! # Theory (the simplest design matching that description) [INFERRED throughout]
+//! # Theory (the simplest design matching that description) \[INFERRED throughout\]
 //!
 //! * One queue and one `runqueue_lock` per CPU; a task belongs to the queue of its
 //!   `processor`; the running task stays on its queue, as in 2.4.
@@ -46,7 +46,7 @@ use crate::kernel::Kernel;
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::Params;
 
-use super::mq::lines::Lines;
+use super::lines::Lines;
 use super::sched24::{Core24, GoodnessRules, MIN_GOODNESS};
 use super::{PolicyInfo, SchedClass, SchedCtx, Wake, WakeOrder};
 

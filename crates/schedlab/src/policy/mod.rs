@@ -14,6 +14,7 @@
 
 pub mod fifo;
 pub mod hamq;
+pub mod lines;
 pub mod linux24;
 pub mod mq;
 pub mod o1;

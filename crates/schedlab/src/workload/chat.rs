@@ -37,15 +37,15 @@
 //!    originated), `messages_delivered` (read by client receive threads); marks `start`,
 //!    `first_send` (each client send thread), `end` (each client receive thread).
 //!
-//! Inferences, each marked in the code: [INFERRED] the hand-off between a server receive
+//! Inferences, each marked in the code: \[INFERRED\] the hand-off between a server receive
 //! thread and the other users' send threads — the chat_s source was not found; a
 //! mutex/condition-variable queue in LinuxThreads costs a system call and a wake-up when
 //! the send thread is asleep and nothing otherwise, so the model queues each message with
 //! one `write()` on a per-user AF_UNIX socketpair (64 KB buffer, one wake-up per message
 //! like a condition signal) and the send thread drains up to 40 queued messages per
-//! `read()`. [INFERRED] client send threads do not pace themselves (TCP's send buffer is
-//! the only flow control). [INFERRED] the start protocol (ready byte from the server, one
-//! "go" byte polled by the client send threads). [INFERRED] `nice` applies to both
+//! `read()`. \[INFERRED\] client send threads do not pace themselves (TCP's send buffer is
+//! the only flow control). \[INFERRED\] the start protocol (ready byte from the server, one
+//! "go" byte polled by the client send threads). \[INFERRED\] `nice` applies to both
 //! programs, as `nice -n 19` on the whole benchmark.
 
 use std::sync::Arc;
@@ -61,7 +61,7 @@ use super::{interval, metric, Workload, WorkloadInfo};
 
 /// Message size (benchmarks.md §3).
 const MSG: u64 = 100;
-/// Messages a server send thread takes from its queue at once. model: [INFERRED] a
+/// Messages a server send thread takes from its queue at once. model: \[INFERRED\] a
 /// condition-variable queue is drained without a system call per message; 40 × 100 bytes
 /// keeps each read within one page.
 const BATCH: u64 = 40;

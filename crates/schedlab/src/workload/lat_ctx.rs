@@ -26,7 +26,7 @@
 //!   subtract (its man page says so; benchmarks.md §4).
 //! * A member's `bzero` of its array at start is a hot sum over the array (it makes the
 //!   copy-on-write array private and resident).
-//! * [INFERRED] lmbench's members never exit (they are killed with SIGTERM); here each
+//! * \[INFERRED\] lmbench's members never exit (they are killed with SIGTERM); here each
 //!   member exits after the last trip, and the parent reaps them after the timed part.
 
 use crate::engine::Time;

@@ -11,7 +11,7 @@
 //! iteration is exactly one fork, one exit and one reap (plus one exec for `op=exec`).
 //!
 //! Inferences and simplifications:
-//! * [INFERRED] The lmbench2 copy read for this model creates the child with `vfork()`;
+//! * \[INFERRED\] The lmbench2 copy read for this model creates the child with `vfork()`;
 //!   the spec (§5b) and the preset's cost split (`fork_ns`, calibrated on lmbench's
 //!   "fork" figure) describe `fork()`, so the model forks. Under `vfork` the parent
 //!   would not run until the child exits or execs; with `fork` the parent goes on to

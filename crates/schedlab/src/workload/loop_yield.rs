@@ -17,7 +17,7 @@
 //!    the time, sleeps `duration_ms`, samples again and ends the run.
 //! 3. Result: (ctxt₁ − ctxt₀) / (t₁ − t₀), switches per second.
 //!
-//! The original ran forever; the model's window is [INFERRED]: `duration_ms` long enough
+//! The original ran forever; the model's window is \[INFERRED\]: `duration_ms` long enough
 //! for a steady rate (many ticks), short enough to simulate, after a `warmup_ms` that lets
 //! start-up placement and the first load-balancing passes settle (O(1) -D1 rebalances every
 //! 250 ms), as a `vmstat` sample taken well into a run would. Like the real `vmstat`,

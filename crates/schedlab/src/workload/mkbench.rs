@@ -26,7 +26,7 @@
 //!    a token); the top level finally links `vmlinux` and runs the serial `bzImage`
 //!    steps ([`TAIL`]), each a job with a token.
 //!
-//! The tree is [`TREE`]: 811 `.c` files in 43 directories. [INFERRED] benchmarks.md §5
+//! The tree is [`TREE`]: 811 `.c` files in 43 directories. \[INFERRED\] benchmarks.md §5
 //! gives "on the order of a thousand .c files for a typical config" (exact LSE config
 //! unknown); the directory sizes are shaped like a 2.4.17 i386 tree built with a
 //! distribution-style configuration (modules included).
@@ -35,10 +35,10 @@
 //!
 //! Each file draws a size factor `s` from a log-normal distribution with mean 1 and
 //! log-space σ = [`SIGMA`] (0.8: a few files take 5× the mean, many a fifth —
-//! [INFERRED] kernel sources range from stubs to multi-thousand-line drivers). Its `cc1`
+//! \[INFERRED\] kernel sources range from stubs to multi-thousand-line drivers). Its `cc1`
 //! burst is `cc1_ms × s`, `cpp` takes [`CPP_FRAC`] and `as` [`AS_FRAC`] of that, and the
 //! pipes carry [`CPP_OUT_KB`]`× s` of preprocessed text and [`ASM_OUT_KB`]`× s` of
-//! assembly. [INFERRED] cc1 dominates a -O2 kernel compile; cpp of the kernel headers
+//! assembly. \[INFERRED\] cc1 dominates a -O2 kernel compile; cpp of the kernel headers
 //! is the next cost; as is small.
 //!
 //! # Calibration
@@ -57,7 +57,7 @@
 //! # Model notes
 //!
 //! * Short I/O waits: with probability [`IO_CHANCE`] a `cpp` first waits [`IO_MS`] for
-//!   a disk read (a source or header not in the page cache). [INFERRED] the build runs
+//!   a disk read (a source or header not in the page cache). \[INFERRED\] the build runs
 //!   with a warm page cache (the tree was just built by `make dep`). The wait is a
 //!   `nanosleep`, so it is rounded to the policy's jiffies — coarser than a disk
 //!   interrupt at HZ = 100 (a known approximation; the waits are few).
@@ -175,31 +175,31 @@ pub static TREE: &[Dir] = &[
     d("net/sched", 34, 20),
 ];
 
-/// Log-space standard deviation of the per-file size factor. [INFERRED]
+/// Log-space standard deviation of the per-file size factor. \[INFERRED\]
 pub const SIGMA: f64 = 0.8;
-/// `cpp` time as a fraction of the file's `cc1` time. [INFERRED]
+/// `cpp` time as a fraction of the file's `cc1` time. \[INFERRED\]
 pub const CPP_FRAC: f64 = 0.15;
-/// `as` time as a fraction of the file's `cc1` time. [INFERRED]
+/// `as` time as a fraction of the file's `cc1` time. \[INFERRED\]
 pub const AS_FRAC: f64 = 0.05;
-/// Preprocessed text per file at size factor 1, KB. [INFERRED] a 2.4 `.c` file
+/// Preprocessed text per file at size factor 1, KB. \[INFERRED\] a 2.4 `.c` file
 /// including `linux/sched.h`, `linux/fs.h` & co. preprocesses to ≈ 100-200 KB.
 pub const CPP_OUT_KB: f64 = 150.0;
-/// Assembly per file at size factor 1, KB. [INFERRED]
+/// Assembly per file at size factor 1, KB. \[INFERRED\]
 pub const ASM_OUT_KB: f64 = 50.0;
-/// Chance that `cpp` first waits for a disk read. [INFERRED]
+/// Chance that `cpp` first waits for a disk read. \[INFERRED\]
 pub const IO_CHANCE: f64 = 0.1;
-/// A disk read: one seek plus rotation on a 2001 SCSI disk. [INFERRED]
+/// A disk read: one seek plus rotation on a 2001 SCSI disk. \[INFERRED\]
 pub const IO_MS: Time = 8;
-/// gcc driver work per file (option and spec parsing), ms. [INFERRED]
+/// gcc driver work per file (option and spec parsing), ms. \[INFERRED\]
 const GCC_DRIVER_MS: f64 = 3.0;
-/// make reading a directory's Makefile, Rules.make and `.depend`, ms. [INFERRED]
+/// make reading a directory's Makefile, Rules.make and `.depend`, ms. \[INFERRED\]
 const MAKE_PARSE_MS: f64 = 30.0;
-/// The top-level make: Makefile, `.config`, `.hdepend`, ms. [INFERRED]
+/// The top-level make: Makefile, `.config`, `.hdepend`, ms. \[INFERRED\]
 const TOP_PARSE_MS: f64 = 300.0;
-/// `ld -r` of a directory: fixed part and per object, ms. [INFERRED]
+/// `ld -r` of a directory: fixed part and per object, ms. \[INFERRED\]
 const LD_BASE_MS: f64 = 15.0;
 const LD_PER_OBJ_MS: f64 = 3.0;
-/// The serial end of `make bzImage` on a PIII 700, ms. [INFERRED] link of a ≈ 3 MB
+/// The serial end of `make bzImage` on a PIII 700, ms. \[INFERRED\] link of a ≈ 3 MB
 /// vmlinux; `nm | sort` for System.map; objcopy; `gzip -9` of ≈ 2.5 MB; boot setup.
 pub const TAIL: &[(&str, f64)] = &[
     ("ld vmlinux", 1500.0),
@@ -208,7 +208,7 @@ pub const TAIL: &[(&str, f64)] = &[
     ("gzip -9", 2500.0),
     ("bzImage build", 150.0),
 ];
-/// Working sets, bytes. [INFERRED] cc1's parse trees and RTL for one function and the
+/// Working sets, bytes. \[INFERRED\] cc1's parse trees and RTL for one function and the
 /// symbol tables; cpp's macro tables; make's dependency graph.
 const MAKE_WS: u64 = 128 << 10;
 const GCC_WS: u64 = 32 << 10;

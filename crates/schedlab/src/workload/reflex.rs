@@ -29,7 +29,7 @@
 //!    `rounds=N` instead, the window opens at "go" and closes when the sets together have
 //!    completed `sets × N` rounds (fixed work, for tests and short runs).
 //!
-//! **Round** (the definition adopted, [INFERRED] from benchmarks.md §2): one trip of the
+//! **Round** (the definition adopted, \[INFERRED\] from benchmarks.md §2): one trip of the
 //! token around an active set (with 2-task sets: A→B and B→A, two hand-offs). The result is
 //! the measuring window divided by the rounds completed by *all* sets together in it. Why:
 //! Kravetz calls the figure a "round trip" time, and with 8 CPUs O(1) reports 1.5 µs per
@@ -37,7 +37,7 @@
 //! fits concurrent sets dividing one elapsed time by the total of their rounds. Per-set
 //! rounds would give ≈ 6 µs there.
 //!
-//! **Window** [INFERRED]: the original's run length is not known; a benchmark of the era
+//! **Window** \[INFERRED\]: the original's run length is not known; a benchmark of the era
 //! ran for seconds, long after start-up placement (all threads are cloned on the parent's
 //! CPU) and the first load-balancing passes. The model measures a steady-state window after
 //! a warm-up instead of timing a fixed number of rounds from the first hand-off, so the
@@ -134,7 +134,7 @@ pub struct Reflex {
 
 impl Reflex {
     /// Members of each set: contiguous blocks of thread indices, the first `tasks % sets`
-    /// sets one larger. model: [INFERRED] the README does not say how threads are assigned.
+    /// sets one larger. model: \[INFERRED\] the README does not say how threads are assigned.
     fn members(&self) -> Vec<(u64, u64)> {
         let (base, extra) = (self.tasks / self.sets, self.tasks % self.sets);
         let mut first = 0;

@@ -35,7 +35,7 @@
 //! 8.1 KB, 52 % in the 2–4 KB bin, 7 % ≈ 64 KB).
 //!
 //! Model notes:
-//! * [INFERRED] Each client draws its exchanges independently from that mix (the run's
+//! * \[INFERRED\] Each client draws its exchanges independently from that mix (the run's
 //!   seeded random source) instead of replaying the trace in order, and runs `ops`
 //!   exchanges (a full pass is 42,804, too many events for hundreds of clients). The
 //!   trace's order is bursty (71 % of exchanges repeat the previous call) — lost here.

@@ -1,9 +1,9 @@
 //! A test bed for a scheduling class: a booted kernel whose scheduler state a test builds
 //! by hand, and the class under test driven through the same sequences the core runs.
 //!
-//! The kernel boots with the reference `fifo` class at the tested class's HZ (so that both
-//! see the same `jiffies`) and the boot-time init task retired; the class under test owns
-//! every task the test creates. Nothing runs unless the test says so: no events are
+//! The kernel boots under a bystander class at the tested class's HZ (so that both see the
+//! same `jiffies`) and the boot-time init task retired; the class under test owns every
+//! task the test creates. Nothing runs unless the test says so: no events are
 //! handled, so clocks move only by what hooks charge and by [`Bed::at`].
 //!
 //! ```
@@ -17,14 +17,55 @@
 //! bed.check().unwrap();
 //! ```
 
+use std::collections::BTreeMap;
+
 use crate::engine::Time;
 use crate::kernel::abi::{program, Op};
 use crate::kernel::task::{TaskId, TaskState, ALL_CPUS};
 use crate::kernel::Kernel;
-use crate::machine::{preset, CpuId, Machine};
+use crate::machine::{preset, CpuId, LockId, Machine};
 
 use super::core::{pick_next, wake_task};
 use super::{Balance, SchedClass, SchedCtx, Wake};
+
+/// The kernel's own class in a bed: it boots the machine and is never asked to schedule.
+struct Bystander {
+    hz: u32,
+    lock: LockId,
+}
+
+impl SchedClass for Bystander {
+    fn name(&self) -> &'static str {
+        "bystander"
+    }
+    fn options(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn hz(&self) -> u32 {
+        self.hz
+    }
+    fn init(&mut self, ctx: &mut SchedCtx<'_>) {
+        self.lock = ctx.new_lock("bystander_lock");
+    }
+    fn rq_lock(&self, _cpu: CpuId) -> LockId {
+        self.lock
+    }
+    fn task_on_rq(&self, _ctx: &SchedCtx<'_>, _p: TaskId) -> bool {
+        false
+    }
+    fn task_fork(&mut self, _ctx: &mut SchedCtx<'_>, _p: TaskId, _parent: Option<TaskId>) {}
+    fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, _wake: Wake) -> CpuId {
+        ctx.task(p).processor
+    }
+    fn enqueue_task(&mut self, _: &mut SchedCtx<'_>, _: CpuId, _: TaskId, _: Wake) {}
+    fn dequeue_task(&mut self, _: &mut SchedCtx<'_>, _: CpuId, _: TaskId) {}
+    fn wakeup_preempt(&mut self, _: &mut SchedCtx<'_>, _: CpuId, _: TaskId, _: Wake) {}
+    fn pick_next_task(&mut self, _: &mut SchedCtx<'_>, _: CpuId, _: TaskId) -> Option<TaskId> {
+        None
+    }
+    fn task_tick(&mut self, _: &mut SchedCtx<'_>, _: CpuId, _: TaskId, _: bool) {}
+    fn yield_task(&mut self, _: &mut SchedCtx<'_>, _: CpuId, _: TaskId) {}
+}
 
 /// A booted kernel and a class under test.
 pub struct Bed<C: SchedClass> {
@@ -40,10 +81,11 @@ impl<C: SchedClass> Bed<C> {
     pub fn new(machine: &str, cpus: usize, mut class: C) -> Bed<C> {
         let preset = preset::find(machine).unwrap_or_else(|| panic!("no preset {machine}"));
         let m = Machine::boot(preset, Some(cpus)).expect("cpu count");
-        let hz = class.hz();
-        let fifo = crate::policy::build_named(&format!("fifo:hz={hz}"), machine, cpus)
-            .expect("fifo builds");
-        let mut k = Kernel::boot(m, fifo, program(|_| Op::Exit), 1);
+        let bystander = Box::new(Bystander {
+            hz: class.hz(),
+            lock: 0,
+        });
+        let mut k = Kernel::boot(m, bystander, program(|_| Op::Exit), 1);
         // Retire the bystander's init: only the test's tasks exist for the class.
         k.tasks[cpus].state = TaskState::Dead;
         let mut ctx = k.ctx(0);

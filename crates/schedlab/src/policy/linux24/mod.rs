@@ -27,7 +27,7 @@
 //! The simulated kernel pays for the walk the 2002 hardware paid: `ctx.examine(nr_running)`
 //! (≈ one L2 miss + a few dozen cycles per task, benchmarks.md §6.3) for every pass, with
 //! `runqueue_lock` held; a recalculation pays one `examine` per task in the system,
-//! outside the lock. The *simulator* finds the same task through [`index`] in
+//! outside the lock. The *simulator* finds the same task through `index.rs` in
 //! O(log n), so 8,000 runnable tasks simulate in seconds.
 //!
 //! # Versions (§1.14, option `version=`)

@@ -9,7 +9,7 @@
 //! `goodness()` scan would have picked. To make that possible without scanning every
 //! queue, each CPU publishes two numbers, kept fresh under its own lock:
 //!
-//! * `max_na_goodness(c)` — the non-affinity goodness (§3.2, [`goodness`]) of the best
+//! * `max_na_goodness(c)` — the non-affinity goodness (§3.2, [`Core24::na_goodness`]) of the best
 //!   *stealable* task on c's queue (not running; the second best of c's last scan);
 //! * `curr_na_goodness(c)` — that of the task c is running (`MIN_GOODNESS` when idle).
 //!
@@ -40,7 +40,7 @@
 //! **Pools and balancing** (`mq-pool`, §3.6). CPUs are split into pools of `pool_size`;
 //! the steal scan and the placement scan only look inside a pool (the stealing CPU's, the
 //! woken task's last CPU's). Idle CPUs outside the pool are found through the non-idle
-//! bitmap (see [`Mq::reschedule_idle`]), and a load-balancing module runs every
+//! bitmap (see `Mq::reschedule_idle`), and a load-balancing module runs every
 //! `lb_interval_ms` to equalise queue lengths across all CPUs.
 //!
 //! # Counters (`counters.policy`, the six of the March 2001 PCP experiment, table V4)
@@ -76,7 +76,6 @@
 //! `cpus_allowed` change path (no workload changes affinity), the 2.4.17 hyper-threading
 //! tweak.
 
-pub(crate) mod lines;
 mod pool;
 #[cfg(test)]
 mod tests;
@@ -88,9 +87,9 @@ use crate::kernel::Kernel;
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::{ParamSpec, Params};
 
+use super::lines::Lines;
 use super::sched24::{can_schedule, Core24, GoodnessRules, MIN_GOODNESS};
 use super::{check_per_cpu_queues, PolicyInfo, SchedClass, SchedCtx, Wake};
-use lines::Lines;
 
 /// Registry entry of `mq`.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -315,7 +314,6 @@ impl Mq {
         ctx.task(p).on_cpu.is_some()
     }
 
-    /// 2.4 `can_schedule(p, cpu)`: allowed there and not running elsewhere.
     /// `preemption_goodness(curr, p, cpu)` with the full goodness (§3.2).
     fn preemption_goodness(&self, ctx: &SchedCtx<'_>, curr: TaskId, p: TaskId, cpu: CpuId) -> i32 {
         self.core

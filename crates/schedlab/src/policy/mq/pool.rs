@@ -4,7 +4,7 @@
 //! between run queues "to equalise run-queue lengths", globally ("load is equally
 //! distributed across all run queues"), with the period a module parameter.
 //!
-//! [INFERRED] (the algorithm is not in the stored sources; §3.6 "reasonable reading"):
+//! \[INFERRED\] (the algorithm is not in the stored sources; §3.6 "reasonable reading"):
 //! every `lb_interval_ms` a timer on CPU 0 takes every queue lock in CPU order (the lock
 //! order that makes holding several locks safe), then repeatedly moves one waiting task
 //! from the longest queue to the shortest while their lengths differ by more than one.

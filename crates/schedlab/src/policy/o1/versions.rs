@@ -19,11 +19,11 @@
 //!   (schedulers.md §2.4 end, code-index file 12276944425: stock 2.5.2 with Libenzi's
 //!   follow-up diff, which still carries `rq->cpu` and the runqueue padding that -G1
 //!   removed, so its balancer is the pre-G1 one merged as -D2 into 2.5.2-pre10) and the
-//!   stock 2.5.2 constants of §2.3. [INFERRED] -D1's own estimator (the -B "time on the
+//!   stock 2.5.2 constants of §2.3. \[INFERRED\] -D1's own estimator (the -B "time on the
 //!   runqueue" estimator, cleaned in -E1) is not recoverable; the sleep-time boost of stock
 //!   2.5.2 is the nearest one that is, and is used for both early versions.
 //! * Timeslices: stock 2.5.2 has 20/150 ms; -G1 "increased the minimum timeslice by
-//!   10 msec", so -D1 had 10 ms [INFERRED, §2.2].
+//!   10 msec", so -D1 had 10 ms \[INFERRED, §2.2\].
 //! * `o1-g1` sync wake-ups: the stored pre-G1 `try_to_wake_up(p, synchronous)` ignores its
 //!   flag, the -G1 announcement lists no wake-up change, and the flag is used again only
 //!   in the 2.5.3+ code of S6; so -G1 still had no working `__wake_up_sync` → off.

@@ -1,4 +1,5 @@
-//! The cache lines of the per-CPU scheduling data, as seen by the CPUs reading them.
+//! The cache lines of per-CPU scheduling data that other CPUs read without a lock (MQ's
+//! published values, haMQ's queue counts), as seen by the CPUs reading them.
 //!
 //! model: MQ publishes per-CPU values (`max_na_goodness`, `curr_na_goodness`,
 //! `nt_running`, `running_non_idle`) that other CPUs read without a lock. Such a read
