@@ -84,6 +84,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Events popped so far (the `sim.events` counter).
+    #[inline]
     pub fn popped(&self) -> u64 {
         self.popped
     }

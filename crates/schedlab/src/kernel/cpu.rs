@@ -11,6 +11,7 @@ use super::frame::Sys;
 
 impl Kernel {
     /// Handle one event at `self.now`.
+    #[inline]
     pub(crate) fn handle(&mut self, ev: Event) {
         match ev {
             Event::Resume { cpu, gen } => {
@@ -68,6 +69,7 @@ impl Kernel {
         }
     }
 
+    #[inline]
     fn suspend(&mut self, cpu: CpuId) {
         let c = &mut self.cpus[cpu];
         c.gen = c.gen.wrapping_add(1);
@@ -280,7 +282,7 @@ impl Kernel {
         let timers = &mut self.cpus[cpu].timers;
         if timers.iter().any(|&(exp, _)| exp <= jiffies) {
             // determinism: timers fire in the order they were armed.
-            let mut fired = Vec::new();
+            let mut fired = crate::kernel::types::WakeList::new();
             timers.retain(|&(exp, t)| {
                 if exp <= jiffies {
                     fired.push(t);
@@ -318,7 +320,7 @@ impl Kernel {
         }
         // The exiting task's parent learns of the zombie once it is off the CPU (2.4's
         // release_task waits for that anyway).
-        let mut notify = Vec::new();
+        let mut notify = crate::kernel::types::WakeList::new();
         if self.tasks[prev as usize].state == TaskState::Zombie {
             match self.tasks[prev as usize].parent {
                 Some(pp) => {

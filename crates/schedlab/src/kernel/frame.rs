@@ -10,7 +10,7 @@ use super::abi::Program;
 use crate::engine::Time;
 
 use super::chan::{Fd, StreamKind};
-use super::types::TaskId;
+use super::types::{TaskId, WakeList};
 
 /// A system call in progress; re-entered after every sleep.
 pub enum Sys {
@@ -63,7 +63,7 @@ pub enum Frame {
     /// Deliver wake-ups, one `try_to_wake_up` each (stored in reverse: popped from the end).
     /// `irq`: woken from interrupt context (timer expiry) rather than by a task.
     Wake {
-        list: Vec<TaskId>,
+        list: WakeList,
         sync: bool,
         irq: bool,
     },

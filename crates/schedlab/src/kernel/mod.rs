@@ -62,6 +62,7 @@ use sched::{SchedClass, SchedCtx};
 
 use chan::{File, Stream};
 use task::{Task, TaskId, TaskState};
+use types::WakeList;
 use waitq::{WaitQueue, WqId};
 
 /// What a CPU's time is spent on. Every nanosecond of every CPU is in exactly one.
@@ -275,35 +276,32 @@ impl Kernel {
     /// `__wake_up_common` walk: take the sleeping waiters of `wq` to wake (at most
     /// `nr_exclusive` exclusive ones; 0 = all), charging the walk to `cpu`. The result is
     /// in reverse wake order, ready for a [`frame::Frame::Wake`].
-    pub(crate) fn take_waiters(&mut self, cpu: CpuId, wq: WqId, nr_exclusive: u32) -> Vec<TaskId> {
+    pub(crate) fn take_waiters(&mut self, cpu: CpuId, wq: WqId, nr_exclusive: u32) -> WakeList {
         let q = &mut self.waitqs[wq as usize];
         if q.waiters.is_empty() {
-            return Vec::new();
+            return WakeList::new();
         }
-        let mut woken = Vec::new();
-        let mut kept = std::collections::VecDeque::with_capacity(q.waiters.len());
+        let tasks = &self.tasks;
+        let mut woken = WakeList::new();
         let mut exclusive_left = nr_exclusive;
         let mut walked = 0u64;
         let mut stop = false;
-        for w in q.waiters.drain(..) {
+        // The walk in queue order, taking the woken entries out in place.
+        q.waiters.retain(|w| {
             if stop {
-                kept.push_back(w);
-                continue;
+                return true;
             }
             walked += 1;
-            if self.tasks[w.task as usize].state.is_sleeping() {
-                woken.push(w.task);
-                if w.exclusive && nr_exclusive > 0 {
-                    exclusive_left -= 1;
-                    if exclusive_left == 0 {
-                        stop = true;
-                    }
-                }
-            } else {
-                kept.push_back(w);
+            if !tasks[w.task as usize].state.is_sleeping() {
+                return true;
             }
-        }
-        q.waiters = kept;
+            woken.push(w.task);
+            if w.exclusive && nr_exclusive > 0 {
+                exclusive_left -= 1;
+                stop = exclusive_left == 0;
+            }
+            false
+        });
         for &t in &woken {
             let regs = &mut self.tasks[t as usize].wq_regs;
             if let Some(i) = regs.iter().position(|&r| r == wq) {
@@ -319,6 +317,7 @@ impl Kernel {
     /// The scheduling class and a context for one of its hooks on `cpu`. Hooks run
     /// synced: a lock requested from a CPU whose clock ran ahead of global time would be
     /// reserved in the future and make every other CPU spin.
+    #[inline]
     pub(crate) fn sched(&mut self, cpu: CpuId) -> (&mut dyn SchedClass, SchedCtx<'_>) {
         debug_assert!(
             self.cpus[cpu].clock <= self.now,
@@ -356,6 +355,7 @@ impl Kernel {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn ctx_of<'a>(
         tasks: &'a mut Vec<Task>,
         cpus: &'a mut Vec<Cpu>,

@@ -12,6 +12,7 @@ use crate::kernel::abi::{EBADF, ENFILE};
 use crate::kernel::chan::{Fd, File, FileKind, Stream, StreamKind};
 use crate::kernel::frame::{Frame, Sys};
 use crate::kernel::task::{TaskId, TaskState};
+use crate::kernel::types::WakeList;
 use crate::kernel::{Acct, Kernel};
 use crate::machine::CpuId;
 
@@ -22,14 +23,14 @@ pub(super) enum Outcome {
 }
 
 /// Wake-ups a body asks for, in the order it asked.
-pub(super) type Wakes = Vec<(Vec<TaskId>, bool)>;
+pub(super) type Wakes = smallvec::SmallVec<[(WakeList, bool); 2]>;
 
 impl Kernel {
     pub(crate) fn syscall(&mut self, cpu: CpuId, task: TaskId, sys: Sys) {
         if !self.tasks[task as usize].wq_regs.is_empty() {
             self.unregister_waits(task);
         }
-        let mut wakes: Wakes = Vec::new();
+        let mut wakes = Wakes::new();
         let out = match sys {
             Sys::Read { fd, len, done } => self.sys_read(cpu, task, fd, len, done, &mut wakes),
             Sys::Write {

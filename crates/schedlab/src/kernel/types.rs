@@ -9,3 +9,7 @@ pub type WqId = u32;
 
 /// A file descriptor: an index in the kernel's (global) file table.
 pub type Fd = u32;
+
+/// Tasks a wake-up walk took off a wait queue, in the order they are to be woken. Almost
+/// always one or two: kept inline, so a wake-up allocates nothing.
+pub type WakeList = smallvec::SmallVec<[TaskId; 4]>;

@@ -131,6 +131,7 @@ impl Kernel {
 /// The scheduler's part of `schedule()` on `cpu`: under the run queue's lock, `prev`
 /// leaves the queue if it no longer runs, the class balances and picks, and the pick is
 /// committed. Returns the next task (the idle task when the class has none).
+#[inline]
 pub(crate) fn pick_next(
     class: &mut dyn SchedClass,
     ctx: &mut SchedCtx<'_>,
@@ -158,19 +159,21 @@ pub(crate) fn pick_next(
 /// The wake-up sequence: find `p` a run queue, queue it there, and let the class decide who
 /// should reschedule. `p` is asleep or new, and not on a CPU's run queue unless it never
 /// left its CPU (then `task_on_rq` says so and nothing more is done).
+#[inline]
 pub(crate) fn wake_task(class: &mut dyn SchedClass, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) {
     let old = ctx.task(p).processor;
+    let first = class.rq_lock(old);
     let cpu = match class.wake_order() {
         WakeOrder::TaskRqFirst => {
             class.lock_rq(ctx, old);
             if class.task_on_rq(ctx, p) {
-                ctx.unlock(class.rq_lock(old));
+                ctx.unlock(first);
                 return;
             }
             let cpu = class.select_task_rq(ctx, p, wake);
             if cpu != old && !ctx.holds(class.rq_lock(cpu)) {
                 // 2.6.0: `task_rq_unlock(rq); goto repeat_lock_task` on the new queue.
-                ctx.unlock(class.rq_lock(old));
+                ctx.unlock(first);
                 class.lock_rq(ctx, cpu);
             }
             cpu
@@ -187,9 +190,12 @@ pub(crate) fn wake_task(class: &mut dyn SchedClass, ctx: &mut SchedCtx<'_>, p: T
     ctx.set_task_cpu(p, cpu);
     class.enqueue_task(ctx, cpu, p, wake);
     class.wakeup_preempt(ctx, cpu, p, wake);
-    let target = class.rq_lock(cpu);
+    let target = if cpu == old {
+        first
+    } else {
+        class.rq_lock(cpu)
+    };
     ctx.unlock(target);
-    let first = class.rq_lock(old);
     if first != target && ctx.holds(first) {
         ctx.unlock(first);
     }

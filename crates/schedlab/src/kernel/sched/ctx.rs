@@ -30,6 +30,7 @@ impl<'a> SchedCtx<'a> {
     /// A context for a hook running on `cpu`, charging its work as `cat`, over the parts
     /// of the kernel a class may see.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn new(
         tasks: &'a mut Vec<Task>,
         cpus: &'a mut Vec<Cpu>,
