@@ -325,7 +325,18 @@ impl Kernel {
             self.cpus[cpu].clock,
             self.now
         );
-        let ctx = Self::ctx_of(
+        self.split(cpu)
+    }
+
+    /// A hook context on `cpu` for a class other than the kernel's own (test beds).
+    pub fn ctx(&mut self, cpu: CpuId) -> SchedCtx<'_> {
+        self.split(cpu).1
+    }
+
+    /// The class, and the parts of the kernel a class may see, borrowed apart.
+    #[inline]
+    fn split(&mut self, cpu: CpuId) -> (&mut dyn SchedClass, SchedCtx<'_>) {
+        let ctx = SchedCtx::new(
             &mut self.tasks,
             &mut self.cpus,
             &mut self.locks,
@@ -337,37 +348,6 @@ impl Kernel {
             cpu,
         );
         (self.class.as_mut(), ctx)
-    }
-
-    /// A hook context on `cpu` for a class other than the kernel's own (test beds).
-    pub fn ctx(&mut self, cpu: CpuId) -> SchedCtx<'_> {
-        Self::ctx_of(
-            &mut self.tasks,
-            &mut self.cpus,
-            &mut self.locks,
-            &mut self.queue,
-            &mut self.stats,
-            &mut self.rng,
-            &self.machine,
-            self.tick_ns,
-            cpu,
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    fn ctx_of<'a>(
-        tasks: &'a mut Vec<Task>,
-        cpus: &'a mut Vec<Cpu>,
-        locks: &'a mut Vec<SpinLock>,
-        queue: &'a mut EventQueue<Event>,
-        stats: &'a mut KernelStats,
-        rng: &'a mut SimRng,
-        machine: &'a Machine,
-        tick_ns: Time,
-        cpu: CpuId,
-    ) -> SchedCtx<'a> {
-        SchedCtx::new(tasks, cpus, locks, queue, stats, rng, machine, tick_ns, cpu)
     }
 
     /// The scheduling class.
