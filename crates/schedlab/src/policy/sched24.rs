@@ -115,6 +115,19 @@ impl Worth {
     }
 }
 
+/// Where 2.4's `reschedule_idle()` sends a newly runnable task (§1.9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The task's last CPU is idle (the fast path).
+    LastCpuIdle(CpuId),
+    /// The CPU idle for the longest time.
+    Idle(CpuId),
+    /// No CPU is idle: the CPU whose current task the task beats by the most.
+    Preempt(CpuId),
+    /// The task beats no current task: it waits in its queue.
+    None,
+}
+
 /// The 2.4 core: per-task counters and the arithmetic on them.
 #[derive(Clone, Debug)]
 pub struct Core24 {
@@ -225,6 +238,51 @@ impl Core24 {
         mm: u32,
     ) -> i32 {
         self.goodness(ctx, p, cpu, mm) - self.goodness(ctx, curr, cpu, mm)
+    }
+
+    /// 2.4's `reschedule_idle(p)` rule (§1.9): `p`'s last CPU if it is idle (and `p` may
+    /// run there); else the allowed CPU idle for the longest time (smallest
+    /// `last_schedule`, lower CPU on ties); else, examined while no idle CPU has been seen,
+    /// the busy CPU where `preemption_goodness` is largest and positive. Charges one
+    /// `examine` per current task weighed. The caller acts on the answer (2.4: tell that
+    /// CPU to reschedule). MQ (§3.4) and haMQ place by rules of their own: MQ ranks
+    /// published per-CPU values and `spin_trylock`s the target; haMQ never preempts
+    /// another CPU.
+    pub fn reschedule_idle(&self, ctx: &mut SchedCtx<'_>, p: TaskId) -> Target {
+        let last = ctx.task(p).processor;
+        if can_schedule(ctx, p, last) && ctx.cpu_is_idle(last) {
+            return Target::LastCpuIdle(last);
+        }
+        let mut oldest_idle: Option<(crate::engine::Time, CpuId)> = None;
+        let mut victim: Option<CpuId> = None;
+        let mut max_prio = 0;
+        let mut examined = 0;
+        for cpu in 0..ctx.nr_cpus() {
+            if !can_schedule(ctx, p, cpu) {
+                continue;
+            }
+            if ctx.cpu_is_idle(cpu) {
+                let ls = ctx.last_schedule(cpu);
+                if oldest_idle.is_none_or(|(o, _)| ls < o) {
+                    oldest_idle = Some((ls, cpu));
+                }
+            } else if oldest_idle.is_none() {
+                let tsk = ctx.curr(cpu);
+                let mm = ctx.task(tsk).mm;
+                examined += 1;
+                let prio = self.preemption_goodness(ctx, tsk, p, cpu, mm);
+                if prio > max_prio {
+                    max_prio = prio;
+                    victim = Some(cpu);
+                }
+            }
+        }
+        ctx.examine(examined);
+        match (oldest_idle, victim) {
+            (Some((_, cpu)), _) => Target::Idle(cpu),
+            (None, Some(cpu)) => Target::Preempt(cpu),
+            (None, None) => Target::None,
+        }
     }
 
     /// `do_fork` (§1.12) and boot: allocate `p`'s entry; a child takes the rounded-up half

@@ -67,12 +67,11 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use crate::engine::Time;
 use crate::kernel::task::{Task, TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::Params;
 
-use super::sched24::{can_schedule, Core24, GoodnessRules, Worth, MIN_GOODNESS};
+use super::sched24::{Core24, GoodnessRules, Target, Worth, MIN_GOODNESS};
 use super::{PolicyInfo, SchedClass, SchedCtx, Wake};
 use index::{GoodnessIndex, IndexKey};
 
@@ -374,61 +373,32 @@ impl Linux24 {
         }
     }
 
-    /// `reschedule_idle(p)` (§1.9), with `runqueue_lock` held.
+    /// `reschedule_idle(p)` (§1.9), with `runqueue_lock` held: the 2.4 rule decides
+    /// ([`Core24::reschedule_idle`]); one queue serves every CPU, so acting on it is
+    /// telling the chosen CPU to reschedule.
     fn reschedule_idle(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         debug_assert!(ctx.holds(self.runqueue_lock));
         self.stats.ri_calls += 1;
-        let this_cpu = ctx.cpu();
-        // Fast path: p's last CPU is idle.
-        let best_cpu = ctx.task(p).processor;
-        if can_schedule(ctx, p, best_cpu) && ctx.cpu_is_idle(best_cpu) {
-            self.stats.ri_fast += 1;
-            // send_now_idle: need_resched, IPI unless local or already flagged.
-            ctx.resched_cpu(best_cpu);
-            return;
-        }
-        // Longest-idle CPU; failing that, the busy CPU where p beats curr by the most.
-        let mut oldest_idle: Option<Time> = None;
-        let mut target: Option<CpuId> = None;
-        let mut max_prio = 0;
-        let mut examined = 0;
-        for cpu in 0..ctx.nr_cpus() {
-            if !can_schedule(ctx, p, cpu) {
-                continue;
+        match self.core.reschedule_idle(ctx, p) {
+            Target::LastCpuIdle(cpu) => {
+                self.stats.ri_fast += 1;
+                // send_now_idle: need_resched, IPI unless local or already flagged.
+                ctx.resched_cpu(cpu);
             }
-            if ctx.cpu_is_idle(cpu) {
-                let ls = ctx.last_schedule(cpu);
-                if oldest_idle.is_none_or(|o| ls < o) {
-                    oldest_idle = Some(ls);
-                    target = Some(cpu);
-                }
-            } else if oldest_idle.is_none() {
-                let tsk = ctx.curr(cpu);
-                let mm = ctx.task(tsk).mm;
-                examined += 1;
-                let prio = self.core.preemption_goodness(ctx, tsk, p, cpu, mm);
-                if prio > max_prio {
-                    max_prio = prio;
-                    target = Some(cpu);
-                }
-            }
-        }
-        ctx.examine(examined);
-        match target {
-            Some(cpu) if oldest_idle.is_some() => {
+            Target::Idle(cpu) => {
                 self.stats.ri_idle += 1;
                 ctx.resched_cpu(cpu);
             }
-            Some(cpu) => {
+            Target::Preempt(cpu) => {
                 self.stats.ri_preempt += 1;
                 // The preemption IPI goes out even when need_resched was already set.
                 let was_set = ctx.task(ctx.curr(cpu)).need_resched;
                 ctx.resched_cpu(cpu);
-                if was_set && cpu != this_cpu {
+                if was_set && cpu != ctx.cpu() {
                     ctx.smp_send_reschedule(cpu);
                 }
             }
-            None => self.stats.ri_none += 1,
+            Target::None => self.stats.ri_none += 1,
         }
     }
 }
