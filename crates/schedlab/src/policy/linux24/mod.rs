@@ -71,6 +71,8 @@ use crate::kernel::task::{Task, TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::Params;
 
+#[cfg(any(test, debug_assertions))]
+use super::sched24::can_schedule;
 use super::sched24::{Core24, GoodnessRules, Target, Worth, MIN_GOODNESS};
 use super::{PolicyInfo, SchedClass, SchedCtx, Wake};
 use index::{GoodnessIndex, IndexKey};
