@@ -320,6 +320,7 @@ counters.schedule_lock_ns_mean  of which acquiring locks (spinning, the atomic, 
 counters.ticks              timer interrupts handled
 counters.syscalls           system calls made
 counters.forks              tasks created by fork or clone
+counters.affinity_moves     tasks moved off a CPU their new sched_setaffinity mask excludes (only when any were)
 counters.cpu_time.*         % of all CPU time running tasks, in the scheduler, spinning, idle
 counters.locks.NAME         per lock name: acquisitions, contended_pct (acquisitions that spun),
                             hold_ns_mean, wait_ns_mean (spin per acquisition), trylock_failures

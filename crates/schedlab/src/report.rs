@@ -98,6 +98,9 @@ pub struct Counters {
     pub syscalls: u64,
     /// Tasks created.
     pub forks: u64,
+    /// Tasks moved off a CPU their new affinity excludes (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub affinity_moves: u64,
     /// `schedule()` calls.
     pub schedule_calls: u64,
     /// Mean time of the scheduler's part of `schedule()`: from requesting the run-queue
@@ -152,6 +155,10 @@ fn pct(a: f64, b: f64) -> f64 {
 /// Round to 4 decimals so the JSON is short and stable.
 pub fn round(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
@@ -230,6 +237,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             ticks: s.ticks,
             syscalls: s.syscalls,
             forks: s.forks,
+            affinity_moves: s.affinity_moves,
             schedule_calls: s.schedule_calls,
             schedule_ns_mean: round(s.schedule_ns as f64 / s.schedule_calls.max(1) as f64),
             schedule_lock_ns_mean: round(

@@ -120,8 +120,9 @@ impl SchedClass for RoundRobin {
         prev: TaskId,
     ) -> Option<TaskId> {
         let t = ctx.task(prev);
-        if !t.is_idle && t.state == TaskState::Running {
-            // Preempted, out of its slice or yielding: to the tail.
+        if !t.is_idle && t.state == TaskState::Running && ctx.allowed(prev, cpu) {
+            // Preempted, out of its slice or yielding: to the tail. (One whose affinity
+            // now excludes this CPU is placed by the core.)
             self.push(cpu, prev);
         }
         ctx.examine(1);
@@ -371,5 +372,89 @@ fn every_declared_option_is_complete() {
     }
     for w in schedlab::workload::WORKLOADS {
         check(w.name, w.params);
+    }
+}
+
+/// `sched_setaffinity` through every policy: init pins itself to CPU 1 (from CPU 0, where
+/// it starts), forks children that inherit the mask, and all of them compute and yield;
+/// every task runs only on CPU 1 afterwards, the kernel moved init once, and a mask of
+/// no online CPU is refused with EINVAL. The run's invariant checks cover every step.
+#[test]
+fn sched_setaffinity_moves_the_task_and_every_policy_keeps_it_there() {
+    use schedlab::kernel::abi::{program, Op, Program, Record, EINVAL};
+    use schedlab::workload::{metric, Metric, Workload};
+    struct Pinned;
+    fn worker(left: u32) -> Box<dyn Program> {
+        let mut left = left;
+        program(move |_| {
+            left = left.saturating_sub(1);
+            match left {
+                0 => Op::Exit,
+                n if n % 2 == 0 => Op::Yield,
+                _ => Op::Compute {
+                    ns: 300_000,
+                    ws: 4096,
+                },
+            }
+        })
+    }
+    impl Workload for Pinned {
+        fn root(&self) -> Box<dyn Program> {
+            let mut step = 0;
+            program(move |env| {
+                step += 1;
+                match step {
+                    1 => Op::SetAffinity { mask: 1 << 40 },
+                    2 => {
+                        env.count("einval", u64::from(env.ret == EINVAL));
+                        Op::SetAffinity { mask: 0b10 }
+                    }
+                    3..=5 => Op::Fork { child: worker(40) },
+                    6..=40 if step % 2 == 0 => Op::Compute {
+                        ns: 200_000,
+                        ws: 4096,
+                    },
+                    6..=40 => Op::Yield,
+                    41..=43 => Op::Wait,
+                    _ => Op::Exit,
+                }
+            })
+        }
+        fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {
+            Ok(metric("einval", rec.count("einval") as f64, "", "higher"))
+        }
+    }
+    for p in policy::POLICIES {
+        let cfg = RunConfig {
+            machine: "piii700-1m".into(),
+            cpus: Some(4),
+            policy: p.name.into(),
+            workload: "pinned".into(),
+            seed: 1,
+        };
+        let mut sim = Simulation::with_workload(cfg, Box::new(Pinned)).unwrap();
+        sim.run(&mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        sim.check().unwrap();
+        let r = sim.report().unwrap();
+        assert_eq!(
+            r.result.value, 1.0,
+            "{}: EINVAL for a mask of no CPU",
+            p.name
+        );
+        assert_eq!(sim.k.stats.affinity_moves, 1, "{}: init moved once", p.name);
+        assert_eq!(r.counters.affinity_moves, 1);
+        let users: Vec<_> = sim.k.tasks.iter().filter(|t| !t.is_idle).collect();
+        assert_eq!(users.len(), 4, "{}", p.name);
+        for t in users {
+            assert_eq!(
+                t.last_ran,
+                Some(1),
+                "{}: pid {} ran elsewhere",
+                p.name,
+                t.pid
+            );
+            assert_eq!(t.cpus_allowed, 0b10);
+        }
     }
 }

@@ -48,6 +48,10 @@ pub enum Op {
     Close { fd: Fd },
     /// `nice(inc)`.
     Nice { inc: i32 },
+    /// `sched_setaffinity(0, mask)`: bit `c` set ⇔ this task may run on CPU `c`. Returns
+    /// 0, or `EINVAL` when the mask names no online CPU. If the task's CPU is no longer
+    /// allowed it moves before returning to user mode.
+    SetAffinity { mask: u64 },
 }
 
 /// `EBADF`, for a file descriptor that is not open.
@@ -58,6 +62,8 @@ pub const ECHILD: i64 = -10;
 pub const EAGAIN: i64 = -11;
 /// `ENFILE`, as returned when `file-max` is reached.
 pub const ENFILE: i64 = -23;
+/// `EINVAL`, for a CPU mask with no online CPU.
+pub const EINVAL: i64 = -22;
 /// `EPIPE`.
 pub const EPIPE: i64 = -32;
 

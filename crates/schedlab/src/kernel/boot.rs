@@ -125,6 +125,7 @@ impl Kernel {
             timers: Vec::new(),
             tick_phase: phase,
             nr_switches: 0,
+            migrate: None,
         });
     }
 }

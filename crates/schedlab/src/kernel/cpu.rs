@@ -251,6 +251,7 @@ impl Kernel {
             },
             Op::Close { fd } => Sys::Close { fd },
             Op::Nice { inc } => Sys::Nice { inc },
+            Op::SetAffinity { mask } => Sys::SetAffinity { mask },
         };
         let ns = self.machine.costs().syscall_ns;
         self.charge(cpu, ns, Acct::Running);

@@ -48,6 +48,8 @@ pub enum Sys {
     Close { fd: Fd },
     /// `nice(inc)`.
     Nice { inc: i32 },
+    /// `sched_setaffinity(0, mask)`.
+    SetAffinity { mask: u64 },
 }
 
 /// One continuation.

@@ -120,6 +120,9 @@ pub struct Cpu {
     pub tick_phase: Time,
     /// Context switches on this CPU.
     pub nr_switches: u64,
+    /// A task `schedule()` took off this CPU because its affinity no longer allows it
+    /// here; the core places it on an allowed CPU once it is switched out.
+    pub migrate: Option<TaskId>,
 }
 
 /// Whole-run counters the kernel keeps.
@@ -143,6 +146,8 @@ pub struct KernelStats {
     pub syscalls: u64,
     /// Tasks created (fork and clone).
     pub forks: u64,
+    /// Tasks moved off a CPU their new affinity excludes (`sched_setaffinity`).
+    pub affinity_moves: u64,
     /// `schedule()` calls.
     pub schedule_calls: u64,
     /// Time inside the scheduler's part of `schedule()`, from requesting the run-queue

@@ -63,6 +63,7 @@ impl Kernel {
             Sys::Wait => self.sys_wait(cpu, task),
             Sys::Open { kind } => self.sys_open(cpu, kind),
             Sys::Close { fd } => self.sys_close(cpu, task, fd, &mut wakes),
+            Sys::SetAffinity { mask } => Outcome::Done(self.sched_setaffinity(cpu, task, mask)),
             Sys::Nice { inc } => {
                 let t = &mut self.tasks[task as usize];
                 t.nice = (t.nice + inc).clamp(-20, 19);

@@ -156,7 +156,7 @@ impl SchedClass for Fifo {
         prev: TaskId,
     ) -> Option<TaskId> {
         let prev_t = ctx.task(prev);
-        if !prev_t.is_idle && prev_t.state == TaskState::Running {
+        if !prev_t.is_idle && prev_t.state == TaskState::Running && ctx.allowed(prev, cpu) {
             self.enqueue(prev);
         }
         let mut examined = 0;

@@ -108,11 +108,37 @@ impl Kernel {
         self.assert_unlocked(cpu, "task_dead");
     }
 
-    /// The first frame of a task switched in on `cpu` after `prev`.
+    /// The first frame of a task switched in on `cpu` after `prev`: a task this CPU's
+    /// `schedule()` took off for its affinity goes to an allowed CPU (the kernel's
+    /// `move_queued_task`), then the class's `finish_task_switch`.
     pub(crate) fn finish_task_switch(&mut self, cpu: CpuId, prev: TaskId) {
         let (class, mut ctx) = self.sched(cpu);
-        class.finish_task_switch(&mut ctx, cpu, prev);
+        finish_switch(class, &mut ctx, cpu, prev);
         self.assert_unlocked(cpu, "finish_task_switch");
+    }
+
+    /// `sched_setaffinity(0, mask)` by `p` on `cpu`: `EINVAL` when `mask` names no online
+    /// CPU, else 0. If `cpu` is excluded, `p` reschedules and `schedule()` moves it.
+    pub(crate) fn sched_setaffinity(&mut self, cpu: CpuId, p: TaskId, mask: u64) -> i64 {
+        let online = if self.cpus.len() >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.cpus.len()) - 1
+        };
+        if mask & online == 0 {
+            return crate::kernel::abi::EINVAL;
+        }
+        let (class, mut ctx) = self.sched(cpu);
+        let rq = ctx.task(p).processor;
+        class.lock_rq(&mut ctx, rq);
+        ctx.set_cpus_allowed(p, mask);
+        class.set_cpus_allowed(&mut ctx, p);
+        ctx.unlock(class.rq_lock(rq));
+        if !ctx.allowed(p, cpu) {
+            ctx.resched_cpu(cpu);
+        }
+        self.assert_unlocked(cpu, "set_cpus_allowed");
+        0
     }
 
     /// A policy hook returned holding a lock: a bug in the class.
@@ -143,6 +169,10 @@ pub(crate) fn pick_next(
     let p = ctx.task(prev);
     if prev != idle && p.state != TaskState::Running && class.task_on_rq(ctx, prev) {
         class.dequeue_task(ctx, cpu, prev);
+    } else if prev != idle && !ctx.allowed(prev, cpu) && class.task_on_rq(ctx, prev) {
+        // Its affinity excludes this CPU: off this queue; placed after the switch.
+        class.dequeue_task(ctx, cpu, prev);
+        ctx.set_migrate(cpu, prev);
     }
     class.balance(ctx, cpu, Balance::NewIdle);
     let next = class.pick_next_task(ctx, cpu, prev).unwrap_or(idle);
@@ -154,6 +184,26 @@ pub(crate) fn pick_next(
     }
     ctx.unlock(class.rq_lock(cpu));
     next
+}
+
+/// After a switch on `cpu` away from `prev`: place the task `schedule()` took off for its
+/// affinity, then the class's `finish_task_switch`.
+pub(crate) fn finish_switch(
+    class: &mut dyn SchedClass,
+    ctx: &mut SchedCtx<'_>,
+    cpu: CpuId,
+    prev: TaskId,
+) {
+    if let Some(p) = ctx.take_migrate(cpu) {
+        // cpumask_any_and(cpu_online_mask, new_mask): the lowest allowed CPU, from which
+        // the class's own placement proceeds.
+        let dest = (0..ctx.nr_cpus())
+            .find(|&c| ctx.allowed(p, c))
+            .expect("sched_setaffinity refused masks with no online CPU");
+        ctx.set_task_cpu(p, dest);
+        wake_task(class, ctx, p, Wake::default());
+    }
+    class.finish_task_switch(ctx, cpu, prev);
 }
 
 /// The wake-up sequence: find `p` a run queue, queue it there, and let the class decide who

@@ -291,6 +291,22 @@ impl<'a> SchedCtx<'a> {
         self.queue.push(at, Event::Ipi { cpu: cpu as u16 });
     }
 
+    /// Set `p`'s affinity mask (the core's `sched_setaffinity`).
+    pub(crate) fn set_cpus_allowed(&mut self, p: TaskId, mask: u64) {
+        self.tasks[p as usize].cpus_allowed = mask;
+    }
+
+    /// Note that `p` left `cpu` for its affinity and must be placed after the switch.
+    pub(crate) fn set_migrate(&mut self, cpu: CpuId, p: TaskId) {
+        self.cpus[cpu].migrate = Some(p);
+        self.stats.affinity_moves += 1;
+    }
+
+    /// The task `cpu`'s last `schedule()` took off for its affinity, if any.
+    pub(crate) fn take_migrate(&mut self, cpu: CpuId) -> Option<TaskId> {
+        self.cpus[cpu].migrate.take()
+    }
+
     /// Move `p` to `cpu`'s run queue (2.4 `p->processor = cpu`, 2.5 `set_task_cpu`).
     pub fn set_task_cpu(&mut self, p: TaskId, cpu: CpuId) {
         let t = &mut self.tasks[p as usize];

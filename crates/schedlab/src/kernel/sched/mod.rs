@@ -16,6 +16,9 @@
 //! wake_up_new_task(p)          task_fork(p, parent) ─ then as try_to_wake_up with `fork`
 //! scheduler_tick(cpu)          task_tick(curr) ─ balance(Tick)
 //! sched_yield / nice / reap    yield_task / prio_changed / task_dead
+//! sched_setaffinity(p, mask)   lock rq(task_cpu(p)) ─ set_cpus_allowed ─ unlock; if p's CPU
+//!                              is excluded: dequeue_task at schedule(), then the wake-up
+//!                              path onto an allowed CPU after the switch
 //! ```
 //!
 //! Each hook's doc begins "Called from: …, with … held". Where the modelled kernels
@@ -164,7 +167,9 @@ pub trait SchedClass {
     }
 
     /// Called from: `schedule()` on `cpu`, with its run-queue lock held; `prev` (maybe the
-    /// idle task) is the task leaving the CPU and competes if it still runs. Return the
+    /// idle task) is the task leaving the CPU and competes if it still runs and may run
+    /// here (one whose affinity now excludes `cpu` was dequeued, and the core places it
+    /// once it is switched out). Return the
     /// next task, or `None` for the idle task. A class may drop and retake the lock inside
     /// (2.4's counter recalculation) and take other queues' locks (MQ's steal).
     fn pick_next_task(
@@ -206,6 +211,14 @@ pub trait SchedClass {
     /// Called from: `sys_nice` after `p`'s nice value changed (`set_user_nice`); no lock
     /// held.
     fn prio_changed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        let _ = (ctx, p);
+    }
+
+    /// Called from: `sched_setaffinity` after `p`'s `cpus_allowed` changed, with
+    /// `task_rq(p)`'s lock held. Update what the class derived from the mask. If `p` runs
+    /// on a CPU it may no longer use, the core moves it: `dequeue_task` at its next
+    /// `schedule()`, then the wake-up path onto an allowed CPU once it is switched out.
+    fn set_cpus_allowed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         let _ = (ctx, p);
     }
 
@@ -300,6 +313,9 @@ impl<T: SchedClass + ?Sized> SchedClass for Box<T> {
     }
     fn task_dead(&mut self, ctx: &mut SchedCtx<'_>, parent: TaskId, p: TaskId) {
         (**self).task_dead(ctx, parent, p)
+    }
+    fn set_cpus_allowed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        (**self).set_cpus_allowed(ctx, p)
     }
     fn counters(&self) -> BTreeMap<String, f64> {
         (**self).counters()

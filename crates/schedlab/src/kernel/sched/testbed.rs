@@ -25,7 +25,7 @@ use crate::kernel::task::{TaskId, TaskState, ALL_CPUS};
 use crate::kernel::Kernel;
 use crate::machine::{preset, CpuId, LockId, Machine};
 
-use super::core::{pick_next, wake_task};
+use super::core::{finish_switch, pick_next, wake_task};
 use super::{Balance, SchedClass, SchedCtx, Wake};
 
 /// The kernel's own class in a bed: it boots the machine and is never asked to schedule.
@@ -159,9 +159,11 @@ impl<C: SchedClass> Bed<C> {
         }
     }
 
-    /// `finish_task_switch(prev)` on `cpu`.
+    /// What follows a switch on `cpu` away from `prev`, as the core does it (a task moved
+    /// for its affinity is placed, then `finish_task_switch`).
     pub fn finish_switch(&mut self, cpu: CpuId, prev: TaskId) {
-        self.with(cpu, |c, ctx| c.finish_task_switch(ctx, cpu, prev));
+        let mut ctx = self.k.ctx(cpu);
+        finish_switch(&mut self.class, &mut ctx, cpu, prev);
         self.assert_unlocked();
     }
 

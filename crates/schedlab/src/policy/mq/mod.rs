@@ -902,6 +902,15 @@ impl SchedClass for Mq {
         self.core.release_task(parent, child);
     }
 
+    fn set_cpus_allowed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        // The published stealable task carries its mask (`max_na_cpus_allowed`, §3.1).
+        let c = ctx.task(p).processor;
+        if self.rq[c].max_na_ptr == Some(p) {
+            self.rq[c].max_na_cpus_allowed = ctx.task(p).cpus_allowed;
+            self.lines.locked(ctx.cpu(), rq_line(c), true);
+        }
+    }
+
     fn counters(&self) -> BTreeMap<String, f64> {
         let s = &self.st;
         let mut m = BTreeMap::new();
