@@ -183,6 +183,7 @@ impl<'a> SchedCtx<'a> {
     }
 
     /// Acquire `l`, spinning until it is free.
+    #[inline]
     pub fn lock(&mut self, l: LockId) {
         let now = self.now();
         let lk = &self.locks[l as usize];
@@ -218,6 +219,7 @@ impl<'a> SchedCtx<'a> {
         }
     }
 
+    #[inline]
     fn transfer_cost(&self, l: LockId) -> Time {
         match self.locks[l as usize].last_cpu {
             Some(o) if o != self.cpu => self.machine.line_transfer_ns(o, self.cpu),
@@ -225,6 +227,7 @@ impl<'a> SchedCtx<'a> {
         }
     }
 
+    #[inline]
     fn grant(&mut self, l: LockId, spin: Time) {
         let xfer = self.transfer_cost(l);
         let c = self.costs().lock_ns + xfer;
@@ -242,6 +245,7 @@ impl<'a> SchedCtx<'a> {
     }
 
     /// Release `l`.
+    #[inline]
     pub fn unlock(&mut self, l: LockId) {
         let now = self.now();
         let cpu = self.cpu;
@@ -259,12 +263,14 @@ impl<'a> SchedCtx<'a> {
     }
 
     /// True when the executing CPU holds `l` (for `debug_assert!`s).
+    #[inline]
     pub fn holds(&self, l: LockId) -> bool {
         self.locks[l as usize].holder == Some(self.cpu)
     }
 
     /// Set `need_resched` on `cpu`'s current task and, for another CPU, send a reschedule
     /// IPI unless one is already pending (the flag was set) or the idle loop polls.
+    #[inline]
     pub fn resched_cpu(&mut self, cpu: CpuId) {
         let curr = self.cpus[cpu].curr;
         let t = &mut self.tasks[curr as usize];
@@ -308,6 +314,7 @@ impl<'a> SchedCtx<'a> {
     }
 
     /// Move `p` to `cpu`'s run queue (2.4 `p->processor = cpu`, 2.5 `set_task_cpu`).
+    #[inline]
     pub fn set_task_cpu(&mut self, p: TaskId, cpu: CpuId) {
         let t = &mut self.tasks[p as usize];
         if t.processor != cpu {
