@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use schedlab::{RunConfig, Simulation};
 
-use crate::error::CliError;
+use crate::error::{out, CliError};
 
 /// (machine, cpus, policy, workload) of each benchmark run.
 const FULL: &[(&str, usize, &str, &str)] = &[
@@ -46,13 +46,13 @@ pub(crate) fn bench(quick: bool, json: bool) -> Result<(), CliError> {
         let r = sim.report()?;
         let eps = r.sim.events as f64 / wall;
         if !json {
-            println!(
-                "{machine:<16} {cpus} cpus {policy:<10} {workload:<28} {:>11} events {:>8.3} s wall {:>7.2} M events/s  sim/wall {:.2}",
+            out(&format!(
+                "{machine:<16} {cpus} cpus {policy:<10} {workload:<28} {:>11} events {:>8.3} s wall {:>7.2} M events/s  sim/wall {:.2}\n",
                 r.sim.events,
                 wall,
                 eps / 1e6,
                 r.sim.simulated_ns as f64 / 1e9 / wall
-            );
+            ))?;
         }
         rows.push(serde_json::json!({
             "machine": machine, "cpus": cpus, "policy": policy, "workload": workload,
@@ -61,7 +61,10 @@ pub(crate) fn bench(quick: bool, json: bool) -> Result<(), CliError> {
         }));
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows).expect("json"));
+        out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&rows).expect("json")
+        ))?;
     }
     Ok(())
 }

@@ -29,12 +29,16 @@ pub(crate) enum CliError {
     /// A signal stopped the run.
     #[error("{0}")]
     Interrupted(String),
+    /// Whoever read our stdout stopped reading (`| head`): end quietly, successfully.
+    #[error("stdout closed")]
+    ClosedStdout,
 }
 
 impl CliError {
     /// The process exit status for this kind of error.
     pub(crate) fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
+            CliError::ClosedStdout => 0,
             CliError::Usage(_) | CliError::Input(_) => 2,
             CliError::Failed(_) => 1,
             // 128 + SIGINT, as a shell reports an interrupted command.
@@ -48,6 +52,7 @@ impl CliError {
             CliError::Usage(e) => {
                 let _ = e.print();
             }
+            CliError::ClosedStdout => {}
             other => eprintln!("schedlab: {other}"),
         }
     }
@@ -76,5 +81,17 @@ impl From<NativeError> for CliError {
             NativeError::Run(RunError::Interrupted { .. }) => CliError::Interrupted(e.to_string()),
             NativeError::Run(_) => CliError::Failed(e.to_string()),
         }
+    }
+}
+
+/// Write `text` to stdout. A reader that went away (`EPIPE`) ends the command quietly; any
+/// other failure to write is a failed run.
+pub(crate) fn out(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    match o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::ClosedStdout),
+        Err(e) => Err(CliError::Failed(format!("cannot write to stdout: {e}"))),
     }
 }

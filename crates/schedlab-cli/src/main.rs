@@ -18,7 +18,7 @@ mod bench;
 mod error;
 mod native;
 
-use error::CliError;
+use error::{out, CliError};
 
 /// A laboratory for SMP CPU schedulers: the 2001-2003 Linux schedulers on a modelled
 /// multiprocessor, driven by the era's benchmarks.
@@ -83,6 +83,9 @@ struct RunArgs {
     /// Seed of the run's random source.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Print the host's wall time and events/s to stderr (never part of the result).
+    #[arg(long)]
+    timing: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -143,10 +146,7 @@ fn main() -> ExitCode {
     };
     let res = match cli.cmd {
         Cmd::Run(a) => run(a),
-        Cmd::List { what } => {
-            print!("{}", list(what));
-            Ok(())
-        }
+        Cmd::List { what } => out(&list(what)),
         Cmd::Bench { quick, format } => bench::bench(quick, format == Format::Json),
         Cmd::Reproduce {
             ids,
@@ -189,16 +189,23 @@ fn run(a: RunArgs) -> Result<(), CliError> {
     }
     result?;
     let report = sim.report()?;
-    match a.format {
-        Format::Json => println!("{}", report.to_json()),
-        Format::Text => print!("{}", report.to_text()),
+    if a.timing {
+        let secs = sim.wall_ms() as f64 / 1000.0;
+        eprintln!(
+            "schedlab: {:.3} s wall, {:.2} M events/s",
+            secs,
+            report.sim.events as f64 / secs.max(1e-9) / 1e6
+        );
     }
-    Ok(())
+    match a.format {
+        Format::Json => out(&format!("{}\n", report.to_json())),
+        Format::Text => out(&report.to_text()),
+    }
 }
 
 fn reproduce(
     ids: Vec<String>,
-    out: Option<std::path::PathBuf>,
+    out_dir: Option<std::path::PathBuf>,
     jobs: Option<usize>,
     format: Format,
 ) -> Result<(), CliError> {
@@ -234,14 +241,8 @@ fn reproduce(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    match format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&rep.json()).expect("json")
-        ),
-        Format::Text => print!("{}", rep.text()),
-    }
-    if let Some(dir) = out {
+    // Files first: a reader that stops reading stdout must not cost the report.
+    if let Some(dir) = out_dir {
         rep.write(&dir).map_err(CliError::Failed)?;
         eprintln!(
             "schedlab: wrote {}/report.md, results.json and {} plots",
@@ -249,7 +250,13 @@ fn reproduce(
             rep.tables.len()
         );
     }
-    Ok(())
+    match format {
+        Format::Json => out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&rep.json()).expect("json")
+        )),
+        Format::Text => out(&rep.text()),
+    }
 }
 
 /// A spinner on stderr for long runs, only when stderr is a terminal.
@@ -327,5 +334,5 @@ counters.locks.NAME         per lock name: acquisitions, contended_pct (acquisit
 counters.policy.*           the policy's own counters (see its module documentation)
 sim.simulated_ns            simulated time at the end of the run
 sim.events                  events the engine handled
-sim.wall_ms                 host wall-clock time of the run (the only field that varies between equal runs)
+(host wall time is not part of the result: equal runs print equal bytes; see run --timing)
 ";

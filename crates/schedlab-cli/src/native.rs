@@ -4,21 +4,22 @@ use std::time::Duration;
 
 use schedlab_native::{compare, runner, NativeConfig, NATIVE_WORKLOADS};
 
-use crate::error::CliError;
+use crate::error::{out, CliError};
 use crate::{Format, NativeArgs};
 
 pub(crate) fn native(a: NativeArgs) -> Result<(), CliError> {
     if a.list {
+        let mut text = String::new();
         for w in NATIVE_WORKLOADS {
-            println!(
-                "{:<12} {} -> {}\n{}",
+            text += &format!(
+                "{:<12} {} -> {}\n{}\n",
                 w.name,
                 w.about,
                 w.metric,
                 schedlab::spec::describe(w.params)
             );
         }
-        return Ok(());
+        return out(&text);
     }
     let Some(workload) = a.workload else {
         let names: Vec<&str> = NATIVE_WORKLOADS.iter().map(|w| w.name).collect();
@@ -53,8 +54,7 @@ pub(crate) fn native(a: NativeArgs) -> Result<(), CliError> {
         schedlab_native::run(&cfg)
     }?;
     match a.format {
-        Format::Json => println!("{}", report.to_json()),
-        Format::Text => print!("{}", report.to_text()),
+        Format::Json => out(&format!("{}\n", report.to_json())),
+        Format::Text => out(&report.to_text()),
     }
-    Ok(())
 }

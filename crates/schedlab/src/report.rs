@@ -119,8 +119,6 @@ pub struct SimInfo {
     pub simulated_ns: u64,
     /// Events handled.
     pub events: u64,
-    /// Host wall-clock time of the run (the one field that differs between equal runs).
-    pub wall_ms: u64,
 }
 
 /// The report of one run (`schedlab run --format json`).
@@ -248,7 +246,6 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
         sim: SimInfo {
             simulated_ns: k.now,
             events: k.queue.popped(),
-            wall_ms: sim.wall_ms(),
         },
     }
 }
@@ -318,18 +315,11 @@ impl RunReport {
             let p: Vec<String> = c.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let _ = writeln!(o, "  policy      {}", p.join("  "));
         }
-        let secs = self.sim.wall_ms as f64 / 1000.0;
         let _ = writeln!(
             o,
-            "  simulated   {:.6} s in {} events, {:.3} s wall ({:.1} M events/s)",
+            "  simulated   {:.6} s in {} events",
             self.sim.simulated_ns as f64 / 1e9,
             self.sim.events,
-            secs,
-            if secs > 0.0 {
-                self.sim.events as f64 / secs / 1e6
-            } else {
-                0.0
-            }
         );
         o
     }

@@ -222,7 +222,9 @@ impl Simulation {
         self.workload_params.clone()
     }
 
-    pub(crate) fn wall_ms(&self) -> u64 {
+    /// Host wall-clock time the last [`Simulation::run`] took, in ms: not part of the
+    /// result (equal runs must print equal bytes); `schedlab run --timing` shows it.
+    pub fn wall_ms(&self) -> u64 {
         self.wall_ms
     }
 }
