@@ -17,6 +17,7 @@ pub mod reflex;
 pub mod sched_yield;
 pub mod synthetic;
 pub mod tbench;
+pub mod toolkit;
 pub mod window;
 
 use crate::engine::{Time, SEC};
