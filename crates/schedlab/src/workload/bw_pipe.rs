@@ -29,6 +29,7 @@ use super::{interval, metric, Workload, WorkloadInfo};
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "bw_pipe",
     about: "lmbench bw_pipe: a child writes 64 KB chunks into a pipe the parent reads",
+    small: &["bw_pipe:mb=1,warmup_kb=64,warmup_ms=2"],
     metric: "MB/s",
     params: &[
         ParamSpec {

@@ -71,6 +71,10 @@ const BATCH: u64 = 40;
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "chat",
     about: "IBM chat_s/chat_c (VolanoMark simulator): rooms of users over TCP loopback",
+    small: &[
+        "chat:rooms=2,users=4,messages=4",
+        "chat:rooms=1,users=3,messages=5,nice=19",
+    ],
     metric: "messages/s",
     params: &[
         ParamSpec {

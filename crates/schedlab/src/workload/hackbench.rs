@@ -48,6 +48,10 @@ use super::{interval, metric, Workload, WorkloadInfo};
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "hackbench",
     about: "hackbench: groups of 20 senders x 20 receivers, 100-byte messages, ready/go barrier",
+    small: &[
+        "hackbench:groups=2,loops=3,fds=5",
+        "hackbench:groups=1,loops=3,fds=4,pipe=on,threads=on",
+    ],
     metric: "s",
     params: &[
         ParamSpec {

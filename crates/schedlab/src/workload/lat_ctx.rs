@@ -44,6 +44,7 @@ use super::{interval, metric, Workload, WorkloadInfo};
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "lat_ctx",
     about: "lmbench lat_ctx: a 4-byte token round a ring of processes, each summing its array",
+    small: &["lat_ctx:procs=3,size_kb=8,rounds=50,warmup=2,ovr_iters=20"],
     metric: "us per switch",
     params: &[
         ParamSpec {

@@ -20,6 +20,7 @@ use crate::workload::Metric;
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "lat_pipe",
     about: "lmbench lat_pipe: 1-byte token ping-pong between two processes over two pipes",
+    small: &["lat_pipe:rounds=200,warmup=10"],
     metric: "us per round trip",
     params: &[
         ParamSpec {

@@ -40,6 +40,7 @@ use super::{interval, metric, Workload, WorkloadInfo};
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "loop_yield",
     about: "Molnar's loop_yield: N processes in tight sched_yield() loops, vmstat cs rate",
+    small: &["loop_yield:instances=5,duration_ms=20,warmup_ms=10"],
     metric: "switches/s",
     params: &[
         ParamSpec {

@@ -89,6 +89,7 @@ use super::{metric, Workload, WorkloadInfo};
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "mkbench",
     about: "LSE mkbench: concurrent `make -j` kernel builds (gcc -> cpp|cc1|as per file)",
+    small: &["mkbench:jobs=4,cc1_ms=1"],
     metric: "s per build",
     params: &[
         ParamSpec {

@@ -67,6 +67,10 @@ use super::{interval, metric, Workload, WorkloadInfo};
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "reflex",
     about: "LSE reflex: threads of one mm in active sets passing a 1-byte pipe token",
+    small: &[
+        "reflex:tasks=6,warmup_ms=5,duration_ms=10",
+        "reflex:tasks=5,sets=1,warmup_ms=0,duration_ms=10,delay_us=3,yield_pct=30",
+    ],
     metric: "us per round",
     params: &[
         ParamSpec {

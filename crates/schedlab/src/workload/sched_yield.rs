@@ -47,6 +47,7 @@ use super::{interval, metric, Workload, WorkloadInfo};
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "sched_yield",
     about: "Hartner's sched_test_yield: N threads of one process looping on sched_yield()",
+    small: &["sched_yield:threads=5,duration_ms=20,warmup_ms=10"],
     metric: "us per yield",
     params: &[
         ParamSpec {

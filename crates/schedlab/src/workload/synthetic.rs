@@ -23,6 +23,7 @@ use super::{interval, metric, Workload, WorkloadInfo};
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "synthetic",
     about: "simulator stress load: task pairs computing, yielding, sleeping and pinging",
+    small: &["synthetic:tasks=20,ops=10"],
     metric: "rounds/s",
     params: &[
         ParamSpec {

@@ -65,6 +65,7 @@ use super::{interval, metric, Workload, WorkloadInfo};
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "tbench",
     about: "tbench: N clients and N forked servers exchange SMB-sized packets over TCP loopback",
+    small: &["tbench:clients=3,ops=50"],
     metric: "MB/s",
     params: &[
         ParamSpec {

@@ -20,7 +20,7 @@
 //!   unit the failed call was for (a channel, a child, a message — 0-based) and the value
 //!   returned, so each workload keeps its own wording.
 //!
-//! [`step!`] returns the op a piece asks for and falls through once it is done:
+//! `step!` returns the op a piece asks for and falls through once it is done:
 //!
 //! ```ignore
 //! fn next(&mut self, env: &mut Env<'_>) -> Op {
