@@ -356,6 +356,7 @@ impl Program for Parent {
                     }
                     self.children.more(1);
                 },
+                // One ready byte per child.
                 2 => {
                     let gate = self.gate();
                     let ready = self.ready.get_or_insert_with(|| {
@@ -377,6 +378,7 @@ impl Program for Parent {
                     return fail(env, msg);
                 }
                 4 => {}
+                // Every child reaped: the time again.
                 5 => step!(self.reap.step(env)),
                 6 => env.mark("end"),
                 _ => return Op::Exit,

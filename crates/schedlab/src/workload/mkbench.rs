@@ -651,8 +651,8 @@ impl Program for Make {
         let files = TREE[self.dir].files as u64;
         loop {
             match self.phase {
+                // Top level only: the build starts; the jobserver pipe, holding `jobs` tokens.
                 0 => env.mark("build_start"),
-                // Top level only: the jobserver pipe, holding `jobs` tokens.
                 1 => step!(self.jobserver.step(env)),
                 2 => {
                     self.js = self.jobserver.fds()[0];
@@ -662,6 +662,7 @@ impl Program for Make {
                         len: self.jobs as u64,
                     };
                 }
+                // Read the makefiles.
                 3 => {
                     let t = if self.dir == 0 {
                         TOP_PARSE_MS
@@ -676,10 +677,11 @@ impl Program for Make {
                 }
                 // A sub-make per subdirectory, then wait for them.
                 4 => {
-                    let (b, jobs, js) = (&self.b, self.jobs, self.js);
+                    let (b, kids, jobs, js) =
+                        (&self.b, &self.b.children[self.dir], self.jobs, self.js);
                     step!(self.children.step(env, |i, env| {
                         env.count("makes", 1);
-                        let sub = Make::new(b.clone(), b.children[self.dir][i as usize], jobs, js);
+                        let sub = Make::new(b.clone(), kids[i as usize], jobs, js);
                         exec(Box::new(sub))
                     }));
                 }

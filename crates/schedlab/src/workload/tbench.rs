@@ -392,6 +392,7 @@ impl Program for Parent {
                     self.conns.more(1);
                     self.procs.more(2);
                 },
+                // One ready byte per client, then the timer starts and go wakes them all.
                 2 => {
                     let (gate, n) = (self.gate(), self.clients as u64);
                     let ready = self.ready.get_or_insert_with(|| {
@@ -406,6 +407,7 @@ impl Program for Parent {
                     self.phase += 1;
                     return self.gate().go();
                 }
+                // Reap everything; the run ends with the last client.
                 4 => {
                     let (pids, left) = (self.procs.pids(), &mut self.clients_left);
                     step!(self.reap.step_each(env, |env, pid| {

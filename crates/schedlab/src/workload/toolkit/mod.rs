@@ -14,7 +14,8 @@
 //!   is that op's return value and the program calls the same piece's `step` again, which
 //!   checks it.
 //! * `None`: the piece is done, and stays done (`step` returns `None` without looking at
-//!   `env.ret` again), so a program can step its pieces from the top on every call.
+//!   `env.ret` again) until the program asks it for more (`more`, `restart`), so a program
+//!   can step its pieces from the top on every call.
 //! * A bad return value fails the run: the piece records the message its *blame* closure
 //!   words ([`Env::fail`]) and asks for [`Op::Exit`]. A blame closure gets the index of the
 //!   unit the failed call was for (a channel, a child, a message — 0-based) and the value
@@ -34,6 +35,8 @@
 //!
 //! Pieces issue exactly the system calls a hand-written state machine would, in the same
 //! order and with the same arguments: converting a program to pieces changes no result.
+//! They check every return value, though, so a refused call that a hand-written program let
+//! pass (and went on with a bad fd) fails the run at once, with a message.
 //!
 //! The pieces: [`Open`] (channels), [`Spawn`] and [`Reap`] (children), [`Reads`] and
 //! [`Writes`] (message loops), [`Gate`] and [`Arrive`] (the start barrier), [`script`] and
