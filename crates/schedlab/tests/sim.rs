@@ -9,7 +9,7 @@ use schedlab::kernel::abi::{program, Env, Op, Program, Record, EAGAIN, ECHILD};
 use schedlab::kernel::Kernel;
 use schedlab::policy::POLICIES;
 use schedlab::report::Metric;
-use schedlab::workload::{metric, Workload};
+use schedlab::workload::{metric, Workload, WORKLOADS};
 use schedlab::{RunConfig, SimError, Simulation};
 
 fn cfg(machine: &str, cpus: usize, policy: &str, workload: &str) -> RunConfig {
@@ -306,34 +306,45 @@ fn bad_input_is_one_clear_error() {
     assert!(e.to_string().contains("unknown machine 'pentium'"), "{e}");
 }
 
-/// Small instances of the era's benchmarks (issue 6a), for the every-policy runs below.
-const SMALL_BENCHMARKS: &[&str] = &[
-    "reflex:tasks=6,warmup_ms=5,duration_ms=10",
-    "reflex:tasks=5,sets=1,warmup_ms=0,duration_ms=10,delay_us=3,yield_pct=30",
-    "chat:rooms=2,users=4,messages=4",
-    "chat:rooms=1,users=3,messages=5,nice=19",
-    "hackbench:groups=2,loops=3,fds=5",
-    "hackbench:groups=1,loops=3,fds=4,pipe=on,threads=on",
-    "loop_yield:instances=5,duration_ms=20,warmup_ms=10",
-    "sched_yield:threads=5,duration_ms=20,warmup_ms=10",
-];
+/// Every registered workload's small instances (issue 6a), from the registry.
+fn small_benchmarks() -> impl Iterator<Item = &'static str> {
+    WORKLOADS.iter().flat_map(|w| w.small.iter().copied())
+}
 
 #[test]
+fn every_workload_has_small_instances_of_its_own() {
+    for w in WORKLOADS {
+        assert!(
+            !w.small.is_empty(),
+            "workload {} has no small instance",
+            w.name
+        );
+        for spec in w.small {
+            let name = spec.split(':').next().unwrap();
+            assert_eq!(name, w.name, "small instance {spec} of workload {}", w.name);
+        }
+    }
+}
+
+/// Every small instance under every policy; the machine presets take turns (instance `j`
+/// under policy `i` runs on preset `i + j`), so every instance and every policy also meet
+/// every preset without running the whole product.
+#[test]
 fn every_benchmark_runs_under_every_policy_and_preset() {
-    for preset in schedlab::machine::preset::PRESETS {
-        for p in POLICIES {
-            for w in SMALL_BENCHMARKS {
-                let c = cfg(preset.name, preset.cpus.min(4), p.name, w);
-                let r = schedlab::run(c)
-                    .unwrap_or_else(|e| panic!("{w} on {} under {}: {e}", preset.name, p.name));
-                assert!(
-                    r.result.value.is_finite() && r.result.value > 0.0,
-                    "{w} on {} under {}: {}",
-                    preset.name,
-                    p.name,
-                    r.result.value
-                );
-            }
+    let presets = schedlab::machine::preset::PRESETS;
+    for (i, p) in POLICIES.iter().enumerate() {
+        for (j, w) in small_benchmarks().enumerate() {
+            let preset = &presets[(i + j) % presets.len()];
+            let c = cfg(preset.name, preset.cpus.min(4), p.name, w);
+            let r = schedlab::run(c)
+                .unwrap_or_else(|e| panic!("{w} on {} under {}: {e}", preset.name, p.name));
+            assert!(
+                r.result.value.is_finite() && r.result.value > 0.0,
+                "{w} on {} under {}: {}",
+                preset.name,
+                p.name,
+                r.result.value
+            );
         }
     }
 }

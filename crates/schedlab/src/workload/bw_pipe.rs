@@ -22,6 +22,7 @@ use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{fail, step, Open, Spawn};
 use super::{interval, metric, Workload, WorkloadInfo};
 
 crate::options! {
@@ -46,6 +47,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "bw_pipe",
     about: "lmbench bw_pipe: a child writes 64 KB chunks into a pipe the parent reads",
+    small: &["bw_pipe:mb=1,warmup_kb=64,warmup_ms=2"],
     metric: "MB/s",
     params: PARAMS,
     build,
@@ -75,15 +77,12 @@ fn writer(fd: Fd, chunk: u64) -> Box<dyn Program> {
     program(move |_env: &mut Env<'_>| Op::Write { fd, len: chunk })
 }
 
-enum St {
-    Pipe,
-    Fork,
-    Read { after_read: bool },
-}
-
 struct Reader {
-    st: St,
-    fd: Fd,
+    phase: u8,
+    pipe: Open,
+    writer: Spawn,
+    /// A read is out.
+    reading: bool,
     got: u64,
     first_read: Option<Time>,
     warmup: u64,
@@ -95,53 +94,55 @@ struct Reader {
 
 impl Program for Reader {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        match self.st {
-            St::Pipe => {
-                self.st = St::Fork;
-                Op::Pipe
+        loop {
+            match self.phase {
+                0 => step!(self.pipe.step(env)),
+                1 => {
+                    let (fd, chunk) = (self.pipe.fds()[0], self.chunk);
+                    step!(self.writer.step(env, |_, _| writer(fd + 1, chunk)));
+                }
+                _ => return self.read(env),
             }
-            St::Fork => {
-                self.fd = env.ret as Fd;
-                self.st = St::Read { after_read: false };
-                Op::Fork {
-                    child: writer(self.fd + 1, self.chunk),
-                }
+            self.phase += 1;
+        }
+    }
+}
+
+impl Reader {
+    /// Untimed reads of `chunk` until the warm-up is over, then `bytes` timed.
+    fn read(&mut self, env: &mut Env<'_>) -> Op {
+        if std::mem::take(&mut self.reading) {
+            if env.ret <= 0 {
+                let msg = format!(
+                    "bw_pipe: read returned {} after {} bytes",
+                    env.ret, self.got
+                );
+                return fail(env, msg);
             }
-            St::Read { after_read } => {
-                if after_read {
-                    if env.ret <= 0 {
-                        env.fail(format!(
-                            "bw_pipe: read returned {} after {} bytes",
-                            env.ret, self.got
-                        ));
-                        return Op::Exit;
-                    }
-                    self.got += env.ret as u64;
-                }
-                let first = *self.first_read.get_or_insert(env.now);
-                match self.timed_from {
-                    None if self.got >= self.warmup && env.now - first >= self.warmup_ns => {
-                        self.timed_from = Some(self.got);
-                        env.mark("start");
-                    }
-                    Some(from) if self.got - from >= self.bytes => {
-                        env.mark("end");
-                        env.count("bytes", self.got - from);
-                        env.stop();
-                        return Op::Exit;
-                    }
-                    _ => {}
-                }
-                self.st = St::Read { after_read: true };
-                let left = match self.timed_from {
-                    Some(from) => self.bytes - (self.got - from),
-                    None => self.chunk,
-                };
-                Op::Read {
-                    fd: self.fd,
-                    len: left.min(self.chunk),
-                }
+            self.got += env.ret as u64;
+        }
+        let first = *self.first_read.get_or_insert(env.now);
+        match self.timed_from {
+            None if self.got >= self.warmup && env.now - first >= self.warmup_ns => {
+                self.timed_from = Some(self.got);
+                env.mark("start");
             }
+            Some(from) if self.got - from >= self.bytes => {
+                env.mark("end");
+                env.count("bytes", self.got - from);
+                env.stop();
+                return Op::Exit;
+            }
+            _ => {}
+        }
+        self.reading = true;
+        let left = match self.timed_from {
+            Some(from) => self.bytes - (self.got - from),
+            None => self.chunk,
+        };
+        Op::Read {
+            fd: self.pipe.fds()[0],
+            len: left.min(self.chunk),
         }
     }
 }
@@ -149,8 +150,10 @@ impl Program for Reader {
 impl Workload for BwPipe {
     fn root(&self) -> Box<dyn Program> {
         Box::new(Reader {
-            st: St::Pipe,
-            fd: 0,
+            phase: 0,
+            pipe: Open::pipes(1, |_, ret| format!("bw_pipe: pipe() failed ({ret})")),
+            writer: Spawn::forks(1, |_, ret| format!("bw_pipe: fork() failed ({ret})")),
+            reading: false,
             got: 0,
             first_read: None,
             warmup: self.warmup,

@@ -50,13 +50,14 @@
 
 use std::sync::Arc;
 
-use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
+use crate::kernel::abi::{Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{fail, step, Arrive, Chan, Gate, Open, Reads, Reap, Spawn, Writes};
 use super::{interval, metric, Workload, WorkloadInfo};
 
 /// Message size (benchmarks.md §3).
@@ -84,6 +85,10 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "chat",
     about: "IBM chat_s/chat_c (VolanoMark simulator): rooms of users over TCP loopback",
+    small: &[
+        "chat:rooms=2,users=4,messages=4",
+        "chat:rooms=1,users=3,messages=5,nice=19",
+    ],
     metric: "messages/s",
     params: PARAMS,
     build,
@@ -129,168 +134,58 @@ pub struct Chat {
     s: Shape,
 }
 
-/// Reads `left` messages of `MSG` bytes from `fd`, looping on short reads.
-struct MsgReader {
-    fd: Fd,
-    left: u64,
-    got: u64,
-    reading: bool,
-}
-
-impl MsgReader {
-    /// The next read, or `None` when all messages are in. `Err` on end of file or error.
-    fn step(&mut self, env: &mut Env<'_>, who: &str) -> Result<Option<Op>, ()> {
-        if self.reading {
-            if env.ret <= 0 {
-                env.fail(format!(
-                    "chat: {who}: read returned {} with {} messages to go",
-                    env.ret, self.left
-                ));
-                return Err(());
-            }
-            self.got += env.ret as u64;
-            self.left -= self.got / MSG;
-            self.got %= MSG;
-        }
-        if self.left == 0 {
-            return Ok(None);
-        }
-        self.reading = true;
-        Ok(Some(Op::Read {
-            fd: self.fd,
-            len: MSG - self.got,
-        }))
-    }
-}
-
 /// Client send thread: wait for "go", then `messages` writes to its connection.
 struct ClientSend {
-    go: Fd,
-    conn: Fd,
-    left: u64,
-    total: u64,
-    started: bool,
-    polled: bool,
+    go: Arrive,
+    sends: Writes,
 }
 
 impl Program for ClientSend {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        if !self.polled {
-            self.polled = true;
-            return Op::Poll { fds: vec![self.go] };
-        }
-        if self.started && env.ret != MSG as i64 {
-            env.fail(format!("chat: client send: write returned {}", env.ret));
-            return Op::Exit;
-        }
-        if !self.started {
+        step!(self.go.step(env));
+        if !self.sends.started() {
             env.mark("first_send");
         }
-        self.started = true;
-        if self.left == 0 {
-            env.count("messages_sent", self.total);
-            return Op::Exit;
-        }
-        self.left -= 1;
-        Op::Write {
-            fd: self.conn,
-            len: MSG,
-        }
+        step!(self.sends.step(env));
+        env.count("messages_sent", self.sends.messages());
+        Op::Exit
     }
 }
 
 /// Client receive thread: every message the other users of its room send.
 struct ClientRecv {
-    r: MsgReader,
-    total: u64,
+    msgs: Reads,
 }
 
 impl Program for ClientRecv {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        match self.r.step(env, "client receive") {
-            Err(()) => Op::Exit,
-            Ok(Some(op)) => op,
-            Ok(None) => {
-                env.count("messages_delivered", self.total);
-                env.mark("end");
-                Op::Exit
-            }
-        }
+        step!(self.msgs.step(env));
+        env.count("messages_delivered", self.msgs.n());
+        env.mark("end");
+        Op::Exit
     }
-}
-
-/// Where a server receive thread is.
-#[derive(Clone, Copy)]
-enum RecvSt {
-    /// About to read the next message.
-    Next,
-    /// A read of the rest of the current message is outstanding.
-    Reading,
-    /// Forwarding the current message; the write to queue `i − 1` is outstanding.
-    Fwd(usize),
 }
 
 /// Server receive thread: read a message from its user, queue it for the others.
 struct ServerRecv {
-    conn: Fd,
-    left: u64,
-    got: u64,
-    /// Write ends of the queues of the other users of the room.
-    others: Arc<[Fd]>,
-    st: RecvSt,
+    msgs: Reads,
+    /// One write to the queue of each other user of the room.
+    fwd: Writes,
+    /// Messages handed on.
+    handed: u64,
 }
 
 impl Program for ServerRecv {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         loop {
-            match self.st {
-                RecvSt::Next => {
-                    if self.left == 0 {
-                        return Op::Exit;
-                    }
-                    self.st = RecvSt::Reading;
-                    return Op::Read {
-                        fd: self.conn,
-                        len: MSG - self.got,
-                    };
-                }
-                RecvSt::Reading => {
-                    if env.ret <= 0 {
-                        env.fail(format!(
-                            "chat: server receive: read returned {} with {} messages to go",
-                            env.ret, self.left
-                        ));
-                        return Op::Exit;
-                    }
-                    self.got += env.ret as u64;
-                    if self.got < MSG {
-                        self.st = RecvSt::Next;
-                        continue;
-                    }
-                    self.got = 0;
-                    self.left -= 1;
-                    self.st = RecvSt::Fwd(0);
-                }
-                RecvSt::Fwd(i) => {
-                    if i > 0 && env.ret != MSG as i64 {
-                        env.fail(format!(
-                            "chat: server receive: queue write returned {}",
-                            env.ret
-                        ));
-                        return Op::Exit;
-                    }
-                    if i == self.others.len() {
-                        self.st = RecvSt::Next;
-                        continue;
-                    }
-                    // A whole message is in: hand it to every other user's send thread.
-                    self.st = RecvSt::Fwd(i + 1);
-                    return Op::Write {
-                        fd: self.others[i],
-                        len: MSG,
-                    };
-                }
+            step!(self.fwd.step(env));
+            if self.handed == self.msgs.n() {
+                return Op::Exit;
             }
+            step!(self.msgs.step_each(env));
+            // A whole message is in: hand it to every other user's send thread.
+            self.handed += 1;
+            self.fwd.restart(1);
         }
     }
 }
@@ -298,43 +193,25 @@ impl Program for ServerRecv {
 /// Server send thread: drain its queue, one `write()` per message to its connection.
 struct ServerSend {
     queue: Fd,
-    conn: Fd,
+    /// Messages not yet taken from the queue.
     left: u64,
-    /// Messages taken from the queue and not yet written.
-    pending: u64,
-    writing: bool,
     reading: bool,
+    /// The messages taken, one write each.
+    out: Writes,
 }
 
 impl Program for ServerSend {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        if self.reading {
-            self.reading = false;
+        if std::mem::take(&mut self.reading) {
             if env.ret <= 0 || !(env.ret as u64).is_multiple_of(MSG) {
-                env.fail(format!(
-                    "chat: server send: queue read returned {}",
-                    env.ret
-                ));
-                return Op::Exit;
+                let msg = format!("chat: server send: queue read returned {}", env.ret);
+                return fail(env, msg);
             }
-            self.pending = env.ret as u64 / MSG;
+            let taken = env.ret as u64 / MSG;
+            self.left -= taken;
+            self.out.restart(taken);
         }
-        if self.writing {
-            self.writing = false;
-            if env.ret != MSG as i64 {
-                env.fail(format!("chat: server send: write returned {}", env.ret));
-                return Op::Exit;
-            }
-        }
-        if self.pending > 0 {
-            self.pending -= 1;
-            self.left -= 1;
-            self.writing = true;
-            return Op::Write {
-                fd: self.conn,
-                len: MSG,
-            };
-        }
+        step!(self.out.step(env));
         if self.left == 0 {
             return Op::Exit;
         }
@@ -346,246 +223,207 @@ impl Program for ServerSend {
     }
 }
 
+/// Server thread `k`: the receive (even `k`) or send thread of user `k / 2`, given the
+/// server ends of the connections and the users' queues.
+fn server_thread(s: Shape, conns: &[Fd], queues: &[Fd], k: u64) -> Box<dyn Program> {
+    let i = (k / 2) as usize;
+    if k.is_multiple_of(2) {
+        let first = (i as u64 / s.users * s.users) as usize;
+        let others: Arc<[Fd]> = (first..first + s.users as usize)
+            .filter(|&v| v != i)
+            .map(|v| queues[v] + 1)
+            .collect();
+        let n = s.messages;
+        Box::new(ServerRecv {
+            msgs: Reads::new(conns[i], MSG, n, move |done, ret| {
+                format!(
+                    "chat: server receive: read returned {ret} with {} messages to go",
+                    n - done
+                )
+            }),
+            fwd: Writes::new(others, MSG, 0, |_, ret| {
+                format!("chat: server receive: queue write returned {ret}")
+            }),
+            handed: 0,
+        })
+    } else {
+        Box::new(ServerSend {
+            queue: queues[i],
+            left: s.per_receiver(),
+            reading: false,
+            out: Writes::new(vec![conns[i]], MSG, 0, |_, ret| {
+                format!("chat: server send: write returned {ret}")
+            }),
+        })
+    }
+}
+
 /// `chat_s`: queues, threads, ready byte, wait.
 struct Server {
+    phase: u8,
     s: Shape,
     /// Server ends of the connections, room by room.
     conns: Arc<[Fd]>,
     ready_out: Fd,
-    queues: Vec<Fd>,
-    cloned: u64,
-    step: u8,
-    issued: bool,
+    /// One queue per user.
+    queues: Open,
+    /// Receive then send thread, per user.
+    threads: Spawn,
+    reap: Reap,
 }
 
 impl Program for Server {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        let n = self.s.connections();
         loop {
-            match self.step {
-                // Queues.
-                0 => {
-                    if std::mem::take(&mut self.issued) {
-                        if env.ret < 0 {
-                            env.fail(format!("chat: server: socketpair() failed ({})", env.ret));
-                            return Op::Exit;
-                        }
-                        self.queues.push(env.ret as Fd);
-                    }
-                    if (self.queues.len() as u64) < n {
-                        self.issued = true;
-                        return Op::SocketPair;
-                    }
-                    self.step = 1;
-                }
-                // Threads: receive then send, per connection.
+            match self.phase {
+                0 => step!(self.queues.step(env)),
                 1 => {
-                    if self.cloned > 0 && env.ret < 0 {
-                        env.fail(format!(
-                            "chat: server: clone() of thread {} refused ({})",
-                            self.cloned, env.ret
-                        ));
-                        return Op::Exit;
-                    }
-                    if self.cloned == 2 * n {
-                        self.step = 2;
-                        continue;
-                    }
-                    let i = (self.cloned / 2) as usize;
-                    let recv = self.cloned.is_multiple_of(2);
-                    self.cloned += 1;
-                    let child: Box<dyn Program> = if recv {
-                        let room = i as u64 / self.s.users;
-                        let first = (room * self.s.users) as usize;
-                        let others: Arc<[Fd]> = (first..first + self.s.users as usize)
-                            .filter(|&v| v != i)
-                            .map(|v| self.queues[v] + 1)
-                            .collect();
-                        Box::new(ServerRecv {
-                            conn: self.conns[i],
-                            left: self.s.messages,
-                            got: 0,
-                            others,
-                            st: RecvSt::Next,
-                        })
-                    } else {
-                        Box::new(ServerSend {
-                            queue: self.queues[i],
-                            conn: self.conns[i],
-                            left: self.s.per_receiver(),
-                            pending: 0,
-                            writing: false,
-                            reading: false,
-                        })
-                    };
-                    return Op::Clone { child };
+                    let (s, conns, queues) = (self.s, &self.conns, self.queues.fds());
+                    step!(self
+                        .threads
+                        .step(env, |k, _| server_thread(s, conns, queues, k)));
                 }
                 2 => {
-                    self.step = 3;
+                    self.phase += 1;
                     return Op::Write {
                         fd: self.ready_out,
                         len: 1,
                     };
                 }
-                _ => {
-                    return if env.ret == ECHILD {
-                        Op::Exit
-                    } else {
-                        Op::Wait
-                    };
-                }
+                3 => step!(self.reap.step(env)),
+                _ => return Op::Exit,
             }
+            self.phase += 1;
         }
+    }
+}
+
+/// Client thread `k`: the send (even `k`) or receive thread of user `k / 2`.
+fn client_thread(s: Shape, go: Fd, conns: &[Fd], k: u64) -> Box<dyn Program> {
+    let conn = conns[(k / 2) as usize];
+    if k.is_multiple_of(2) {
+        Box::new(ClientSend {
+            go: Arrive::go(go),
+            sends: Writes::new(vec![conn], MSG, s.messages, |_, ret| {
+                format!("chat: client send: write returned {ret}")
+            }),
+        })
+    } else {
+        let n = s.per_receiver();
+        Box::new(ClientRecv {
+            msgs: Reads::new(conn, MSG, n, move |done, ret| {
+                format!(
+                    "chat: client receive: read returned {ret} with {} messages to go",
+                    n - done
+                )
+            }),
+        })
     }
 }
 
 /// `chat_c`'s main thread (init).
 struct Client {
+    phase: u8,
     s: Shape,
-    step: u8,
-    issued: bool,
-    go: Fd,
-    ready: Fd,
-    conns: Vec<Fd>,
-    cloned: u64,
+    /// The "go" and "ready" pipes.
+    pipes: Open,
+    /// One TCP connection per user, room by room.
+    conns: Open,
+    server: Spawn,
+    /// Send then receive thread, per user.
+    threads: Spawn,
+    reap: Reap,
+}
+
+impl Client {
+    /// The "go" and "ready" pipes (once open): client send threads poll go; chat_s
+    /// writes one ready byte.
+    fn gate(&self) -> Gate {
+        Gate {
+            go: self.pipes.fds()[0],
+            ready: self.pipes.fds()[1],
+        }
+    }
 }
 
 impl Program for Client {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        let n = self.s.connections();
         loop {
-            let issued = std::mem::take(&mut self.issued);
-            if issued && env.ret < 0 && self.step != 7 {
-                let what = match self.step {
-                    1 | 2 => "pipe()".to_string(),
-                    3 => format!("TCP connection of user {}", self.conns.len() + 1),
-                    5 if self.cloned == 0 => "fork() of chat_s".to_string(),
-                    5 => format!("clone() of client thread {}", self.cloned),
-                    _ => "read of the server's ready byte".to_string(),
-                };
-                env.fail(format!("chat: {what} failed ({})", env.ret));
-                return Op::Exit;
-            }
-            match self.step {
+            match self.phase {
                 // nice -n NICE: inherited by chat_s and every thread.
-                0 => {
-                    self.step = 1;
-                    if self.s.nice != 0 {
-                        return Op::Nice { inc: self.s.nice };
-                    }
+                0 if self.s.nice != 0 => {
+                    self.phase += 1;
+                    return Op::Nice { inc: self.s.nice };
                 }
-                1 => {
-                    if !issued {
-                        self.issued = true;
-                        return Op::Pipe;
-                    }
-                    self.go = env.ret as Fd;
-                    self.step = 2;
-                }
-                2 => {
-                    if !issued {
-                        self.issued = true;
-                        return Op::Pipe;
-                    }
-                    self.ready = env.ret as Fd;
-                    self.step = 3;
-                }
+                0 => {}
+                1 => step!(self.pipes.step(env)),
+                2 => step!(self.conns.step(env)),
                 3 => {
-                    if issued {
-                        self.conns.push(env.ret as Fd);
-                    }
-                    if (self.conns.len() as u64) < n {
-                        self.issued = true;
-                        return Op::TcpPair;
-                    }
-                    self.step = 4;
+                    let (s, gate, conns) = (self.s, self.gate(), self.conns.fds());
+                    step!(self.server.step(env, |_, _| {
+                        Box::new(Server {
+                            phase: 0,
+                            s,
+                            conns: conns.iter().map(|&c| c + 1).collect(),
+                            ready_out: gate.ready + 1,
+                            queues: Open::new(Chan::SocketPair, s.connections(), |_, ret| {
+                                format!("chat: server: socketpair() failed ({ret})")
+                            }),
+                            threads: Spawn::clones(2 * s.connections(), |i, ret| {
+                                format!("chat: server: clone() of thread {} refused ({ret})", i + 1)
+                            }),
+                            reap: Reap::all(),
+                        })
+                    }));
                 }
                 4 => {
-                    self.step = 5;
-                    self.issued = true;
-                    return Op::Fork {
-                        child: Box::new(Server {
-                            s: self.s,
-                            conns: self.conns.iter().map(|&c| c + 1).collect(),
-                            ready_out: self.ready + 1,
-                            queues: Vec::with_capacity(n as usize),
-                            cloned: 0,
-                            step: 0,
-                            issued: false,
-                        }),
-                    };
-                }
-                5 => {
-                    if self.cloned == 2 * n {
-                        self.step = 6;
-                        continue;
-                    }
-                    let i = (self.cloned / 2) as usize;
-                    let send = self.cloned.is_multiple_of(2);
-                    self.cloned += 1;
-                    self.issued = true;
-                    let child: Box<dyn Program> = if send {
-                        Box::new(ClientSend {
-                            go: self.go,
-                            conn: self.conns[i],
-                            left: self.s.messages,
-                            total: self.s.messages,
-                            started: false,
-                            polled: false,
-                        })
-                    } else {
-                        Box::new(ClientRecv {
-                            r: MsgReader {
-                                fd: self.conns[i],
-                                left: self.s.per_receiver(),
-                                got: 0,
-                                reading: false,
-                            },
-                            total: self.s.per_receiver(),
-                        })
-                    };
-                    return Op::Clone { child };
+                    let (s, go, conns) = (self.s, self.gate().go, self.conns.fds());
+                    step!(self
+                        .threads
+                        .step(env, |k, _| client_thread(s, go, conns, k)));
                 }
                 // Wait for chat_s to have created its threads.
-                6 => {
-                    if !issued {
-                        self.issued = true;
-                        return Op::Read {
-                            fd: self.ready,
-                            len: 1,
-                        };
-                    }
-                    env.mark("start");
-                    self.step = 7;
-                    self.issued = true;
-                    return Op::Write {
-                        fd: self.go + 1,
+                5 => {
+                    self.phase += 1;
+                    return Op::Read {
+                        fd: self.gate().ready,
                         len: 1,
                     };
                 }
-                // Reap the threads and chat_s.
-                _ => {
-                    if env.ret == ECHILD {
-                        return Op::Exit;
+                6 => {
+                    if env.ret < 0 {
+                        let msg =
+                            format!("chat: read of the server's ready byte failed ({})", env.ret);
+                        return fail(env, msg);
                     }
-                    self.issued = true;
-                    return Op::Wait;
+                    env.mark("start");
+                    self.phase += 1;
+                    return self.gate().go();
                 }
+                // Reap the threads and chat_s.
+                7 => step!(self.reap.step(env)),
+                _ => return Op::Exit,
             }
+            self.phase += 1;
         }
     }
 }
 
 impl Workload for Chat {
     fn root(&self) -> Box<dyn Program> {
+        let n = self.s.connections();
         Box::new(Client {
+            phase: 0,
             s: self.s,
-            step: 0,
-            issued: false,
-            go: 0,
-            ready: 0,
-            conns: Vec::with_capacity(self.s.connections() as usize),
-            cloned: 0,
+            pipes: Open::pipes(2, |_, ret| format!("chat: pipe() failed ({ret})")),
+            conns: Open::new(Chan::Tcp, n, |i, ret| {
+                format!("chat: TCP connection of user {} failed ({ret})", i + 1)
+            }),
+            server: Spawn::forks(1, |_, ret| format!("chat: fork() of chat_s failed ({ret})")),
+            threads: Spawn::clones(2 * n, |i, ret| {
+                format!("chat: clone() of client thread {} failed ({ret})", i + 1)
+            }),
+            reap: Reap::all(),
         })
     }
 

@@ -41,6 +41,7 @@ use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{fail, step, Arrive, Chan, Gate, How, Open, Reads, Reap, Spawn, Writes};
 use super::{interval, metric, Workload, WorkloadInfo};
 
 crate::options! {
@@ -66,6 +67,10 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "hackbench",
     about: "hackbench: groups of 20 senders x 20 receivers, 100-byte messages, ready/go barrier",
+    small: &[
+        "hackbench:groups=2,loops=3,fds=5",
+        "hackbench:groups=1,loops=3,fds=4,pipe=on,threads=on",
+    ],
     metric: "s",
     params: PARAMS,
     build,
@@ -124,183 +129,39 @@ pub struct Hackbench {
     file_max: u64,
 }
 
-/// What every child shares: the ready pipe's write end and the wake pipe's read end.
-#[derive(Clone, Copy)]
-struct Barrier {
-    ready_out: Fd,
-    wakefd: Fd,
-}
-
-/// The two barrier steps every child takes before its work (`ready()` in hackbench).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Pre {
-    Ready,
-    Poll,
-    Go,
-}
-
-impl Pre {
-    /// The next barrier op, or `None` once past "go".
-    fn step(&mut self, b: Barrier, env: &mut Env<'_>, who: &str) -> Option<Op> {
-        match *self {
-            Pre::Ready => {
-                *self = Pre::Poll;
-                Some(Op::Write {
-                    fd: b.ready_out,
-                    len: 1,
-                })
-            }
-            Pre::Poll => {
-                if env.ret != 1 {
-                    env.fail(format!(
-                        "hackbench: {who}: ready write returned {}",
-                        env.ret
-                    ));
-                    return Some(Op::Exit);
-                }
-                *self = Pre::Go;
-                Some(Op::Poll {
-                    fds: vec![b.wakefd],
-                })
-            }
-            Pre::Go => None,
-        }
-    }
-}
-
-/// A receiver: `num_packets` messages of `datasize` bytes from `in_fd`.
+/// A receiver: `fds · loops` messages of `datasize` bytes from its channel.
 struct Receiver {
-    pre: Pre,
-    bar: Barrier,
-    in_fd: Fd,
+    start: Arrive,
+    msgs: Reads,
     datasize: u64,
-    left: u64,
-    total: u64,
-    done: u64,
-    reading: bool,
 }
 
 impl Program for Receiver {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        if let Some(op) = self.pre.step(self.bar, env, "receiver") {
-            return op;
-        }
-        if self.reading {
-            if env.ret <= 0 {
-                env.fail(format!(
-                    "hackbench: receiver: read returned {} with {} messages to go",
-                    env.ret, self.left
-                ));
-                return Op::Exit;
-            }
-            self.done += env.ret as u64;
-            if self.done == self.datasize {
-                self.done = 0;
-                self.left -= 1;
-            }
-        }
-        if self.left == 0 {
-            env.count("messages_received", self.total);
-            env.count("bytes_received", self.total * self.datasize);
-            return Op::Exit;
-        }
-        self.reading = true;
-        Op::Read {
-            fd: self.in_fd,
-            len: self.datasize - self.done,
-        }
+        step!(self.start.step(env));
+        step!(self.msgs.step(env));
+        env.count("messages_received", self.msgs.n());
+        env.count("bytes_received", self.msgs.n() * self.datasize);
+        Op::Exit
     }
 }
 
-/// A sender: `loops` rounds of one message to each of `out_fds`.
+/// A sender: `loops` rounds of one message to each receiver of its group.
 struct Sender {
-    pre: Pre,
-    bar: Barrier,
-    out_fds: Arc<[Fd]>,
-    datasize: u64,
-    loops: u64,
-    round: u64,
-    j: usize,
-    done: u64,
-    writing: bool,
+    start: Arrive,
+    sends: Writes,
 }
 
 impl Program for Sender {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        if let Some(op) = self.pre.step(self.bar, env, "sender") {
-            return op;
-        }
-        if self.writing {
-            if env.ret <= 0 {
-                env.fail(format!("hackbench: sender: write returned {}", env.ret));
-                return Op::Exit;
-            }
-            self.done += env.ret as u64;
-            if self.done == self.datasize {
-                self.done = 0;
-                self.j += 1;
-                if self.j == self.out_fds.len() {
-                    self.j = 0;
-                    self.round += 1;
-                }
-            }
-        } else {
+        step!(self.start.step(env));
+        if !self.sends.started() {
             env.mark("first_send");
         }
-        if self.round == self.loops {
-            env.count("messages_sent", self.loops * self.out_fds.len() as u64);
-            return Op::Exit;
-        }
-        self.writing = true;
-        Op::Write {
-            fd: self.out_fds[self.j],
-            len: self.datasize - self.done,
-        }
+        step!(self.sends.step(env));
+        env.count("messages_sent", self.sends.messages());
+        Op::Exit
     }
-}
-
-/// The parent's steps; `issued` once the step's system call has been asked for.
-#[derive(Clone, Copy)]
-enum St {
-    ReadyPipe,
-    WakePipe,
-    /// Channel `i` of group `g`.
-    Channel {
-        g: u64,
-        i: u64,
-    },
-    /// Receiver `i` of group `g`, on the channel whose read end is `fd`.
-    Receiver {
-        g: u64,
-        i: u64,
-    },
-    /// Sender `i` of group `g`.
-    Sender {
-        g: u64,
-        i: u64,
-    },
-    /// Reading ready bytes; `n` read so far.
-    Ready {
-        n: u64,
-    },
-    Go,
-    /// Reaping; `n` reaped so far.
-    Reap {
-        n: u64,
-    },
-    Done,
-}
-
-struct Parent {
-    h: HackbenchInfo,
-    st: St,
-    issued: bool,
-    bar: Barrier,
-    ready_in: Fd,
-    wake_out: Fd,
-    /// Write ends of the current group's channels.
-    out_fds: Vec<Fd>,
-    forked: u64,
 }
 
 /// What the parent needs from [`Hackbench`] (copied: programs own their data).
@@ -314,93 +175,137 @@ struct HackbenchInfo {
     file_max: u64,
 }
 
-impl Parent {
-    fn new(h: HackbenchInfo) -> Parent {
-        Parent {
-            h,
-            st: St::ReadyPipe,
-            issued: false,
-            bar: Barrier {
-                ready_out: 0,
-                wakefd: 0,
-            },
-            ready_in: 0,
-            wake_out: 0,
-            out_fds: Vec::with_capacity(h.s.fds as usize),
-            forked: 0,
+impl HackbenchInfo {
+    /// Child `k`: in each group's block of `2 · fds` children, the `fds` receivers (each on
+    /// the channel made just before it), then the `fds` senders.
+    fn child(&self, gate: Gate, chans: &[Fd], k: u64) -> Box<dyn Program> {
+        let s = &self.s;
+        let (g, j) = (k / (2 * s.fds), k % (2 * s.fds));
+        let group = &chans[(g * s.fds) as usize..];
+        if j < s.fds {
+            let n = s.per_child();
+            // fds[0] to the receiver, fds[1] to the senders (as hackbench).
+            return Box::new(Receiver {
+                start: gate
+                    .arrive(|_, ret| format!("hackbench: receiver: ready write returned {ret}")),
+                msgs: Reads::new(group[j as usize], s.datasize, n, move |done, ret| {
+                    format!(
+                        "hackbench: receiver: read returned {ret} with {} messages to go",
+                        n - done
+                    )
+                }),
+                datasize: s.datasize,
+            });
         }
+        let out: Arc<[Fd]> = group[..s.fds as usize].iter().map(|&fd| fd + 1).collect();
+        Box::new(Sender {
+            start: gate.arrive(|_, ret| format!("hackbench: sender: ready write returned {ret}")),
+            sends: Writes::new(out, s.datasize, s.loops, |_, ret| {
+                format!("hackbench: sender: write returned {ret}")
+            }),
+        })
     }
 
-    fn channel_failed(&self, env: &mut Env<'_>, what: &str) -> Op {
-        let s = &self.h.s;
-        let msg = if env.ret == ENFILE {
+    fn channel_failed(&self, what: &str, ret: i64) -> String {
+        let s = &self.s;
+        if ret == ENFILE {
             format!(
                 "hackbench: {what} failed with ENFILE: file-max = {} open files reached on {} \
                  (2.4.16 NR_FILE); {} groups need {} files (4 + 2 x {} x {} groups)",
-                self.h.file_max,
-                self.h.machine,
+                self.file_max,
+                self.machine,
                 s.groups,
                 4 + 2 * s.fds * s.groups,
                 s.fds,
                 s.groups
             )
         } else {
-            format!("hackbench: {what} failed ({})", env.ret)
-        };
-        env.fail(msg);
-        Op::Exit
+            format!("hackbench: {what} failed ({ret})")
+        }
     }
 
-    fn fork_failed(&self, env: &mut Env<'_>) -> Op {
-        let s = &self.h.s;
+    /// The error of child `i`'s refused fork.
+    fn fork_failed(&self, i: u64, ret: i64) -> String {
+        let s = &self.s;
         let call = if s.threads { "clone()" } else { "fork()" };
-        let msg = if env.ret == EAGAIN {
-            let limit = if self.h.nproc_binds {
+        if ret == EAGAIN {
+            let limit = if self.nproc_binds {
                 format!(
                     "RLIMIT_NPROC = {} tasks per user reached on {} (2.4 default: max_threads / 2 \
                      for {} MB of RAM)",
-                    self.h.task_limit, self.h.machine, self.h.ram_mb
+                    self.task_limit, self.machine, self.ram_mb
                 )
             } else {
                 format!(
                     "the task limit of {} ({}) was reached",
-                    self.h.machine, self.h.task_limit
+                    self.machine, self.task_limit
                 )
             };
             format!(
                 "hackbench: {call} of child {} refused with EAGAIN: {limit}; {} groups need {} \
                  tasks ({} per group of fds={}, plus the parent)",
-                self.forked + 1,
+                i + 1,
                 s.groups,
                 s.children() + 1,
                 2 * s.fds,
                 s.fds
             )
         } else {
-            format!("hackbench: {call} failed ({})", env.ret)
-        };
-        env.fail(msg);
-        Op::Exit
+            format!("hackbench: {call} failed ({ret})")
+        }
     }
+}
 
-    fn spawn(&mut self, child: Box<dyn Program>) -> Op {
-        self.issued = true;
-        if self.h.s.threads {
-            Op::Clone { child }
+/// The parent: barrier pipes, groups, ready bytes, go, reaping.
+struct Parent {
+    h: HackbenchInfo,
+    phase: u8,
+    /// The ready and wake pipes.
+    pipes: Open,
+    /// One channel per receiver.
+    chans: Open,
+    children: Spawn,
+    ready: Option<Reads>,
+    reap: Reap,
+}
+
+impl Parent {
+    fn new(h: HackbenchInfo) -> Parent {
+        let s = h.s;
+        let (kind, call) = if s.pipe {
+            (Chan::Pipe, "pipe()")
         } else {
-            Op::Fork { child }
+            (Chan::SocketPair, "socketpair()")
+        };
+        Parent {
+            h,
+            phase: 0,
+            pipes: Open::pipes(2, move |i, ret| {
+                let which = ["ready", "wake"][i as usize];
+                h.channel_failed(&format!("pipe() for the {which} channel"), ret)
+            }),
+            chans: Open::new(kind, 0, move |c, ret| {
+                let (g, i) = (c / s.fds, c % s.fds);
+                let what = format!("{call} for receiver {} of group {}", i + 1, g + 1);
+                h.channel_failed(&what, ret)
+            }),
+            children: Spawn::new(
+                if s.threads { How::Clone } else { How::Fork },
+                0,
+                move |i, ret| h.fork_failed(i, ret),
+            ),
+            ready: None,
+            reap: Reap::n(s.children(), |_, ret| {
+                format!("hackbench: parent: wait returned {ret}")
+            }),
         }
     }
 
-    /// The step after group `g`'s channel/receiver `i` or sender `i`.
-    fn after_sender(&self, g: u64, i: u64) -> St {
-        let s = &self.h.s;
-        if i + 1 < s.fds {
-            St::Sender { g, i: i + 1 }
-        } else if g + 1 < s.groups {
-            St::Channel { g: g + 1, i: 0 }
-        } else {
-            St::Ready { n: 0 }
+    /// Every child writes a byte into the ready pipe and polls the wake pipe.
+    fn gate(&self) -> Gate {
+        Gate {
+            ready: self.pipes.fds()[0],
+            go: self.pipes.fds()[1],
         }
     }
 }
@@ -409,169 +314,50 @@ impl Program for Parent {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         let s = self.h.s;
         loop {
-            let issued = std::mem::take(&mut self.issued);
-            match self.st {
-                St::ReadyPipe => {
-                    if !issued {
-                        self.issued = true;
-                        return Op::Pipe;
+            match self.phase {
+                0 => step!(self.pipes.step(env)),
+                // Group by group: a channel and a receiver per fd, then the senders.
+                1 => loop {
+                    step!(self.chans.step(env));
+                    let (h, gate, chans) = (self.h, self.gate(), self.chans.fds());
+                    step!(self.children.step(env, |k, _| h.child(gate, chans, k)));
+                    let k = self.children.spawned();
+                    if k == s.children() {
+                        break;
                     }
-                    if env.ret < 0 {
-                        return self.channel_failed(env, "pipe() for the ready channel");
+                    if k % (2 * s.fds) < s.fds {
+                        self.chans.more(1);
                     }
-                    self.ready_in = env.ret as Fd;
-                    self.bar.ready_out = self.ready_in + 1;
-                    self.st = St::WakePipe;
+                    self.children.more(1);
+                },
+                // One ready byte per child.
+                2 => {
+                    let gate = self.gate();
+                    let ready = self.ready.get_or_insert_with(|| {
+                        gate.gather(s.children(), |_, ret| {
+                            format!("hackbench: parent: ready read returned {ret}")
+                        })
+                    });
+                    step!(ready.step(env));
+                    env.count("children", self.children.spawned());
                 }
-                St::WakePipe => {
-                    if !issued {
-                        self.issued = true;
-                        return Op::Pipe;
-                    }
-                    if env.ret < 0 {
-                        return self.channel_failed(env, "pipe() for the wake channel");
-                    }
-                    self.bar.wakefd = env.ret as Fd;
-                    self.wake_out = self.bar.wakefd + 1;
-                    self.st = St::Channel { g: 0, i: 0 };
+                // gettimeofday(&start), then kick them off.
+                3 => {
+                    env.mark("start");
+                    self.phase += 1;
+                    return self.gate().go();
                 }
-                St::Channel { g, i } => {
-                    if !issued {
-                        self.issued = true;
-                        return if s.pipe { Op::Pipe } else { Op::SocketPair };
-                    }
-                    if env.ret < 0 {
-                        let what = format!(
-                            "{} for receiver {} of group {}",
-                            if s.pipe { "pipe()" } else { "socketpair()" },
-                            i + 1,
-                            g + 1
-                        );
-                        return self.channel_failed(env, &what);
-                    }
-                    let fd = env.ret as Fd;
-                    if i == 0 {
-                        self.out_fds.clear();
-                    }
-                    // fds[0] to the receiver, fds[1] to the senders (as hackbench).
-                    self.out_fds.push(fd + 1);
-                    self.st = St::Receiver { g, i };
-                    return self.spawn(Box::new(Receiver {
-                        pre: Pre::Ready,
-                        bar: self.bar,
-                        in_fd: fd,
-                        datasize: s.datasize,
-                        left: s.per_child(),
-                        total: s.per_child(),
-                        done: 0,
-                        reading: false,
-                    }));
+                4 if env.ret != 1 => {
+                    let msg = format!("hackbench: parent: wake write returned {}", env.ret);
+                    return fail(env, msg);
                 }
-                St::Receiver { g, i } => {
-                    debug_assert!(issued);
-                    if env.ret < 0 {
-                        return self.fork_failed(env);
-                    }
-                    self.forked += 1;
-                    if i + 1 < s.fds {
-                        self.st = St::Channel { g, i: i + 1 };
-                        continue;
-                    }
-                    self.st = St::Sender { g, i: 0 };
-                    let out: Arc<[Fd]> = self.out_fds.as_slice().into();
-                    return self.spawn(Box::new(Sender {
-                        pre: Pre::Ready,
-                        bar: self.bar,
-                        out_fds: out,
-                        datasize: s.datasize,
-                        loops: s.loops,
-                        round: 0,
-                        j: 0,
-                        done: 0,
-                        writing: false,
-                    }));
-                }
-                St::Sender { g, i } => {
-                    debug_assert!(issued);
-                    if env.ret < 0 {
-                        return self.fork_failed(env);
-                    }
-                    self.forked += 1;
-                    self.st = self.after_sender(g, i);
-                    if let St::Sender { .. } = self.st {
-                        let out: Arc<[Fd]> = self.out_fds.as_slice().into();
-                        return self.spawn(Box::new(Sender {
-                            pre: Pre::Ready,
-                            bar: self.bar,
-                            out_fds: out,
-                            datasize: s.datasize,
-                            loops: s.loops,
-                            round: 0,
-                            j: 0,
-                            done: 0,
-                            writing: false,
-                        }));
-                    }
-                }
-                St::Ready { n } => {
-                    if issued {
-                        if env.ret != 1 {
-                            env.fail(format!(
-                                "hackbench: parent: ready read returned {}",
-                                env.ret
-                            ));
-                            return Op::Exit;
-                        }
-                        self.st = St::Ready { n: n + 1 };
-                        continue;
-                    }
-                    if n < s.children() {
-                        self.issued = true;
-                        return Op::Read {
-                            fd: self.ready_in,
-                            len: 1,
-                        };
-                    }
-                    env.count("children", self.forked);
-                    self.st = St::Go;
-                }
-                St::Go => {
-                    if !issued {
-                        // gettimeofday(&start), then kick them off.
-                        env.mark("start");
-                        self.issued = true;
-                        return Op::Write {
-                            fd: self.wake_out,
-                            len: 1,
-                        };
-                    }
-                    if env.ret != 1 {
-                        env.fail(format!(
-                            "hackbench: parent: wake write returned {}",
-                            env.ret
-                        ));
-                        return Op::Exit;
-                    }
-                    self.st = St::Reap { n: 0 };
-                }
-                St::Reap { n } => {
-                    if issued {
-                        if env.ret < 0 {
-                            env.fail(format!("hackbench: parent: wait returned {}", env.ret));
-                            return Op::Exit;
-                        }
-                        self.st = St::Reap { n: n + 1 };
-                        continue;
-                    }
-                    if n < s.children() {
-                        self.issued = true;
-                        return Op::Wait;
-                    }
-                    env.mark("end");
-                    self.st = St::Done;
-                }
-                St::Done => return Op::Exit,
+                4 => {}
+                // Every child reaped: the time again.
+                5 => step!(self.reap.step(env)),
+                6 => env.mark("end"),
+                _ => return Op::Exit,
             }
+            self.phase += 1;
         }
     }
 }
@@ -612,7 +398,6 @@ impl Workload for Hackbench {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::SimRng;
     use crate::{RunConfig, SimError, Simulation};
 
     fn sim(cpus: usize, spec: &str) -> Simulation {
@@ -722,20 +507,7 @@ mod tests {
             nproc_binds: true,
             file_max: 1 << 20,
         };
-        let mut p = Parent::new(hb.info());
-        p.forked = 8191;
-        let mut rng = SimRng::new(1);
-        let mut rec = Record::default();
-        let mut env = Env {
-            ret: EAGAIN,
-            now: 0,
-            pid: 1,
-            ctxt: 0,
-            rng: &mut rng,
-            rec: &mut rec,
-        };
-        assert!(matches!(p.fork_failed(&mut env), Op::Exit));
-        let e = rec.error.unwrap();
+        let e = hb.info().fork_failed(8191, EAGAIN);
         assert_eq!(
             e,
             "hackbench: fork() of child 8192 refused with EAGAIN: RLIMIT_NPROC = 8192 tasks \

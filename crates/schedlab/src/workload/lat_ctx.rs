@@ -37,6 +37,7 @@ use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{step, Open, Reap, Spawn};
 use super::{interval, metric, Workload, WorkloadInfo};
 
 crate::options! {
@@ -60,6 +61,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "lat_ctx",
     about: "lmbench lat_ctx: a 4-byte token round a ring of processes, each summing its array",
+    small: &["lat_ctx:procs=3,size_kb=8,rounds=50,warmup=2,ovr_iters=20"],
     metric: "us per switch",
     params: PARAMS,
     build,
@@ -160,23 +162,25 @@ fn member(rd: Fd, wr: Fd, size: u64, sum_ns_per_kb: Time, trips: u64) -> Box<dyn
 enum Ph {
     /// Hot-sum overhead: chunk `i` (0 is the untimed warm-up).
     Sum(u64),
-    /// Creating pipe `i`.
-    Pipes(u32),
+    /// Creating the pipes.
+    Pipes,
     /// Pipe-cost pass `i` (0 untimed); `read` once the write is done.
     PipeCost { i: u64, read: bool },
-    /// Forking ring member `i` (1..procs).
-    Fork(u32),
+    /// Forking the ring members (1..procs).
+    Fork,
     /// Ring trip `i` (0 is the start-up trip); step 0 write, 1 read, 2 sum.
     Trip { i: u64, step: u8 },
     /// Reaping the members.
-    Reap(u32),
+    Reap,
 }
 
 struct Parent {
     w: LatCtxParams,
     ph: Ph,
-    /// Read fd of pipe `i` (its write fd is `+ 1`).
-    pipes: Vec<Fd>,
+    /// Pipe `i` feeds ring member `i + 1` (pipe `procs − 1` the parent).
+    pipes: Open,
+    members: Spawn,
+    reap: Reap,
 }
 
 /// Parameters the parent needs.
@@ -197,7 +201,7 @@ impl Program for Parent {
             match self.ph {
                 Ph::Sum(i) => {
                     if w.size == 0 {
-                        self.ph = Ph::Pipes(0);
+                        self.ph = Ph::Pipes;
                         continue;
                     }
                     if i == 1 {
@@ -205,36 +209,25 @@ impl Program for Parent {
                     }
                     if i == w.ovr_iters + 1 {
                         env.mark("sum_end");
-                        self.ph = Ph::Pipes(0);
+                        self.ph = Ph::Pipes;
                         continue;
                     }
                     self.ph = Ph::Sum(i + 1);
                     return sumit(CHUNK, w.sum_ns_per_kb);
                 }
-                Ph::Pipes(i) => {
-                    if i > 0 {
-                        if env.ret < 0 {
-                            env.fail(format!("lat_ctx: pipe() failed ({})", env.ret));
-                            return Op::Exit;
-                        }
-                        self.pipes.push(env.ret as Fd);
-                    }
-                    if i == w.procs {
-                        self.ph = Ph::PipeCost { i: 0, read: false };
-                        continue;
-                    }
-                    self.ph = Ph::Pipes(i + 1);
-                    return Op::Pipe;
+                Ph::Pipes => {
+                    step!(self.pipes.step(env));
+                    self.ph = Ph::PipeCost { i: 0, read: false };
                 }
                 Ph::PipeCost { i, read } => {
-                    let k = self.pipes[(i % w.procs as u64) as usize];
+                    let k = self.pipes.fds()[(i % w.procs as u64) as usize];
                     if !read {
                         if i == 1 {
                             env.mark("pipe_start");
                         }
                         if i == w.ovr_iters + 1 {
                             env.mark("pipe_end");
-                            self.ph = Ph::Fork(1);
+                            self.ph = Ph::Fork;
                             continue;
                         }
                         self.ph = Ph::PipeCost { i, read: true };
@@ -249,21 +242,14 @@ impl Program for Parent {
                     };
                     return Op::Read { fd: k, len: TOKEN };
                 }
-                Ph::Fork(i) => {
-                    if i > 1 && env.ret <= 0 {
-                        env.fail(format!("lat_ctx: fork failed ({})", env.ret));
-                        return Op::Exit;
-                    }
-                    if i == w.procs {
-                        self.ph = Ph::Trip { i: 0, step: 0 };
-                        continue;
-                    }
-                    self.ph = Ph::Fork(i + 1);
-                    let trips = 1 + w.warmup + w.rounds;
-                    let (rd, wr) = (self.pipes[i as usize - 1], self.pipes[i as usize] + 1);
-                    return Op::Fork {
-                        child: member(rd, wr, w.size, w.sum_ns_per_kb, trips),
-                    };
+                Ph::Fork => {
+                    let (pipes, trips) = (self.pipes.fds(), 1 + w.warmup + w.rounds);
+                    step!(self.members.step(env, |i, _| {
+                        let i = i as usize + 1;
+                        let (rd, wr) = (pipes[i - 1], pipes[i] + 1);
+                        member(rd, wr, w.size, w.sum_ns_per_kb, trips)
+                    }));
+                    self.ph = Ph::Trip { i: 0, step: 0 };
                 }
                 Ph::Trip { i, step } => match step {
                     0 => {
@@ -272,20 +258,20 @@ impl Program for Parent {
                         }
                         if i == 1 + w.warmup + w.rounds {
                             env.mark("end");
-                            self.ph = Ph::Reap(0);
+                            self.ph = Ph::Reap;
                             continue;
                         }
                         self.ph = Ph::Trip { i, step: 1 };
                         env.count("hops", 1);
                         return Op::Write {
-                            fd: self.pipes[0] + 1,
+                            fd: self.pipes.fds()[0] + 1,
                             len: TOKEN,
                         };
                     }
                     1 => {
                         self.ph = Ph::Trip { i, step: 2 };
                         return Op::Read {
-                            fd: self.pipes[w.procs as usize - 1],
+                            fd: self.pipes.fds()[w.procs as usize - 1],
                             len: TOKEN,
                         };
                     }
@@ -304,12 +290,9 @@ impl Program for Parent {
                         }
                     }
                 },
-                Ph::Reap(n) => {
-                    if n == w.procs - 1 {
-                        return Op::Exit;
-                    }
-                    self.ph = Ph::Reap(n + 1);
-                    return Op::Wait;
+                Ph::Reap => {
+                    step!(self.reap.step(env));
+                    return Op::Exit;
                 }
             }
         }
@@ -326,10 +309,15 @@ impl Workload for LatCtx {
             ovr_iters: self.ovr_iters,
             sum_ns_per_kb: self.sum_ns_per_kb,
         };
+        let members = self.procs as u64 - 1;
         Box::new(Parent {
             w,
             ph: Ph::Sum(0),
-            pipes: Vec::with_capacity(self.procs as usize),
+            pipes: Open::pipes(self.procs as u64, |_, ret| {
+                format!("lat_ctx: pipe() failed ({ret})")
+            }),
+            members: Spawn::forks(members, |_, ret| format!("lat_ctx: fork failed ({ret})")),
+            reap: Reap::n(members, |_, ret| format!("lat_ctx: wait returned {ret}")),
         })
     }
 

@@ -10,6 +10,7 @@ use crate::kernel::abi::{program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::spec::{Params, SpecError};
 
+use super::toolkit::{step, Open, Reap, Spawn};
 use super::{interval, metric, Workload, WorkloadInfo};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
@@ -29,6 +30,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "lat_pipe",
     about: "lmbench lat_pipe: 1-byte token ping-pong between two processes over two pipes",
+    small: &["lat_pipe:rounds=200,warmup=10"],
     metric: "us per round trip",
     params: PARAMS,
     build,
@@ -72,72 +74,54 @@ fn child(from_parent: Fd, to_parent: Fd, n: u64) -> Box<dyn Program> {
     })
 }
 
-enum St {
-    Pipe1,
-    Pipe2,
-    Fork,
-    Round { i: u64, writing: bool },
-    Wait,
-}
-
 struct Parent {
-    st: St,
-    p1: Fd,
-    p2: Fd,
+    phase: u8,
+    /// Parent to child, child to parent.
+    pipes: Open,
+    child: Spawn,
+    /// Round trips done; `reading` once this one's write is out.
+    i: u64,
+    reading: bool,
+    reap: Reap,
     total: u64,
     warmup: u64,
 }
 
 impl Program for Parent {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        match self.st {
-            St::Pipe1 => {
-                self.st = St::Pipe2;
-                Op::Pipe
-            }
-            St::Pipe2 => {
-                self.p1 = env.ret as Fd;
-                self.st = St::Fork;
-                Op::Pipe
-            }
-            St::Fork => {
-                self.p2 = env.ret as Fd;
-                self.st = St::Round {
-                    i: 0,
-                    writing: true,
-                };
-                Op::Fork {
-                    child: child(self.p1, self.p2 + 1, self.total),
+        loop {
+            match self.phase {
+                0 => step!(self.pipes.step(env)),
+                1 => {
+                    let (p, total) = (self.pipes.fds(), self.total);
+                    step!(self.child.step(env, |_, _| child(p[0], p[1] + 1, total)));
                 }
-            }
-            St::Round { i, writing } => {
-                if writing {
-                    if i == self.warmup {
+                // Round trip `i`: write the token, read the reply.
+                2 => {
+                    if std::mem::take(&mut self.reading) {
+                        self.i += 1;
+                        env.count("round_trips", 1);
+                        return Op::Read {
+                            fd: self.pipes.fds()[1],
+                            len: 1,
+                        };
+                    }
+                    if self.i == self.warmup {
                         env.mark("start");
                     }
-                    if i == self.total {
-                        env.mark("end");
-                        self.st = St::Wait;
-                        return Op::Wait;
+                    if self.i < self.total {
+                        self.reading = true;
+                        return Op::Write {
+                            fd: self.pipes.fds()[0] + 1,
+                            len: 1,
+                        };
                     }
-                    self.st = St::Round { i, writing: false };
-                    Op::Write {
-                        fd: self.p1 + 1,
-                        len: 1,
-                    }
-                } else {
-                    self.st = St::Round {
-                        i: i + 1,
-                        writing: true,
-                    };
-                    env.count("round_trips", 1);
-                    Op::Read {
-                        fd: self.p2,
-                        len: 1,
-                    }
+                    env.mark("end");
                 }
+                3 => step!(self.reap.step(env)),
+                _ => return Op::Exit,
             }
-            St::Wait => Op::Exit,
+            self.phase += 1;
         }
     }
 }
@@ -145,9 +129,12 @@ impl Program for Parent {
 impl Workload for LatPipe {
     fn root(&self) -> Box<dyn Program> {
         Box::new(Parent {
-            st: St::Pipe1,
-            p1: 0,
-            p2: 0,
+            phase: 0,
+            pipes: Open::pipes(2, |_, ret| format!("lat_pipe: pipe() failed ({ret})")),
+            child: Spawn::forks(1, |_, ret| format!("lat_pipe: fork() failed ({ret})")),
+            i: 0,
+            reading: false,
+            reap: Reap::n(1, |_, ret| format!("lat_pipe: wait() returned {ret}")),
             total: self.warmup + self.rounds,
             warmup: self.warmup,
         })

@@ -43,6 +43,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "lat_proc",
     about: "lmbench lat_proc: fork+exit+wait (op=fork) or fork+execve+exit+wait (op=exec)",
+    small: &["lat_proc:n=20,warmup=2", "lat_proc:op=exec,n=20,warmup=2"],
     metric: "us per operation",
     params: PARAMS,
     build,

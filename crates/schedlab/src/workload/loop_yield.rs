@@ -33,6 +33,7 @@ use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{step, Spawn};
 use super::{interval, metric, Workload, WorkloadInfo};
 
 crate::options! {
@@ -53,6 +54,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "loop_yield",
     about: "Molnar's loop_yield: N processes in tight sched_yield() loops, vmstat cs rate",
+    small: &["loop_yield:instances=5,duration_ms=20,warmup_ms=10"],
     metric: "switches/s",
     params: PARAMS,
     build,
@@ -74,18 +76,10 @@ pub struct LoopYield {
     warmup: Time,
 }
 
-enum St {
-    Fork { issued: bool },
-    Warmup,
-    Sample0,
-    Sample1,
-}
-
 /// init: the forks, then `vmstat`.
 struct Vmstat {
-    st: St,
-    instances: u64,
-    forked: u64,
+    phase: u8,
+    yielders: Spawn,
     duration: Time,
     warmup: Time,
 }
@@ -93,47 +87,32 @@ struct Vmstat {
 impl Program for Vmstat {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         loop {
-            match self.st {
-                St::Fork { issued } => {
-                    if issued {
-                        if env.ret < 0 {
-                            env.fail(format!(
-                                "loop_yield: fork() of instance {} refused ({})",
-                                self.forked + 1,
-                                env.ret
-                            ));
-                            return Op::Exit;
-                        }
-                        self.forked += 1;
-                    }
-                    if self.forked < self.instances {
-                        self.st = St::Fork { issued: true };
-                        return Op::Fork {
-                            child: program(|_env: &mut Env<'_>| Op::Yield),
-                        };
-                    }
-                    env.count("instances", self.forked);
-                    self.st = St::Warmup;
+            match self.phase {
+                0 => {
+                    step!(self
+                        .yielders
+                        .step(env, |_, _| program(|_env: &mut Env<'_>| Op::Yield)));
+                    env.count("instances", self.yielders.spawned());
                 }
-                St::Warmup => {
-                    self.st = St::Sample0;
-                    if self.warmup > 0 {
-                        return Op::Sleep { ns: self.warmup };
-                    }
+                1 if self.warmup > 0 => {
+                    self.phase += 1;
+                    return Op::Sleep { ns: self.warmup };
                 }
-                St::Sample0 => {
+                1 => {}
+                2 => {
                     env.mark("start");
                     env.count("ctxt_start", env.ctxt);
-                    self.st = St::Sample1;
+                    self.phase += 1;
                     return Op::Sleep { ns: self.duration };
                 }
-                St::Sample1 => {
+                _ => {
                     env.mark("end");
                     env.count("ctxt_end", env.ctxt);
                     env.stop();
                     return Op::Exit;
                 }
             }
+            self.phase += 1;
         }
     }
 }
@@ -141,9 +120,10 @@ impl Program for Vmstat {
 impl Workload for LoopYield {
     fn root(&self) -> Box<dyn Program> {
         Box::new(Vmstat {
-            st: St::Fork { issued: false },
-            instances: self.instances,
-            forked: 0,
+            phase: 0,
+            yielders: Spawn::forks(self.instances, |i, ret| {
+                format!("loop_yield: fork() of instance {} refused ({ret})", i + 1)
+            }),
             duration: self.duration,
             warmup: self.warmup,
         })

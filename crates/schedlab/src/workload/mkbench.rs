@@ -75,13 +75,14 @@
 use std::sync::Arc;
 
 use crate::engine::{Time, MS, SEC};
-use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
+use crate::kernel::abi::{Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{exec, fail, script, step, Open, Reap, Spawn};
 use super::{metric, Workload, WorkloadInfo};
 
 crate::options! {
@@ -101,6 +102,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "mkbench",
     about: "LSE mkbench: concurrent `make -j` kernel builds (gcc -> cpp|cc1|as per file)",
+    small: &["mkbench:jobs=4,cc1_ms=1"],
     metric: "s per build",
     params: PARAMS,
     build,
@@ -245,19 +247,6 @@ fn ms(x: f64) -> Time {
     (x * MS as f64) as Time
 }
 
-/// A program that issues a fixed list of operations, then exits.
-struct Seq(std::collections::VecDeque<Op>);
-
-impl Program for Seq {
-    fn next(&mut self, _env: &mut Env<'_>) -> Op {
-        self.0.pop_front().unwrap_or(Op::Exit)
-    }
-}
-
-fn seq(ops: Vec<Op>) -> Box<dyn Program> {
-    Box::new(Seq(ops.into()))
-}
-
 /// A job forked by make: exec `name`, compute, give the token back, exit.
 fn simple_job(
     ns: Time,
@@ -267,15 +256,13 @@ fn simple_job(
     what: &'static str,
 ) -> Box<dyn Program> {
     env.count(what, 1);
-    seq(vec![Op::Exec {
-        program: seq(vec![
-            Op::Compute { ns, ws },
-            Op::Write {
-                fd: token_w,
-                len: 1,
-            },
-        ]),
-    }])
+    exec(script(vec![
+        Op::Compute { ns, ws },
+        Op::Write {
+            fd: token_w,
+            len: 1,
+        },
+    ]))
 }
 
 /// A standard normal deviate (Box–Muller) from the run's random source.
@@ -291,120 +278,114 @@ fn normal(env: &mut Env<'_>) -> f64 {
 struct Gcc {
     b: Arc<Build>,
     token_w: Fd,
-    step: u8,
-    p1: Fd,
-    p2: Fd,
-    waits: u8,
-    /// cc1 time, cpp output and assembly bytes of this file.
+    phase: u8,
+    file: File,
+    /// cpp → cc1, cc1 → as.
+    pipes: Open,
+    /// cpp, cc1, as.
+    tools: Spawn,
+    reap: Reap,
+}
+
+/// This file's cc1 time, cpp output and assembly bytes.
+#[derive(Clone, Copy, Default)]
+struct File {
     cc1: Time,
     cpp_out: u64,
     asm_out: u64,
 }
 
+impl Gcc {
+    fn new(b: Arc<Build>, token_w: Fd) -> Gcc {
+        Gcc {
+            b,
+            token_w,
+            phase: 0,
+            file: File::default(),
+            pipes: Open::pipes(2, |_, ret| format!("mkbench: pipe() refused ({ret})")),
+            tools: Spawn::forks(3, |_, ret| format!("mkbench: fork refused ({ret})")),
+            reap: Reap::n(3, |_, ret| format!("mkbench: wait returned {ret}")),
+        }
+    }
+}
+
+/// Tool `i` of the pipeline (0 `cpp`, 1 `cc1`, 2 `as`) on pipes `p1` (cpp → cc1) and `p2`
+/// (cc1 → as), exec'd by its child.
+fn tool(f: File, p1: Fd, p2: Fd, i: u64, env: &mut Env<'_>) -> Box<dyn Program> {
+    exec(match i {
+        0 => {
+            let cpp = (f.cc1 as f64 * CPP_FRAC) as Time;
+            let io = env.rng.chance(IO_CHANCE);
+            Box::new(Cpp {
+                out: p1 + 1,
+                left: f.cpp_out,
+                per_byte: cpp as f64 / f.cpp_out as f64,
+                io,
+                step: 0,
+            })
+        }
+        1 => Box::new(Cc1 {
+            inp: p1,
+            out: p2 + 1,
+            in_total: f.cpp_out,
+            out_total: f.asm_out,
+            per_byte: f.cc1 as f64 / f.cpp_out as f64,
+            got: 0,
+            sent: 0,
+            last: Stage::Start,
+        }),
+        _ => {
+            let as_ns = (f.cc1 as f64 * AS_FRAC) as Time;
+            Box::new(As {
+                inp: p2,
+                per_byte: as_ns as f64 / f.asm_out as f64,
+                reading: false,
+                closed: false,
+            })
+        }
+    })
+}
+
 impl Program for Gcc {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        self.step += 1;
-        match self.step {
-            1 => {
-                let s = (SIGMA * normal(env) - SIGMA * SIGMA / 2.0).exp();
-                self.cc1 = (self.b.cc1_ns as f64 * s) as Time;
-                self.cpp_out = ((CPP_OUT_KB * 1024.0 * s) as u64).max(CHUNK);
-                self.asm_out = ((ASM_OUT_KB * 1024.0 * s) as u64).max(1024);
-                env.count("files", 1);
-                env.count("cc1_ns", self.cc1);
-                env.mark("job_start");
-                Op::Compute {
-                    ns: ms(GCC_DRIVER_MS),
-                    ws: GCC_WS,
+        loop {
+            match self.phase {
+                0 => {
+                    let s = (SIGMA * normal(env) - SIGMA * SIGMA / 2.0).exp();
+                    let cc1 = (self.b.cc1_ns as f64 * s) as Time;
+                    self.file = File {
+                        cc1,
+                        cpp_out: ((CPP_OUT_KB * 1024.0 * s) as u64).max(CHUNK),
+                        asm_out: ((ASM_OUT_KB * 1024.0 * s) as u64).max(1024),
+                    };
+                    env.count("files", 1);
+                    env.count("cc1_ns", cc1);
+                    env.mark("job_start");
+                    self.phase += 1;
+                    return Op::Compute {
+                        ns: ms(GCC_DRIVER_MS),
+                        ws: GCC_WS,
+                    };
                 }
-            }
-            2 => Op::Pipe,
-            3 => {
-                self.p1 = env.ret as Fd;
-                Op::Pipe
-            }
-            4 => {
-                if env.ret < 0 {
-                    env.fail(format!("mkbench: pipe() refused ({})", env.ret));
-                    return Op::Exit;
+                1 => step!(self.pipes.step(env)),
+                // cpp | cc1 | as.
+                2 => {
+                    let (f, p) = (self.file, self.pipes.fds());
+                    step!(self.tools.step(env, |i, env| tool(f, p[0], p[1], i, env)));
                 }
-                self.p2 = env.ret as Fd;
-                let cpp = (self.cc1 as f64 * CPP_FRAC) as Time;
-                let io = env.rng.chance(IO_CHANCE);
-                let p = Cpp {
-                    out: self.p1 + 1,
-                    left: self.cpp_out,
-                    per_byte: cpp as f64 / self.cpp_out as f64,
-                    io,
-                    step: 0,
-                };
-                Op::Fork {
-                    child: seq(vec![Op::Exec {
-                        program: Box::new(p),
-                    }]),
-                }
-            }
-            5 => {
-                if env.ret <= 0 {
-                    env.fail(format!("mkbench: fork refused ({})", env.ret));
-                    return Op::Exit;
-                }
-                let p = Cc1 {
-                    inp: self.p1,
-                    out: self.p2 + 1,
-                    in_total: self.cpp_out,
-                    out_total: self.asm_out,
-                    per_byte: self.cc1 as f64 / self.cpp_out as f64,
-                    got: 0,
-                    sent: 0,
-                    last: Stage::Start,
-                };
-                Op::Fork {
-                    child: seq(vec![Op::Exec {
-                        program: Box::new(p),
-                    }]),
-                }
-            }
-            6 => {
-                if env.ret <= 0 {
-                    env.fail(format!("mkbench: fork refused ({})", env.ret));
-                    return Op::Exit;
-                }
-                let as_ns = (self.cc1 as f64 * AS_FRAC) as Time;
-                let p = As {
-                    inp: self.p2,
-                    per_byte: as_ns as f64 / self.asm_out as f64,
-                    reading: false,
-                    closed: false,
-                };
-                Op::Fork {
-                    child: seq(vec![Op::Exec {
-                        program: Box::new(p),
-                    }]),
-                }
-            }
-            7 => {
-                if env.ret <= 0 {
-                    env.fail(format!("mkbench: fork refused ({})", env.ret));
-                    return Op::Exit;
-                }
-                Op::Wait
-            }
-            _ => {
-                // A wait returned (three children), then the token went back.
-                if self.waits < 3 {
-                    self.waits += 1;
-                    if self.waits < 3 {
-                        return Op::Wait;
-                    }
+                3 => step!(self.reap.step(env)),
+                // The token goes back.
+                4 => {
                     env.mark("job_end");
+                    self.phase += 1;
                     return Op::Write {
                         fd: self.token_w,
                         len: 1,
                     };
                 }
-                Op::Exit
+                _ => return Op::Exit,
             }
+            self.phase += 1;
         }
     }
 }
@@ -573,33 +554,6 @@ impl Program for As {
 
 // ---- make -----------------------------------------------------------------------------
 
-#[derive(Clone, Copy)]
-enum Mk {
-    /// Top level only: create the jobserver pipe, fill it.
-    Jobserver(u8),
-    Parse,
-    /// Forking sub-make `i` of this directory.
-    SubMake(usize),
-    /// Waiting for `n` children.
-    Reap {
-        n: u32,
-        then: After,
-    },
-    /// Taking a token for file `i`.
-    FileToken(u32),
-    FileFork(u32),
-    /// Serial step `i` (0: this directory's link; top level: then [`TAIL`]).
-    StepToken(usize),
-    StepFork(usize),
-    Done,
-}
-
-#[derive(Clone, Copy)]
-enum After {
-    Files,
-    Step(usize),
-}
-
 /// The make of one directory (the top-level one when `dir == 0`).
 struct Make {
     b: Arc<Build>,
@@ -607,10 +561,34 @@ struct Make {
     jobs: u32,
     /// Jobserver pipe read fd (`+ 1` writes).
     js: Fd,
-    st: Mk,
+    phase: u8,
+    /// The jobserver pipe (top level only).
+    jobserver: Open,
+    /// Sub-makes, then jobs.
+    children: Spawn,
+    reap: Reap,
+    /// A jobserver read is out.
+    taking: bool,
 }
 
 impl Make {
+    /// The make of `dir`, sharing the jobserver pipe `js` (the top level makes its own).
+    fn new(b: Arc<Build>, dir: usize, jobs: u32, js: Fd) -> Make {
+        let subs = b.children[dir].len() as u64;
+        Make {
+            b,
+            dir,
+            jobs,
+            js,
+            // A sub-make starts by parsing its makefiles.
+            phase: if dir == 0 { 0 } else { 3 },
+            jobserver: Open::pipes(1, |_, ret| format!("mkbench: pipe() refused ({ret})")),
+            children: Spawn::forks(subs, |_, ret| format!("mkbench: fork refused ({ret})")),
+            reap: Reap::n(subs, |_, ret| format!("mkbench: wait returned {ret}")),
+            taking: false,
+        }
+    }
+
     fn steps(&self) -> usize {
         if self.dir == 0 {
             TAIL.len()
@@ -618,159 +596,122 @@ impl Make {
             1
         }
     }
+
+    /// Take a jobserver token (a blocking 1-byte read): the read, then — it returned —
+    /// `None`, ready to take the next one.
+    fn token(&mut self, env: &mut Env<'_>) -> Option<Op> {
+        if !std::mem::take(&mut self.taking) {
+            self.taking = true;
+            return Some(Op::Read {
+                fd: self.js,
+                len: 1,
+            });
+        }
+        if env.ret != 1 {
+            let msg = format!("mkbench: jobserver read returned {}", env.ret);
+            return Some(fail(env, msg));
+        }
+        None
+    }
+
+    /// Fork one more job (its token taken), to be reaped.
+    fn more_jobs(&mut self) {
+        self.children.more(1);
+        self.reap.more(1);
+    }
+}
+
+/// Serial step `i` of `dir`'s make: its link (`ld -r`; the top level: `vmlinux`), then
+/// at the top level the rest of [`TAIL`]; a job holding a token.
+fn step_job(b: &Build, dir: usize, js: Fd, i: usize, env: &mut Env<'_>) -> Box<dyn Program> {
+    let (ns, what) = if i == 0 {
+        let objs = TREE[dir].files as f64 + b.children[dir].len() as f64;
+        if dir == 0 {
+            (ms(TAIL[0].1), "links")
+        } else {
+            (ms(LD_BASE_MS + LD_PER_OBJ_MS * objs), "links")
+        }
+    } else {
+        (ms(TAIL[i].1), "tail_steps")
+    };
+    simple_job(ns, LD_WS, js + 1, env, what)
 }
 
 impl Program for Make {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
+        let subs = self.b.children[self.dir].len() as u64;
+        let files = TREE[self.dir].files as u64;
         loop {
-            match self.st {
-                Mk::Jobserver(0) => {
-                    env.mark("build_start");
-                    self.st = Mk::Jobserver(1);
-                    return Op::Pipe;
-                }
-                Mk::Jobserver(_) => {
-                    if env.ret < 0 {
-                        env.fail(format!("mkbench: pipe() refused ({})", env.ret));
-                        return Op::Exit;
-                    }
-                    self.js = env.ret as Fd;
-                    self.st = Mk::Parse;
+            match self.phase {
+                // Top level only: the build starts; the jobserver pipe, holding `jobs` tokens.
+                0 => env.mark("build_start"),
+                1 => step!(self.jobserver.step(env)),
+                2 => {
+                    self.js = self.jobserver.fds()[0];
+                    self.phase += 1;
                     return Op::Write {
                         fd: self.js + 1,
                         len: self.jobs as u64,
                     };
                 }
-                Mk::Parse => {
-                    self.st = Mk::SubMake(0);
+                // Read the makefiles.
+                3 => {
                     let t = if self.dir == 0 {
                         TOP_PARSE_MS
                     } else {
                         MAKE_PARSE_MS
                     };
+                    self.phase += 1;
                     return Op::Compute {
                         ns: ms(t),
                         ws: MAKE_WS,
                     };
                 }
-                Mk::SubMake(i) => {
-                    if i > 0 && env.ret <= 0 {
-                        env.fail(format!("mkbench: fork refused ({})", env.ret));
-                        return Op::Exit;
-                    }
-                    let kids = &self.b.children[self.dir];
-                    if i == kids.len() {
-                        self.st = Mk::Reap {
-                            n: kids.len() as u32,
-                            then: After::Files,
-                        };
-                        continue;
-                    }
-                    self.st = Mk::SubMake(i + 1);
-                    env.count("makes", 1);
-                    let sub = Make {
-                        b: self.b.clone(),
-                        dir: kids[i],
-                        jobs: self.jobs,
-                        js: self.js,
-                        st: Mk::Parse,
-                    };
-                    return Op::Fork {
-                        child: seq(vec![Op::Exec {
-                            program: Box::new(sub),
-                        }]),
-                    };
+                // A sub-make per subdirectory, then wait for them.
+                4 => {
+                    let (b, kids, jobs, js) =
+                        (&self.b, &self.b.children[self.dir], self.jobs, self.js);
+                    step!(self.children.step(env, |i, env| {
+                        env.count("makes", 1);
+                        let sub = Make::new(b.clone(), kids[i as usize], jobs, js);
+                        exec(Box::new(sub))
+                    }));
                 }
-                Mk::Reap { n, then } => {
-                    if n == 0 {
-                        self.st = match then {
-                            After::Files => Mk::FileToken(0),
-                            After::Step(i) => Mk::StepToken(i),
-                        };
-                        continue;
+                5 => step!(self.reap.step(env)),
+                // The files: a token and a gcc job each, then wait for them.
+                6 => loop {
+                    let (b, js) = (&self.b, self.js);
+                    step!(self
+                        .children
+                        .step(env, |_, _| exec(Box::new(Gcc::new(b.clone(), js + 1)))));
+                    if self.children.spawned() == subs + files {
+                        break;
                     }
-                    self.st = Mk::Reap { n: n - 1, then };
-                    return Op::Wait;
-                }
-                Mk::FileToken(i) => {
-                    if i == TREE[self.dir].files {
-                        self.st = Mk::Reap {
-                            n: i,
-                            then: After::Step(0),
-                        };
-                        continue;
+                    step!(self.token(env));
+                    self.more_jobs();
+                },
+                7 => step!(self.reap.step(env)),
+                // The serial steps: a token and a job each, waited for.
+                8 => loop {
+                    let (b, dir, js) = (&self.b, self.dir, self.js);
+                    step!(self.children.step(env, |k, env| {
+                        step_job(b, dir, js, (k - subs - files) as usize, env)
+                    }));
+                    step!(self.reap.step(env));
+                    if self.children.spawned() == subs + files + self.steps() as u64 {
+                        break;
                     }
-                    self.st = Mk::FileFork(i);
-                    return Op::Read {
-                        fd: self.js,
-                        len: 1,
-                    };
+                    step!(self.token(env));
+                    self.more_jobs();
+                },
+                9 if self.dir == 0 => {
+                    env.mark("build_end");
+                    env.count("builds", 1);
                 }
-                Mk::FileFork(i) => {
-                    if env.ret != 1 {
-                        env.fail(format!("mkbench: jobserver read returned {}", env.ret));
-                        return Op::Exit;
-                    }
-                    self.st = Mk::FileToken(i + 1);
-                    let gcc = Gcc {
-                        b: self.b.clone(),
-                        token_w: self.js + 1,
-                        step: 0,
-                        p1: 0,
-                        p2: 0,
-                        waits: 0,
-                        cc1: 0,
-                        cpp_out: 0,
-                        asm_out: 0,
-                    };
-                    return Op::Fork {
-                        child: seq(vec![Op::Exec {
-                            program: Box::new(gcc),
-                        }]),
-                    };
-                }
-                Mk::StepToken(i) => {
-                    if i == self.steps() {
-                        self.st = Mk::Done;
-                        continue;
-                    }
-                    self.st = Mk::StepFork(i);
-                    return Op::Read {
-                        fd: self.js,
-                        len: 1,
-                    };
-                }
-                Mk::StepFork(i) => {
-                    if env.ret != 1 {
-                        env.fail(format!("mkbench: jobserver read returned {}", env.ret));
-                        return Op::Exit;
-                    }
-                    self.st = Mk::Reap {
-                        n: 1,
-                        then: After::Step(i + 1),
-                    };
-                    let (ns, what) = if i == 0 {
-                        let objs =
-                            TREE[self.dir].files as f64 + self.b.children[self.dir].len() as f64;
-                        if self.dir == 0 {
-                            (ms(TAIL[0].1), "links")
-                        } else {
-                            (ms(LD_BASE_MS + LD_PER_OBJ_MS * objs), "links")
-                        }
-                    } else {
-                        (ms(TAIL[i].1), "tail_steps")
-                    };
-                    let child = simple_job(ns, LD_WS, self.js + 1, env, what);
-                    return Op::Fork { child };
-                }
-                Mk::Done => {
-                    if self.dir == 0 {
-                        env.mark("build_end");
-                        env.count("builds", 1);
-                    }
-                    return Op::Exit;
-                }
+                9 => {}
+                _ => return Op::Exit,
             }
+            self.phase += 1;
         }
     }
 }
@@ -778,37 +719,19 @@ impl Program for Make {
 /// The benchmark script: start `makes` builds in the background, wait for all.
 struct Script {
     b: Arc<Build>,
-    makes: u32,
     jobs: u32,
-    forked: u32,
+    makes: Spawn,
+    reap: Reap,
 }
 
 impl Program for Script {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        if self.forked > 0 && self.forked <= self.makes && env.ret <= 0 {
-            env.fail(format!("mkbench: fork refused ({})", env.ret));
-            return Op::Exit;
-        }
-        if self.forked < self.makes {
-            self.forked += 1;
-            let top = Make {
-                b: self.b.clone(),
-                dir: 0,
-                jobs: self.jobs,
-                js: 0,
-                st: Mk::Jobserver(0),
-            };
-            return Op::Fork {
-                child: seq(vec![Op::Exec {
-                    program: Box::new(top),
-                }]),
-            };
-        }
-        self.forked = self.makes + 1;
-        if env.ret == ECHILD {
-            return Op::Exit;
-        }
-        Op::Wait
+        let (b, jobs) = (&self.b, self.jobs);
+        step!(self
+            .makes
+            .step(env, |_, _| exec(Box::new(Make::new(b.clone(), 0, jobs, 0)))));
+        step!(self.reap.step(env));
+        Op::Exit
     }
 }
 
@@ -825,9 +748,11 @@ impl Workload for Mkbench {
                 cc1_ns: self.cc1_ns,
                 children,
             }),
-            makes: self.makes,
             jobs: self.jobs,
-            forked: 0,
+            makes: Spawn::forks(self.makes as u64, |_, ret| {
+                format!("mkbench: fork refused ({ret})")
+            }),
+            reap: Reap::all(),
         })
     }
 

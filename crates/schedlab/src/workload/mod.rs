@@ -17,6 +17,7 @@ pub mod reflex;
 pub mod sched_yield;
 pub mod synthetic;
 pub mod tbench;
+pub mod toolkit;
 pub mod window;
 
 use crate::engine::{Time, SEC};
@@ -54,6 +55,10 @@ pub struct WorkloadInfo {
     pub name: &'static str,
     /// One line for `schedlab list workloads`.
     pub about: &'static str,
+    /// Small instances: specs of quick runs (a fraction of a second each, under any
+    /// policy), which the tests run under every policy. The first is the benchmark scaled
+    /// down; any others exercise its modes.
+    pub small: &'static [&'static str],
     /// Result metric and unit, for the listing.
     pub metric: &'static str,
     /// Parameters.

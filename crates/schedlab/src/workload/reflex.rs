@@ -59,6 +59,7 @@ use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{step, Open, Spawn};
 use super::window::Window;
 use super::{interval, metric, Workload, WorkloadInfo};
 
@@ -90,6 +91,10 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "reflex",
     about: "LSE reflex: threads of one mm in active sets passing a 1-byte pipe token",
+    small: &[
+        "reflex:tasks=6,warmup_ms=5,duration_ms=10",
+        "reflex:tasks=5,sets=1,warmup_ms=0,duration_ms=10,delay_us=3,yield_pct=30",
+    ],
     metric: "us per round",
     params: PARAMS,
     build,
@@ -224,36 +229,18 @@ impl Program for Thread {
     }
 }
 
-enum ParentSt {
-    /// Creating pipes; `issued` once a `pipe()` has been asked for.
-    Pipes {
-        issued: bool,
-    },
-    /// Cloning threads; `issued` once a `clone()` has been asked for.
-    Clone {
-        issued: bool,
-    },
-    Inject,
-    Wait,
-}
-
-/// init, the main thread: pipes, threads, token injection, the two samples.
-struct Parent {
-    st: ParentSt,
+/// What the threads are made from: the sets, the round's work, the shared window.
+struct Ring {
     sets: Vec<(u64, u64)>,
-    tasks: u64,
     delay_ns: Time,
     yield_p: f64,
-    /// Read end of thread `i`'s pipe (the write end is `+ 1`).
-    pipes: Vec<Fd>,
-    cloned: u64,
-    injected: usize,
     /// Rounds completed by all sets, and the measuring window.
     rounds: Window,
 }
 
-impl Parent {
-    fn thread(&self, i: u64) -> Thread {
+impl Ring {
+    /// Thread `i`, given each thread's pipe (read end; the write end is `+ 1`).
+    fn thread(&self, pipes: &[Fd], i: u64) -> Box<dyn Program> {
         let (first, k) = *self
             .sets
             .iter()
@@ -261,71 +248,53 @@ impl Parent {
             .expect("every thread is in a set");
         let j = i - first;
         let succ = first + (j + 1) % k;
-        Thread {
+        Box::new(Thread {
             st: ThreadSt::Read,
-            own: self.pipes[i as usize],
-            succ: self.pipes[succ as usize] + 1,
+            own: pipes[i as usize],
+            succ: pipes[succ as usize] + 1,
             rounds: (j == k - 1).then(|| self.rounds.clone()),
             delay_ns: self.delay_ns,
             yield_p: self.yield_p,
-        }
+        })
     }
+}
+
+/// init, the main thread: pipes, threads, token injection, then `wait()` while the
+/// threads time themselves.
+struct Parent {
+    phase: u8,
+    ring: Ring,
+    /// One pipe per thread.
+    pipes: Open,
+    threads: Spawn,
+    injected: usize,
 }
 
 impl Program for Parent {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         loop {
-            match self.st {
-                ParentSt::Pipes { issued } => {
-                    if issued {
-                        if env.ret < 0 {
-                            env.fail(format!(
-                                "reflex: pipe() for thread {} failed ({})",
-                                self.pipes.len() + 1,
-                                env.ret
-                            ));
-                            return Op::Exit;
-                        }
-                        self.pipes.push(env.ret as Fd);
-                    }
-                    if (self.pipes.len() as u64) < self.tasks {
-                        self.st = ParentSt::Pipes { issued: true };
-                        return Op::Pipe;
-                    }
-                    self.st = ParentSt::Clone { issued: false };
-                }
-                ParentSt::Clone { issued } => {
-                    if issued && env.ret < 0 {
-                        env.fail(format!(
-                            "reflex: clone() of thread {} refused ({})",
-                            self.cloned, env.ret
-                        ));
-                        return Op::Exit;
-                    }
-                    if self.cloned < self.tasks {
-                        let t = self.thread(self.cloned);
-                        self.cloned += 1;
-                        self.st = ParentSt::Clone { issued: true };
-                        return Op::Clone { child: Box::new(t) };
-                    }
-                    env.count("threads", self.cloned);
+            match self.phase {
+                0 => step!(self.pipes.step(env)),
+                1 => {
+                    let pipes = self.pipes.fds();
+                    step!(self.threads.step(env, |i, _| self.ring.thread(pipes, i)));
+                    env.count("threads", self.threads.spawned());
                     // model: [INFERRED] the tokens go in once every thread exists.
-                    self.rounds.go(env);
-                    self.st = ParentSt::Inject;
+                    self.ring.rounds.go(env);
                 }
-                ParentSt::Inject => {
-                    if self.injected < self.sets.len() {
-                        let leader = self.sets[self.injected].0;
+                // One token into each set's leader's pipe.
+                2 => {
+                    if let Some(&(leader, _)) = self.ring.sets.get(self.injected) {
                         self.injected += 1;
                         return Op::Write {
-                            fd: self.pipes[leader as usize] + 1,
+                            fd: self.pipes.fds()[leader as usize] + 1,
                             len: 1,
                         };
                     }
-                    self.st = ParentSt::Wait;
                 }
-                ParentSt::Wait => return Op::Wait,
+                _ => return Op::Wait,
             }
+            self.phase += 1;
         }
     }
 }
@@ -333,18 +302,23 @@ impl Program for Parent {
 impl Workload for Reflex {
     fn root(&self) -> Box<dyn Program> {
         Box::new(Parent {
-            st: ParentSt::Pipes { issued: false },
-            sets: self.members(),
-            tasks: self.tasks,
-            delay_ns: self.delay_ns,
-            yield_p: self.yield_p,
-            pipes: Vec::with_capacity(self.tasks as usize),
-            cloned: 0,
-            injected: 0,
-            rounds: match self.rounds {
-                Some(n) => Window::until(n * self.sets, KEYS),
-                None => Window::new(self.warmup, self.duration, KEYS),
+            phase: 0,
+            ring: Ring {
+                sets: self.members(),
+                delay_ns: self.delay_ns,
+                yield_p: self.yield_p,
+                rounds: match self.rounds {
+                    Some(n) => Window::until(n * self.sets, KEYS),
+                    None => Window::new(self.warmup, self.duration, KEYS),
+                },
             },
+            pipes: Open::pipes(self.tasks, |i, ret| {
+                format!("reflex: pipe() for thread {} failed ({ret})", i + 1)
+            }),
+            threads: Spawn::clones(self.tasks, |i, ret| {
+                format!("reflex: clone() of thread {} refused ({ret})", i + 1)
+            }),
+            injected: 0,
         })
     }
 

@@ -34,12 +34,12 @@
 
 use crate::engine::{Time, MS};
 use crate::kernel::abi::{Env, Op, Program, Record};
-use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{step, Arrive, Open, Spawn};
 use super::window::Window;
 use super::{interval, metric, Workload, WorkloadInfo};
 
@@ -61,6 +61,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "sched_yield",
     about: "Hartner's sched_test_yield: N threads of one process looping on sched_yield()",
+    small: &["sched_yield:threads=5,duration_ms=20,warmup_ms=10"],
     metric: "us per yield",
     params: PARAMS,
     build,
@@ -87,18 +88,14 @@ pub struct SchedYield {
 
 /// A yielding thread: wait for go, then yield forever, counting.
 struct Yielder {
-    go: Fd,
-    polled: bool,
+    start: Arrive,
     yielding: bool,
     window: Window,
 }
 
 impl Program for Yielder {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        if !self.polled {
-            self.polled = true;
-            return Op::Poll { fds: vec![self.go] };
-        }
+        step!(self.start.step(env));
         if self.yielding {
             self.window.done(env);
         }
@@ -107,19 +104,12 @@ impl Program for Yielder {
     }
 }
 
-enum St {
-    Pipe { issued: bool },
-    Clone { issued: bool },
-    Go,
-    Wait,
-}
-
 /// The main thread.
 struct Main {
-    st: St,
-    threads: u64,
-    cloned: u64,
-    go: Fd,
+    phase: u8,
+    /// The "go" pipe.
+    pipe: Open,
+    threads: Spawn,
     /// The yield counter and the measuring window.
     window: Window,
 }
@@ -127,55 +117,30 @@ struct Main {
 impl Program for Main {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         loop {
-            match self.st {
-                St::Pipe { issued } => {
-                    if !issued {
-                        self.st = St::Pipe { issued: true };
-                        return Op::Pipe;
-                    }
-                    if env.ret < 0 {
-                        env.fail(format!("sched_yield: pipe() failed ({})", env.ret));
-                        return Op::Exit;
-                    }
-                    self.go = env.ret as Fd;
-                    self.st = St::Clone { issued: false };
+            match self.phase {
+                0 => step!(self.pipe.step(env)),
+                1 => {
+                    let (go, window) = (self.pipe.fds()[0], &self.window);
+                    step!(self.threads.step(env, |_, _| {
+                        Box::new(Yielder {
+                            start: Arrive::go(go),
+                            yielding: false,
+                            window: window.clone(),
+                        })
+                    }));
+                    env.count("threads", self.threads.spawned());
                 }
-                St::Clone { issued } => {
-                    if issued {
-                        if env.ret < 0 {
-                            env.fail(format!(
-                                "sched_yield: clone() of thread {} refused ({})",
-                                self.cloned + 1,
-                                env.ret
-                            ));
-                            return Op::Exit;
-                        }
-                        self.cloned += 1;
-                    }
-                    if self.cloned < self.threads {
-                        self.st = St::Clone { issued: true };
-                        return Op::Clone {
-                            child: Box::new(Yielder {
-                                go: self.go,
-                                polled: false,
-                                yielding: false,
-                                window: self.window.clone(),
-                            }),
-                        };
-                    }
-                    env.count("threads", self.cloned);
-                    self.st = St::Go;
-                }
-                St::Go => {
+                2 => {
                     self.window.go(env);
-                    self.st = St::Wait;
+                    self.phase += 1;
                     return Op::Write {
-                        fd: self.go + 1,
+                        fd: self.pipe.fds()[0] + 1,
                         len: 1,
                     };
                 }
-                St::Wait => return Op::Wait,
+                _ => return Op::Wait,
             }
+            self.phase += 1;
         }
     }
 }
@@ -183,10 +148,11 @@ impl Program for Main {
 impl Workload for SchedYield {
     fn root(&self) -> Box<dyn Program> {
         Box::new(Main {
-            st: St::Pipe { issued: false },
-            threads: self.threads,
-            cloned: 0,
-            go: 0,
+            phase: 0,
+            pipe: Open::pipes(1, |_, ret| format!("sched_yield: pipe() failed ({ret})")),
+            threads: Spawn::clones(self.threads, |i, ret| {
+                format!("sched_yield: clone() of thread {} refused ({ret})", i + 1)
+            }),
             window: Window::new(self.warmup, self.duration, KEYS),
         })
     }

@@ -16,6 +16,7 @@ use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{step, Open, Reap, Spawn};
 use super::{interval, metric, Workload, WorkloadInfo};
 
 crate::options! {
@@ -38,6 +39,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "synthetic",
     about: "simulator stress load: task pairs computing, yielding, sleeping and pinging",
+    small: &["synthetic:tasks=20,ops=10"],
     metric: "rounds/s",
     params: PARAMS,
     build,
@@ -132,82 +134,74 @@ fn member(lead: bool, rd: Fd, wr: Fd, ops: u64, compute: Time, ws: u64) -> Box<d
 }
 
 struct Root {
+    phase: u8,
     pairs: u64,
     ops: u64,
     compute: Time,
     ws: u64,
-    made: u64,
-    waited: u64,
-    step: u8,
-    a: Fd,
+    /// Two pipes per pair: the lead writes the first, its partner the second.
+    pipes: Open,
+    /// The lead, then its partner, per pair.
+    members: Spawn,
+    reap: Reap,
 }
 
 impl Program for Root {
     fn next(&mut self, e: &mut Env<'_>) -> Op {
         loop {
-            match self.step {
-                0 if self.made < self.pairs => {
-                    self.step = 1;
-                    return Op::Pipe;
-                }
-                0 => {
-                    e.mark("start");
-                    self.step = 4;
-                }
-                1 | 2 if e.ret < 0 => {
-                    e.fail(format!(
-                        "synthetic: pipe() refused (error {}) after {} of {} pairs: file-max reached",
-                        e.ret, self.made, self.pairs
-                    ));
-                    return Op::Exit;
-                }
-                1 => {
-                    self.a = e.ret as Fd;
-                    self.step = 2;
-                    return Op::Pipe;
-                }
-                2 => {
-                    let b = e.ret as Fd;
-                    self.step = 3;
-                    let (ops, c, ws) = (self.ops, self.compute, self.ws);
-                    return Op::Fork {
-                        child: member(true, b, self.a + 1, ops, c, ws),
-                    };
-                }
-                3 => {
-                    // Partner reads what the lead wrote on a, writes on b.
-                    let b = self.a + 2;
-                    self.step = 0;
-                    self.made += 1;
-                    let (ops, c, ws) = (self.ops, self.compute, self.ws);
-                    return Op::Fork {
-                        child: member(false, self.a, b + 1, ops, c, ws),
-                    };
-                }
-                _ => {
-                    if self.waited < 2 * self.pairs {
-                        self.waited += 1;
-                        return Op::Wait;
+            match self.phase {
+                // Per pair: two pipes, the lead, its partner.
+                0 => loop {
+                    step!(self.pipes.step(e));
+                    let (pipes, ops, c, ws) = (self.pipes.fds(), self.ops, self.compute, self.ws);
+                    step!(self.members.step(e, |k, _| {
+                        let pair = (k / 2) as usize;
+                        let (a, b) = (pipes[2 * pair], pipes[2 * pair + 1]);
+                        if k % 2 == 0 {
+                            member(true, b, a + 1, ops, c, ws)
+                        } else {
+                            // Partner reads what the lead wrote on a, writes on b.
+                            member(false, a, b + 1, ops, c, ws)
+                        }
+                    }));
+                    if self.members.spawned() == 2 * self.pairs {
+                        break;
                     }
+                    self.pipes.more(2);
+                    self.members.more(2);
+                },
+                1 => e.mark("start"),
+                2 => step!(self.reap.step(e)),
+                _ => {
                     e.mark("end");
                     return Op::Exit;
                 }
             }
+            self.phase += 1;
         }
     }
 }
 
 impl Workload for Synthetic {
     fn root(&self) -> Box<dyn Program> {
+        let pairs = self.pairs;
         Box::new(Root {
-            pairs: self.pairs,
+            phase: 0,
+            pairs,
             ops: self.ops,
             compute: self.compute,
             ws: self.ws,
-            made: 0,
-            waited: 0,
-            step: 0,
-            a: 0,
+            pipes: Open::pipes(0, move |i, ret| {
+                format!(
+                    "synthetic: pipe() refused (error {ret}) after {} of {pairs} pairs: \
+                     file-max reached",
+                    i / 2
+                )
+            }),
+            members: Spawn::forks(0, |_, ret| format!("synthetic: fork() refused ({ret})")),
+            reap: Reap::n(2 * pairs, |_, ret| {
+                format!("synthetic: wait() returned {ret}")
+            }),
         })
     }
 

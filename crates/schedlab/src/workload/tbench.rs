@@ -51,13 +51,14 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use crate::kernel::abi::{Env, Op, Program, Record, ECHILD};
+use crate::kernel::abi::{Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
+use super::toolkit::{fail, step, Arrive, Chan, Gate, Open, Reads, Reap, Spawn};
 use super::{interval, metric, Workload, WorkloadInfo};
 
 crate::options! {
@@ -74,6 +75,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "tbench",
     about: "tbench: N clients and N forked servers exchange SMB-sized packets over TCP loopback",
+    small: &["tbench:clients=3,ops=50"],
     metric: "MB/s",
     params: PARAMS,
     build,
@@ -186,21 +188,17 @@ fn exchange(env: &mut Env<'_>) -> (u64, u64, u64) {
 /// Request sizes in flight on one connection: what the server reads in the header.
 type Headers = Arc<Mutex<VecDeque<(u64, u64)>>>;
 
-/// What a client's last operation was.
+/// Where a client is.
 #[derive(Clone, Copy)]
 enum Cl {
-    /// Started: nothing issued yet.
-    Start,
-    /// Wrote a request; the reply is `recv` bytes.
+    /// About to send the next request (or to close, once `ops` are done).
+    Request,
+    /// Wrote a request.
     Sent,
-    /// Reading the reply header (`need` bytes left).
-    Header { need: u64 },
-    /// Reading the reply body (`need` bytes left).
-    Body { need: u64 },
-    /// Wrote the ready byte.
-    Ready,
-    /// Polled "go".
-    Go,
+    /// Reading the reply: its 4-byte header, then its body.
+    Reply,
+    /// The set-up exchange is done: ready, then wait for go.
+    Start,
     /// Closed the connection.
     Closed,
 }
@@ -208,12 +206,14 @@ enum Cl {
 /// A tbench client: the set-up exchange, ready, wait for go, `ops` exchanges, close.
 struct Client {
     fd: Fd,
-    ready_w: Fd,
-    go_r: Fd,
+    start: Arrive,
     hdrs: Headers,
     ops: u64,
     done: u64,
-    last: Cl,
+    st: Cl,
+    reply: Reads,
+    /// Reading the reply's header (else its body).
+    header: bool,
     /// Reply size and file payload of the exchange in progress.
     recv: u64,
     payload: u64,
@@ -227,7 +227,7 @@ impl Client {
         self.hdrs.lock().expect("headers").push_back((send, recv));
         self.recv = recv;
         self.payload = payload;
-        self.last = Cl::Sent;
+        self.st = Cl::Sent;
         env.count("request_bytes", send);
         env.count("reply_bytes", recv);
         Op::Write {
@@ -235,101 +235,55 @@ impl Client {
             len: send,
         }
     }
-
-    /// The exchange in progress is complete: count it and go on.
-    fn complete(&mut self, env: &mut Env<'_>) -> Op {
-        if self.setup {
-            self.last = Cl::Ready;
-            return Op::Write {
-                fd: self.ready_w,
-                len: 1,
-            };
-        }
-        self.done += 1;
-        env.count("exchanges", 1);
-        env.count("payload_bytes", self.payload);
-        self.next_request(env)
-    }
-
-    fn next_request(&mut self, env: &mut Env<'_>) -> Op {
-        if self.done == self.ops {
-            env.mark("client_done");
-            self.last = Cl::Closed;
-            return Op::Close { fd: self.fd };
-        }
-        self.request(env)
-    }
-
-    fn read(&mut self, need: u64, header: bool) -> Op {
-        self.last = if header {
-            Cl::Header { need }
-        } else {
-            Cl::Body { need }
-        };
-        Op::Read {
-            fd: self.fd,
-            len: need,
-        }
-    }
 }
 
 impl Program for Client {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        match self.last {
-            Cl::Start => self.request(env),
-            Cl::Sent => {
-                if env.ret < 0 {
-                    env.fail(format!("tbench: client write returned {}", env.ret));
-                    return Op::Exit;
+        loop {
+            match self.st {
+                Cl::Request => {
+                    if !self.setup && self.done == self.ops {
+                        env.mark("client_done");
+                        self.st = Cl::Closed;
+                        return Op::Close { fd: self.fd };
+                    }
+                    return self.request(env);
                 }
-                self.read(4, true)
-            }
-            Cl::Header { need } | Cl::Body { need } => {
-                if env.ret <= 0 {
-                    env.fail(format!("tbench: client read returned {}", env.ret));
-                    return Op::Exit;
+                Cl::Sent => {
+                    if env.ret < 0 {
+                        let msg = format!("tbench: client write returned {}", env.ret);
+                        return fail(env, msg);
+                    }
+                    self.reply.restart(4, 1);
+                    self.header = true;
+                    self.st = Cl::Reply;
                 }
-                let header = matches!(self.last, Cl::Header { .. });
-                let left = need - env.ret as u64;
-                if left > 0 {
-                    self.read(left, header)
-                } else if header && self.recv > 4 {
-                    self.read(self.recv - 4, false)
-                } else {
-                    self.complete(env)
+                Cl::Reply => {
+                    step!(self.reply.step(env));
+                    if std::mem::take(&mut self.header) && self.recv > 4 {
+                        self.reply.restart(self.recv - 4, 1);
+                        continue;
+                    }
+                    // The exchange is complete.
+                    if self.setup {
+                        self.st = Cl::Start;
+                        continue;
+                    }
+                    self.done += 1;
+                    env.count("exchanges", 1);
+                    env.count("payload_bytes", self.payload);
+                    self.st = Cl::Request;
                 }
-            }
-            Cl::Ready => {
-                self.last = Cl::Go;
-                Op::Poll {
-                    fds: vec![self.go_r],
+                Cl::Start => {
+                    step!(self.start.step(env));
+                    self.setup = false;
+                    env.mark("first_request");
+                    self.st = Cl::Request;
                 }
+                Cl::Closed => return Op::Exit,
             }
-            Cl::Go => {
-                self.setup = false;
-                env.mark("first_request");
-                self.next_request(env)
-            }
-            Cl::Closed => Op::Exit,
         }
     }
-}
-
-/// What a server's last operation was.
-#[derive(Clone, Copy)]
-enum Sv {
-    Start,
-    /// Reading the 4-byte length (`need` left).
-    Header {
-        need: u64,
-    },
-    /// Reading the request body (`need` left).
-    Body {
-        need: u64,
-    },
-    /// Wrote the reply.
-    Replied,
-    Closed,
 }
 
 /// `tbench_srv`'s per-connection child: read the length, the body, write the reply;
@@ -337,242 +291,189 @@ enum Sv {
 struct Server {
     fd: Fd,
     hdrs: Headers,
-    last: Sv,
+    /// The request's 4-byte length, then its body.
+    msg: Reads,
+    header: bool,
     reply: u64,
-}
-
-impl Server {
-    fn read(&mut self, need: u64, header: bool) -> Op {
-        self.last = if header {
-            Sv::Header { need }
-        } else {
-            Sv::Body { need }
-        };
-        Op::Read {
-            fd: self.fd,
-            len: need,
-        }
-    }
+    closed: bool,
 }
 
 impl Program for Server {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        match self.last {
-            Sv::Start | Sv::Replied => self.read(4, true),
-            Sv::Header { need } | Sv::Body { need } => {
-                if env.ret == 0 {
-                    // The client closed the connection.
-                    self.last = Sv::Closed;
-                    return Op::Close { fd: self.fd };
-                }
-                if env.ret < 0 {
-                    env.fail(format!("tbench: server read returned {}", env.ret));
+        loop {
+            step!(self.msg.step(env));
+            if self.msg.eof() {
+                // The client closed the connection.
+                if std::mem::replace(&mut self.closed, true) {
                     return Op::Exit;
                 }
-                let header = matches!(self.last, Sv::Header { .. });
-                let left = need - env.ret as u64;
-                if left > 0 {
-                    return self.read(left, header);
-                }
-                if header {
-                    let (send, recv) = self
-                        .hdrs
-                        .lock()
-                        .expect("headers")
-                        .pop_front()
-                        .expect("a request header was read, so a request was sent");
-                    self.reply = recv;
-                    if send > 4 {
-                        return self.read(send - 4, false);
-                    }
-                }
-                self.last = Sv::Replied;
-                env.count("replies", 1);
-                Op::Write {
-                    fd: self.fd,
-                    len: self.reply,
+                return Op::Close { fd: self.fd };
+            }
+            if std::mem::take(&mut self.header) {
+                let (send, recv) = self
+                    .hdrs
+                    .lock()
+                    .expect("headers")
+                    .pop_front()
+                    .expect("a request header was read, so a request was sent");
+                self.reply = recv;
+                if send > 4 {
+                    self.msg.restart(send - 4, 1);
+                    continue;
                 }
             }
-            Sv::Closed => Op::Exit,
+            self.header = true;
+            self.msg.restart(4, 1);
+            env.count("replies", 1);
+            return Op::Write {
+                fd: self.fd,
+                len: self.reply,
+            };
         }
     }
 }
 
-/// What the parent's last operation was.
-#[derive(Clone, Copy)]
-enum Ph {
-    Start,
-    ReadyPipe,
-    GoPipe,
-    /// Connected client `i`'s socket pair.
-    Connected(u32),
-    /// Forked the server of connection `i`.
-    ForkedServer(u32),
-    /// Forked client `i`.
-    ForkedClient(u32),
-    /// Reading ready bytes; `got` so far.
-    Ready {
-        got: u64,
-    },
-    /// Wrote "go".
-    Go,
-    /// Waiting for children; `clients_left` clients not yet reaped.
-    Reap {
-        clients_left: u32,
-    },
-}
-
 /// The `tbench` parent (with the listener's forks folded in, see the module doc).
 struct Parent {
+    phase: u8,
     clients: u32,
     ops: u64,
-    last: Ph,
-    ready: Fd,
-    go: Fd,
-    conn: Fd,
-    client_pids: Vec<i64>,
+    /// The ready and go pipes.
+    pipes: Open,
+    /// One TCP connection per client.
+    conns: Open,
+    /// Per connection: its server, then its client.
+    procs: Spawn,
+    /// The request sizes of the connection being set up.
     hdrs: Option<Headers>,
+    ready: Option<Reads>,
+    reap: Reap,
+    /// Clients not yet reaped.
+    clients_left: u32,
 }
 
 impl Parent {
-    fn connect_or_sync(&mut self, i: u32) -> Op {
-        if i == self.clients {
-            self.last = Ph::Ready { got: 0 };
-            return Op::Read {
-                fd: self.ready,
-                len: self.clients as u64,
-            };
+    /// Clients write one byte into the ready pipe, then poll the go pipe.
+    fn gate(&self) -> Gate {
+        Gate {
+            ready: self.pipes.fds()[0],
+            go: self.pipes.fds()[1],
         }
-        self.last = Ph::Connected(i);
-        Op::TcpPair
     }
 }
 
 impl Program for Parent {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        match self.last {
-            Ph::Start => {
-                self.last = Ph::ReadyPipe;
-                Op::Pipe
-            }
-            Ph::ReadyPipe => {
-                if env.ret < 0 {
-                    return refused(env, "pipe", env.ret);
-                }
-                self.ready = env.ret as Fd;
-                self.last = Ph::GoPipe;
-                Op::Pipe
-            }
-            Ph::GoPipe => {
-                if env.ret < 0 {
-                    return refused(env, "pipe", env.ret);
-                }
-                self.go = env.ret as Fd;
-                self.connect_or_sync(0)
-            }
-            Ph::Connected(i) => {
-                if env.ret < 0 {
-                    return refused(env, "connect", env.ret);
-                }
-                self.conn = env.ret as Fd;
-                let hdrs: Headers = Arc::default();
-                self.hdrs = Some(hdrs.clone());
-                self.last = Ph::ForkedServer(i);
-                Op::Fork {
-                    child: Box::new(Server {
-                        fd: self.conn + 1,
-                        hdrs,
-                        last: Sv::Start,
-                        reply: 0,
-                    }),
-                }
-            }
-            Ph::ForkedServer(i) => {
-                if env.ret <= 0 {
-                    return refused(env, "fork", env.ret);
-                }
-                self.last = Ph::ForkedClient(i);
-                Op::Fork {
-                    child: Box::new(Client {
-                        fd: self.conn,
-                        ready_w: self.ready + 1,
-                        go_r: self.go,
-                        hdrs: self.hdrs.take().expect("headers of this connection"),
-                        ops: self.ops,
-                        done: 0,
-                        last: Cl::Start,
-                        recv: 0,
-                        payload: 0,
-                        setup: true,
-                    }),
-                }
-            }
-            Ph::ForkedClient(i) => {
-                if env.ret <= 0 {
-                    return refused(env, "fork", env.ret);
-                }
-                self.client_pids.push(env.ret);
-                self.connect_or_sync(i + 1)
-            }
-            Ph::Ready { got } => {
-                let got = got + env.ret.max(0) as u64;
-                let want = self.clients as u64;
-                if got < want {
-                    self.last = Ph::Ready { got };
-                    return Op::Read {
-                        fd: self.ready,
-                        len: want - got,
-                    };
-                }
-                env.mark("start");
-                self.last = Ph::Go;
-                Op::Write {
-                    fd: self.go + 1,
-                    len: 1,
-                }
-            }
-            Ph::Go => {
-                self.last = Ph::Reap {
-                    clients_left: self.clients,
-                };
-                Op::Wait
-            }
-            Ph::Reap { clients_left } => {
-                if env.ret == ECHILD {
-                    return Op::Exit;
-                }
-                let mut left = clients_left;
-                if self.client_pids.contains(&env.ret) {
-                    left -= 1;
-                    if left == 0 {
-                        env.mark("end");
+        loop {
+            match self.phase {
+                0 => step!(self.pipes.step(env)),
+                // Per client: its connection, the server process, the client process.
+                1 => loop {
+                    step!(self.conns.step(env));
+                    let (gate, ops, hdrs) = (self.gate(), self.ops, &mut self.hdrs);
+                    let conn = self.conns.fds().last().copied().unwrap_or_default();
+                    step!(self.procs.step(env, |k, _| {
+                        if k % 2 == 0 {
+                            let h: Headers = Arc::default();
+                            *hdrs = Some(h.clone());
+                            return server(conn + 1, h);
+                        }
+                        let h = hdrs.take().expect("headers of this connection");
+                        client(conn, gate, h, ops)
+                    }));
+                    if self.procs.spawned() == 2 * self.clients as u64 {
+                        break;
                     }
+                    self.conns.more(1);
+                    self.procs.more(2);
+                },
+                // One ready byte per client, then the timer starts and go wakes them all.
+                2 => {
+                    let (gate, n) = (self.gate(), self.clients as u64);
+                    let ready = self.ready.get_or_insert_with(|| {
+                        gate.gather_at_once(n, |_, ret| {
+                            format!("tbench: ready read returned {ret}")
+                        })
+                    });
+                    step!(ready.step(env));
                 }
-                self.last = Ph::Reap { clients_left: left };
-                Op::Wait
+                3 => {
+                    env.mark("start");
+                    self.phase += 1;
+                    return self.gate().go();
+                }
+                // Reap everything; the run ends with the last client.
+                4 => {
+                    let (pids, left) = (self.procs.pids(), &mut self.clients_left);
+                    step!(self.reap.step_each(env, |env, pid| {
+                        // Clients are the odd children.
+                        if pids.iter().skip(1).step_by(2).any(|&c| c == pid) {
+                            *left -= 1;
+                            if *left == 0 {
+                                env.mark("end");
+                            }
+                        }
+                    }));
+                }
+                _ => return Op::Exit,
             }
+            self.phase += 1;
         }
     }
 }
 
-fn refused(env: &mut Env<'_>, what: &str, ret: i64) -> Op {
-    env.fail(format!(
-        "tbench: {what} refused ({ret}): the kernel's process or file limit was reached"
-    ));
-    Op::Exit
+fn server(fd: Fd, hdrs: Headers) -> Box<dyn Program> {
+    Box::new(Server {
+        fd,
+        hdrs,
+        msg: Reads::new(fd, 4, 1, |_, ret| {
+            format!("tbench: server read returned {ret}")
+        })
+        .until_eof(),
+        header: true,
+        reply: 0,
+        closed: false,
+    })
+}
+
+fn client(fd: Fd, gate: Gate, hdrs: Headers, ops: u64) -> Box<dyn Program> {
+    Box::new(Client {
+        fd,
+        start: gate.arrive(|_, ret| format!("tbench: client ready write returned {ret}")),
+        hdrs,
+        ops,
+        done: 0,
+        st: Cl::Request,
+        reply: Reads::new(fd, 4, 0, |_, ret| {
+            format!("tbench: client read returned {ret}")
+        }),
+        header: false,
+        recv: 0,
+        payload: 0,
+        setup: true,
+    })
+}
+
+/// A refused call's error: a process or file limit.
+fn refused(what: &'static str) -> impl Fn(u64, i64) -> String + Send + 'static {
+    move |_, ret| {
+        format!("tbench: {what} refused ({ret}): the kernel's process or file limit was reached")
+    }
 }
 
 impl Workload for Tbench {
     fn root(&self) -> Box<dyn Program> {
         Box::new(Parent {
+            phase: 0,
             clients: self.clients,
             ops: self.ops,
-            last: Ph::Start,
-            ready: 0,
-            go: 0,
-            conn: 0,
-            client_pids: Vec::new(),
+            pipes: Open::pipes(2, refused("pipe")),
+            conns: Open::new(Chan::Tcp, 0, refused("connect")),
+            procs: Spawn::forks(0, refused("fork")),
             hdrs: None,
+            ready: None,
+            reap: Reap::all(),
+            clients_left: self.clients,
         })
     }
 
