@@ -110,6 +110,7 @@ pub(crate) mod testing {
             Op::TcpPair => "tcppair".into(),
             Op::Close { fd } => format!("close {fd}"),
             Op::Nice { inc } => format!("nice {inc}"),
+            Op::SetAffinity { mask } => format!("setaffinity {mask:#x}"),
         }
     }
 
