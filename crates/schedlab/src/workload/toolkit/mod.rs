@@ -92,6 +92,7 @@ pub(crate) mod testing {
     use crate::{RunConfig, Simulation};
 
     /// An op, as text (ops are neither `Debug` nor `PartialEq`: they may hold programs).
+    /// Exhaustive on purpose: a new op must say how it reads.
     pub(crate) fn show(op: &Op) -> String {
         match op {
             Op::Compute { ns, ws } => format!("compute {ns} {ws}"),
@@ -102,13 +103,13 @@ pub(crate) mod testing {
             Op::Sleep { ns } => format!("sleep {ns}"),
             Op::Fork { .. } => "fork".into(),
             Op::Clone { .. } => "clone".into(),
-            Op::Exec { .. } => "exec".into(),
             Op::Exit => "exit".into(),
             Op::Wait => "wait".into(),
             Op::Pipe => "pipe".into(),
             Op::SocketPair => "socketpair".into(),
             Op::TcpPair => "tcppair".into(),
             Op::Close { fd } => format!("close {fd}"),
+            Op::Exec { .. } => "exec".into(),
             Op::Nice { inc } => format!("nice {inc}"),
             Op::SetAffinity { mask } => format!("setaffinity {mask:#x}"),
         }
