@@ -33,7 +33,7 @@ struct Cli {
 enum Cmd {
     /// Simulate one workload under one policy on one machine.
     Run(RunArgs),
-    /// List machines, policies, workloads or counters, with parameters and defaults.
+    /// List machines, policies, workloads, counters or tables, with parameters, units and defaults.
     List {
         /// What to list.
         what: ListWhat,
@@ -128,6 +128,7 @@ enum ListWhat {
     Policies,
     Workloads,
     Counters,
+    Tables,
 }
 
 fn main() -> ExitCode {
@@ -222,6 +223,10 @@ fn reproduce(
             .build_global()
             .map_err(|e| CliError::Failed(e.to_string()))?;
     }
+    // Every output path is checked before any work starts.
+    if let Some(dir) = &out_dir {
+        check_writable(dir)?;
+    }
     let total: usize = tables.iter().map(|t| t.cells.len()).sum();
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(total as u64);
@@ -233,9 +238,28 @@ fn reproduce(
         );
         b
     });
-    let rep = experiment::report::run_tables(tables, &|done, _| {
+    // Without a terminal, one line per finished table (logs, CI).
+    let left: std::sync::Mutex<Vec<usize>> =
+        std::sync::Mutex::new(tables.iter().map(|t| t.cells.len()).collect());
+    let names: Vec<(String, usize)> = tables
+        .iter()
+        .map(|t| (t.id.clone(), t.cells.len()))
+        .collect();
+    let started = std::time::Instant::now();
+    let rep = experiment::report::run_tables(tables, &|done, _, t| {
         if let Some(b) = &bar {
             b.set_position(done as u64);
+        } else {
+            let mut left = left.lock().expect("progress state");
+            left[t] -= 1;
+            if left[t] == 0 {
+                eprintln!(
+                    "schedlab: {} done ({} cells, {:.0} s)",
+                    names[t].0,
+                    names[t].1,
+                    started.elapsed().as_secs_f64()
+                );
+            }
         }
     });
     if let Some(b) = bar {
@@ -257,6 +281,20 @@ fn reproduce(
         )),
         Format::Text => out(&rep.text()),
     }
+}
+
+/// Refuse an output directory that cannot be created or written, before any work.
+fn check_writable(dir: &std::path::Path) -> Result<(), CliError> {
+    let bad = |e: std::io::Error| {
+        CliError::Input(format!(
+            "cannot write to --out {}: {e} (accepted: a directory this user can create or write)",
+            dir.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(bad)?;
+    let probe = dir.join(".schedlab-write-test");
+    std::fs::write(&probe, b"").map_err(bad)?;
+    std::fs::remove_file(&probe).map_err(bad)
 }
 
 /// A spinner on stderr for long runs, only when stderr is a terminal.
@@ -308,6 +346,22 @@ fn list(what: ListWhat) -> String {
             }
         }
         ListWhat::Counters => o += COUNTERS,
+        ListWhat::Tables => {
+            for t in schedlab::experiment::all_tables() {
+                o += &format!(
+                    "{:<24} {}\n{:<24} {} cells on {}, in {} ({} is better)\n{:<24} source: {}\n",
+                    t.id,
+                    t.title,
+                    "",
+                    t.cells.len(),
+                    t.machine,
+                    t.unit,
+                    t.better,
+                    "",
+                    t.source
+                );
+            }
+        }
     }
     o
 }

@@ -444,6 +444,34 @@ fn native_compare_runs_the_real_tools() {
 }
 
 #[test]
+fn reproduce_refuses_an_unwritable_out_before_any_work() {
+    let o = schedlab(&["reproduce", "--out", "/proc/schedlab-cannot-be-here"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cannot write to --out /proc/schedlab-cannot-be-here"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "nothing was simulated");
+}
+
+#[test]
+fn list_tables_names_every_table_with_its_source() {
+    let o = schedlab(&["list", "tables"]);
+    assert!(o.status.success());
+    let s = String::from_utf8(o.stdout).unwrap();
+    for t in schedlab::experiment::all_tables() {
+        assert!(
+            s.contains(&t.id) && s.contains(&t.source),
+            "{} missing",
+            t.id
+        );
+    }
+    assert!(s.contains("cells on piii700-1m"));
+}
+
+#[test]
 fn reproduce_writes_the_report_plots_and_results() {
     let dir = std::env::temp_dir().join(format!("schedlab-reproduce-{}", std::process::id()));
     let o = schedlab(&["reproduce", "V3", "--out", dir.to_str().unwrap()]);
@@ -454,6 +482,14 @@ fn reproduce_writes_the_report_plots_and_results() {
         "{text}"
     );
     assert!(text.contains("scores: order") && text.contains("The seed findings"));
+    // stderr is not a terminal here: one line per finished table.
+    let err = String::from_utf8(o.stderr).unwrap();
+    for t in [
+        "V3a-lat-pipe-sync done (2 cells",
+        "V3b-bw-pipe-sync done (2 cells",
+    ] {
+        assert!(err.contains(t), "no progress line {t:?} in {err}");
+    }
     for f in [
         "report.md",
         "results.json",

@@ -33,7 +33,12 @@ pub struct Reproduction {
 }
 
 /// Simulate every cell of `tables` on all cores; `progress(done, total)` after each cell.
-pub fn run_tables(tables: Vec<Table>, progress: &(dyn Fn(usize, usize) + Sync)) -> Reproduction {
+/// Simulate every cell of `tables` in parallel. `progress(done, total, table)` is called
+/// as each cell finishes, with the index of its table.
+pub fn run_tables(
+    tables: Vec<Table>,
+    progress: &(dyn Fn(usize, usize, usize) + Sync),
+) -> Reproduction {
     let jobs: Vec<(usize, usize)> = tables
         .iter()
         .enumerate()
@@ -47,7 +52,7 @@ pub fn run_tables(tables: Vec<Table>, progress: &(dyn Fn(usize, usize) + Sync)) 
         .map(|&(t, c)| {
             let r = run_cell(&tables[t], c);
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            progress(n, total);
+            progress(n, total, t);
             r
         })
         .collect();
