@@ -392,7 +392,6 @@ impl Kind {
 #[derive(Clone, Debug, Default)]
 pub struct Params {
     values: BTreeMap<&'static str, String>,
-    given: Vec<&'static str>,
 }
 
 impl Params {
@@ -441,7 +440,6 @@ pub fn resolve(what: &str, spec: &Spec, decl: &[ParamSpec]) -> Result<Params, Sp
             expected: d.kind.describe(),
         })?;
         p.values.insert(d.name, value);
-        p.given.push(d.name);
     }
     Ok(p)
 }

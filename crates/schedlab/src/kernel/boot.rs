@@ -62,8 +62,7 @@ impl Kernel {
         for c in 0..n {
             class.task_fork(&mut ctx, c as u32, None);
         }
-        let all = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-        let init = k.create_task(None, root, 1, 0, all, 0);
+        let init = k.create_task(None, root, 1, 0, k.online_mask(), 0);
         k.next_mm = 2;
         k.tasks[init as usize].kstack.push(Frame::User);
         k.wake_up_new_task(0, init, None);

@@ -242,6 +242,14 @@ impl Kernel {
         &mut self.tasks[p as usize]
     }
 
+    /// The affinity mask of every CPU online.
+    pub fn online_mask(&self) -> u64 {
+        match self.cpus.len() {
+            n if n >= 64 => u64::MAX,
+            n => (1u64 << n) - 1,
+        }
+    }
+
     /// Number of CPUs online.
     #[inline]
     pub fn nr_cpus(&self) -> usize {

@@ -120,12 +120,7 @@ impl Kernel {
     /// `sched_setaffinity(0, mask)` by `p` on `cpu`: `EINVAL` when `mask` names no online
     /// CPU, else 0. If `cpu` is excluded, `p` reschedules and `schedule()` moves it.
     pub(crate) fn sched_setaffinity(&mut self, cpu: CpuId, p: TaskId, mask: u64) -> i64 {
-        let online = if self.cpus.len() >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << self.cpus.len()) - 1
-        };
-        if mask & online == 0 {
+        if mask & self.online_mask() == 0 {
             return crate::kernel::abi::EINVAL;
         }
         let (class, mut ctx) = self.sched(cpu);
