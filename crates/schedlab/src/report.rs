@@ -22,6 +22,8 @@ pub struct MachineReport {
     pub mhz: u64,
     /// L2 per CPU in KB.
     pub l2_kb: u64,
+    /// The model's mechanisms as switched for this run (`--machine NAME:bus=off,...`).
+    pub model: crate::machine::Model,
 }
 
 /// A name with options.
@@ -56,6 +58,41 @@ pub struct LockReport {
     pub wait_ns_mean: f64,
     /// Failed trylocks.
     pub trylock_failures: u64,
+    /// Test-and-test-and-set hand-offs: CPUs spinning at a contended hand-off, mean
+    /// (the grantee included; 0 under `lock=ticket`).
+    pub spinners_mean: f64,
+    /// Test-and-test-and-set hand-offs: mean time from the release to the grant.
+    pub handoff_ns_mean: f64,
+}
+
+/// One front-side bus.
+#[derive(Clone, Debug, Serialize)]
+pub struct BusReport {
+    /// Share of the run the bus carried a transfer, in %.
+    pub busy_pct: f64,
+    /// Transfers (slots) carried.
+    pub transfers: u64,
+    /// Mean wait for a free slot per transfer.
+    pub queue_ns_mean: f64,
+}
+
+/// Traffic of scheduler lines, locks and copies between caches.
+#[derive(Clone, Debug, Serialize)]
+pub struct LineReport {
+    /// Scheduler-line reads and writes looked up in the directory.
+    pub accesses: u64,
+    /// Of which served by the CPU's own cache, in %.
+    pub hit_pct: f64,
+    /// Line transfers from another CPU's cache.
+    pub c2c_transfers: u64,
+    /// Of which between the two buses, in %.
+    pub cross_bus_pct: f64,
+    /// Line reads from memory.
+    pub memory_reads: u64,
+    /// Invalidations of shared copies.
+    pub invalidations: u64,
+    /// Cache-to-cache transfers per `schedule()` call.
+    pub c2c_per_schedule: f64,
 }
 
 /// Where the CPUs' time went, in % of all CPU time.
@@ -86,6 +123,10 @@ pub struct Counters {
     pub idle_pct: f64,
     /// Locks by name.
     pub locks: BTreeMap<String, LockReport>,
+    /// Front-side buses, in bus order (empty with `bus=off`).
+    pub buses: Vec<BusReport>,
+    /// Line traffic.
+    pub lines: LineReport,
     /// Policy-specific counters.
     pub policy: BTreeMap<String, f64>,
     /// Switches to a non-idle task.
@@ -163,29 +204,57 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
     let k = &sim.k;
     let preset = k.machine.preset;
     let (pspec, wspec) = sim.specs();
-    let mut locks: BTreeMap<String, (u64, u64, u64, u64, u64)> = BTreeMap::new();
+    let mut sums: BTreeMap<String, crate::machine::LockStats> = BTreeMap::new();
     for l in &k.locks {
-        let e = locks.entry(l.name.to_string()).or_default();
-        e.0 += l.stats.acquisitions;
-        e.1 += l.stats.contended;
-        e.2 += l.stats.hold_ns;
-        e.3 += l.stats.wait_ns;
-        e.4 += l.stats.trylock_failures;
+        let e = sums.entry(l.name.to_string()).or_default();
+        e.acquisitions += l.stats.acquisitions;
+        e.contended += l.stats.contended;
+        e.hold_ns += l.stats.hold_ns;
+        e.wait_ns += l.stats.wait_ns;
+        e.trylock_failures += l.stats.trylock_failures;
+        e.handoff_ns += l.stats.handoff_ns;
+        e.spinners += l.stats.spinners;
     }
-    let locks = locks
+    let locks = sums
         .into_iter()
-        .map(|(name, (acq, cont, hold, wait, fails))| {
-            let a = acq.max(1) as f64;
+        .map(|(name, s)| {
+            let a = s.acquisitions.max(1) as f64;
+            let c = s.contended.max(1) as f64;
             let r = LockReport {
-                acquisitions: acq,
-                contended_pct: pct(cont as f64, acq as f64),
-                hold_ns_mean: round(hold as f64 / a),
-                wait_ns_mean: round(wait as f64 / a),
-                trylock_failures: fails,
+                acquisitions: s.acquisitions,
+                contended_pct: pct(s.contended as f64, s.acquisitions as f64),
+                hold_ns_mean: round(s.hold_ns as f64 / a),
+                wait_ns_mean: round(s.wait_ns as f64 / a),
+                trylock_failures: s.trylock_failures,
+                spinners_mean: round(s.spinners as f64 / c),
+                handoff_ns_mean: round(s.handoff_ns as f64 / c),
             };
             (name, r)
         })
         .collect();
+    let run_ns = k.now.max(1) as f64;
+    let buses = if k.machine.model.bus {
+        k.ic
+            .bus_stats()
+            .map(|b| BusReport {
+                busy_pct: pct(b.busy_ns as f64, run_ns),
+                transfers: b.transfers,
+                queue_ns_mean: round(b.queued_ns as f64 / b.transfers.max(1) as f64),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let t = &k.ic.stats;
+    let lines = LineReport {
+        accesses: t.line_accesses,
+        hit_pct: pct(t.line_hits as f64, t.line_accesses as f64),
+        c2c_transfers: t.c2c_transfers,
+        cross_bus_pct: pct(t.cross_bus_transfers as f64, t.c2c_transfers as f64),
+        memory_reads: t.memory_reads,
+        invalidations: t.invalidations,
+        c2c_per_schedule: round(t.c2c_transfers as f64 / k.stats.schedule_calls.max(1) as f64),
+    };
     let total: u64 = k.cpus.iter().map(|c| c.clock).sum();
     let by = |cat: Acct| k.cpus.iter().map(|c| c.acct[cat as usize]).sum::<u64>() as f64;
     let cpu_time = CpuTime {
@@ -202,6 +271,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             cpus_fitted: preset.cpus,
             mhz: preset.costs.cpu_mhz,
             l2_kb: preset.costs.l2_bytes / 1024,
+            model: k.machine.model,
         },
         cpus: k.cpus.len(),
         policy: Named {
@@ -224,6 +294,8 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             ipis: s.ipis,
             idle_pct: cpu_time.idle_pct,
             locks,
+            buses,
+            lines,
             policy: sim
                 .policy()
                 .counters()
@@ -309,6 +381,28 @@ impl RunReport {
                 o,
                 "  lock        {name}: {} acquisitions, {:.1}% contended, hold {:.0} ns, wait {:.0} ns, {} failed trylocks",
                 l.acquisitions, l.contended_pct, l.hold_ns_mean, l.wait_ns_mean, l.trylock_failures
+            );
+            if l.spinners_mean > 0.0 {
+                let _ = writeln!(
+                    o,
+                    "              hand-off {:.0} ns with {:.2} CPUs spinning",
+                    l.handoff_ns_mean, l.spinners_mean
+                );
+            }
+        }
+        for (i, b) in c.buses.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "  bus {i}       busy {:.1}%, {} transfers, queueing {:.1} ns per transfer",
+                b.busy_pct, b.transfers, b.queue_ns_mean
+            );
+        }
+        let l = &c.lines;
+        if l.accesses > 0 || l.c2c_transfers > 0 {
+            let _ = writeln!(
+                o,
+                "  lines       {} scheduler-line accesses, {:.1}% hits; {} cache-to-cache ({:.1}% cross-bus, {:.1} per schedule), {} from memory, {} invalidations",
+                l.accesses, l.hit_pct, l.c2c_transfers, l.cross_bus_pct, l.c2c_per_schedule, l.memory_reads, l.invalidations
             );
         }
         if !c.policy.is_empty() {

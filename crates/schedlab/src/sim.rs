@@ -8,7 +8,7 @@ use crate::engine::Time;
 use crate::kernel::sched::SchedClass;
 use crate::kernel::task::TaskState;
 use crate::kernel::{Acct, Kernel};
-use crate::machine::{preset, Machine};
+use crate::machine::Machine;
 use crate::policy;
 use crate::spec::Spec;
 use crate::workload::{self, Workload};
@@ -235,13 +235,8 @@ fn input(e: crate::spec::SpecError) -> SimError {
 
 /// The machine `config` names, with the CPUs it boots.
 fn boot_machine(config: &RunConfig) -> Result<Machine, SimError> {
-    let preset = preset::find(&config.machine).ok_or_else(|| {
-        let names: Vec<&str> = preset::PRESETS.iter().map(|p| p.name).collect();
-        SimError::Input(crate::spec::SpecError::unknown(
-            "machine",
-            &config.machine,
-            &names,
-        ))
-    })?;
-    Machine::boot(preset, config.cpus).map_err(SimError::Machine)
+    Machine::boot_spec(&config.machine, config.cpus).map_err(|e| match e {
+        crate::spec::SpecError::Invalid(m) => SimError::Machine(m),
+        e => SimError::Input(e),
+    })
 }

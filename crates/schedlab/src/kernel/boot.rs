@@ -8,7 +8,7 @@
 //! `jiffies`).
 
 use crate::engine::{EventQueue, SimRng, Time};
-use crate::machine::{CacheModel, Machine};
+use crate::machine::{CacheModel, Machine, Interconnect};
 
 use super::abi::{Program, Record};
 use super::frame::Frame;
@@ -39,6 +39,7 @@ impl Kernel {
             cpus: Vec::with_capacity(n),
             locks: Vec::new(),
             cache: CacheModel::new(n, costs.line_bytes, costs.l1_bytes, costs.l2_bytes),
+            ic: Interconnect::new(n, machine.preset.cpus_per_bus, costs, machine.model),
             waitqs: Vec::new(),
             streams: Vec::new(),
             files: Vec::new(),

@@ -268,8 +268,10 @@ impl Kernel {
     fn compute(&mut self, cpu: CpuId, task: TaskId, left: Time, ws: u64) {
         let costs = self.machine.costs();
         let miss = self.cache.touch(cpu, task, ws);
-        let stall = miss.from_l2 * costs.l2_line_ns + miss.from_outside * costs.mem_line_ns;
         let start = self.cpus[cpu].clock;
+        let stall = miss.from_l2 * costs.l2_line_ns
+            + miss.from_outside * costs.mem_line_ns
+            + self.ic.stream(start, miss.from_outside, None, cpu);
         self.charge(cpu, stall + left, Acct::Running);
         let c = &mut self.cpus[cpu];
         c.user = Some((start, c.clock, ws));
@@ -310,14 +312,18 @@ impl Kernel {
             if n.mm != self.cpus[cpu].active_mm {
                 cost += costs.switch_mm_ns;
             }
-            let from_outside = match n.last_ran {
-                Some(o) if o != cpu => self.machine.line_transfer_ns(o, cpu),
-                _ => costs.mem_line_ns,
+            let from = n.last_ran.filter(|&o| o != cpu);
+            let per_line = match from {
+                Some(o) => self.machine.line_transfer_ns(o, cpu),
+                None => costs.mem_line_ns,
             };
             let miss = self
                 .cache
                 .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
-            cost += miss.from_l2 * costs.l2_line_ns + miss.from_outside * from_outside;
+            let now = self.cpus[cpu].clock;
+            cost += miss.from_l2 * costs.l2_line_ns
+                + miss.from_outside * per_line
+                + self.ic.stream(now, miss.from_outside, from, cpu);
         }
         // The exiting task's parent learns of the zombie once it is off the CPU (2.4's
         // release_task waits for that anyway).

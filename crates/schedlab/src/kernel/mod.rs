@@ -55,7 +55,7 @@ pub mod types;
 pub mod waitq;
 
 use crate::engine::{EventQueue, SimRng, Time};
-use crate::machine::{CacheModel, CpuId, LockId, Machine, SpinLock};
+use crate::machine::{CacheModel, CpuId, Interconnect, LockId, Machine, SpinLock};
 
 use abi::{Program, Record};
 use sched::{SchedClass, SchedCtx};
@@ -178,6 +178,8 @@ pub struct Kernel {
     pub locks: Vec<SpinLock>,
     /// Caches.
     pub cache: CacheModel,
+    /// Buses and the directory of scheduler lines.
+    pub ic: Interconnect,
     /// Wait queues.
     pub waitqs: Vec<WaitQueue>,
     /// Streams.
@@ -353,6 +355,7 @@ impl Kernel {
             &mut self.tasks,
             &mut self.cpus,
             &mut self.locks,
+            &mut self.ic,
             &mut self.queue,
             &mut self.stats,
             &mut self.rng,
@@ -426,6 +429,7 @@ impl Kernel {
             ));
         }
         self.cache.check()?;
+        self.ic.check()?;
         self.class.check(self)
     }
 }

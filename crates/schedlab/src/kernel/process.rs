@@ -184,5 +184,6 @@ impl Kernel {
         t.kstack.clear();
         self.programs[p as usize] = None;
         self.cache.forget(p);
+        self.ic.forget_task(p);
     }
 }

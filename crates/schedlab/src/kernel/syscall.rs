@@ -111,7 +111,12 @@ impl Kernel {
     }
 
     pub(super) fn copy(&mut self, cpu: CpuId, s: usize, bytes: u64) {
-        let ns = self.machine.copy_ns(bytes, self.streams[s].last_cpu, cpu);
+        let last = self.streams[s].last_cpu;
+        let mut ns = self.machine.copy_ns(bytes, last, cpu);
+        if let Some(from) = last.filter(|&o| o != cpu) {
+            let lines = bytes.div_ceil(self.machine.costs().line_bytes);
+            ns += self.ic.stream(self.cpus[cpu].clock, lines, Some(from), cpu);
+        }
         self.charge(cpu, ns, Acct::Running);
         self.streams[s].last_cpu = Some(cpu);
     }

@@ -6,16 +6,54 @@
 //! kernel asks it what an operation costs (a switch, a copy, a cache refill, a lock
 //! hand-over) and charges the answer to the CPU doing the work.
 //!
+//! What a cost *is* depends on the load: line transfers queue on the front-side buses and
+//! scheduler data lines move between caches ([`interconnect`]), and spinlocks hand over
+//! as 2.4's test-and-test-and-set locks did ([`spinlock`]). Each of these mechanisms can
+//! be switched off on the command line (`--machine piii700-1m:bus=off,lock=ticket`) to
+//! see which result it makes ([`Model`]).
+//!
 //! Invariants: costs are fixed for a run; one set of constants per preset, shared by every
 //! policy and workload (the fidelity rule of `system.md`).
 
+pub mod bus;
 pub mod cache;
+pub mod interconnect;
 pub mod preset;
 pub mod spinlock;
 
 pub use cache::CacheModel;
+pub use interconnect::{Interconnect, LineId, LockKind, Model};
 pub use preset::{Costs, Limits, Preset, PRESETS};
 pub use spinlock::{LockId, LockStats, SpinLock};
+
+crate::options! {
+    /// The machine model's switches, given after the preset name.
+    pub struct ModelOptions in MODEL_PARAMS {
+        bus: bool = flag("on").help("line transfers occupy front-side bus slots and queue")
+            .source("benchmarks.md §6.1 (100 MHz FSB, 800 MB/s peak)");
+        lock: String = choice("ttas", &["ttas", "ticket"])
+            .help("spinlocks: 2.4 i386 test-and-test-and-set, or FIFO tickets (one transfer per hand-off)")
+            .source("2.4 include/asm-i386/spinlock.h");
+        coherence: bool = flag("on")
+            .help("scheduler lines written by another CPU cost a cache-to-cache transfer")
+            .source("benchmarks.md §6.3");
+    }
+}
+
+impl ModelOptions {
+    /// The model these options select.
+    pub fn model(&self) -> Model {
+        Model {
+            bus: self.bus,
+            lock: if self.lock == "ticket" {
+                LockKind::Ticket
+            } else {
+                LockKind::Ttas
+            },
+            coherence: self.coherence,
+        }
+    }
+}
 
 use crate::engine::Time;
 
@@ -29,10 +67,26 @@ pub struct Machine {
     pub preset: &'static Preset,
     /// CPUs online.
     pub cpus: usize,
+    /// The mechanisms switched on.
+    pub model: Model,
 }
 
 impl Machine {
-    /// Boot `preset` with `cpus` CPUs (`None` = all of them).
+    /// Boot the machine `spec` names (`PRESET[:bus=off,lock=ticket,coherence=off]`) with
+    /// `cpus` CPUs (`None` = all of them).
+    pub fn boot_spec(spec: &str, cpus: Option<usize>) -> Result<Machine, crate::spec::SpecError> {
+        let spec = crate::spec::Spec::parse("machine", spec)?;
+        let preset = preset::find(&spec.name).ok_or_else(|| {
+            let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+            crate::spec::SpecError::unknown("machine", &spec.name, &names)
+        })?;
+        let params = crate::spec::resolve("machine", &spec, MODEL_PARAMS)?;
+        let mut m = Machine::boot(preset, cpus).map_err(crate::spec::SpecError::Invalid)?;
+        m.model = ModelOptions::from_params(&params).model();
+        Ok(m)
+    }
+
+    /// Boot `preset` with `cpus` CPUs (`None` = all of them) and every mechanism on.
     pub fn boot(preset: &'static Preset, cpus: Option<usize>) -> Result<Machine, String> {
         let n = cpus.unwrap_or(preset.cpus);
         if n == 0 || n > preset.cpus {
@@ -41,7 +95,11 @@ impl Machine {
                 preset.name, preset.cpus, preset.cpus
             ));
         }
-        Ok(Machine { preset, cpus: n })
+        Ok(Machine {
+            preset,
+            cpus: n,
+            model: Model::default(),
+        })
     }
 
     /// The cost table.

@@ -25,10 +25,30 @@ pub struct Costs {
     pub schedule_ns: Time,
     /// Fixed work of `try_to_wake_up()` outside placement (state change, queue insert).
     pub wakeup_ns: Time,
-    /// Cost of examining one task in a run-queue scan: one L2 miss to main memory
-    /// (B§6.2: 164 ns) plus ≈ 30 cycles of `goodness()` (B§6.3, Yamamura: the scan misses
-    /// L2 on almost every task_struct).
+    /// Work of examining one task in a run-queue scan, its line aside: ≈ 30 cycles of
+    /// `goodness()` (B§6.3). Where the task's line comes from (L2, another CPU's cache,
+    /// memory) is the interconnect's ([`super::interconnect`]); with coherence off every
+    /// examined task is one memory miss (B§6.3, Yamamura: the scan misses L2 on almost
+    /// every task_struct).
     pub task_examine_ns: Time,
+    /// Load-to-use latency of an L2 miss served by memory on an idle bus. B§6.2: 163.69
+    /// ns; B§6.3: ≈ 165 ns.
+    pub mem_latency_ns: Time,
+    /// A write to a line other caches hold shared: the bus invalidation (request, error
+    /// and snoop phases of a P6 bus transaction, ≈ 6 clocks of the 100 MHz bus, B§6.1)
+    /// without a data phase. Inferred.
+    pub upgrade_ns: Time,
+    /// One bus slot: two clocks of a 100 MHz front-side bus (B§6.1), the address phase of
+    /// a transaction. An invalidation occupies one slot.
+    pub bus_slot_ns: Time,
+    /// Alignment of task_structs: 2.4 i386 places each at the base of its 8 KB
+    /// (`THREAD_SIZE`) kernel stack, so a given line of every task_struct falls in the
+    /// same L2 sets and an L2 holds at most `l2_bytes / task_align_bytes` of them
+    /// (B§6.3: Yamamura's scan "misses L2 on almost every task").
+    pub task_align_bytes: u64,
+    /// Slots one 32-byte line occupies: four data clocks of the 64-bit bus (B§6.1: peak
+    /// 800 MB/s = 32 bytes per 40 ns).
+    pub line_slots: u64,
     /// Cost of walking one wait-queue entry in `__wake_up_common`.
     pub waitq_entry_ns: Time,
     /// An uncontended `lock`-prefixed acquire on P6: tens of cycles (B§6.3).
@@ -175,11 +195,16 @@ const fn piii700(l2_bytes: u64) -> Costs {
         switch_mm_ns: 1_500,
         schedule_ns: 300,
         wakeup_ns: 250,
-        task_examine_ns: 165 + 43,
+        task_examine_ns: 43,
+        mem_latency_ns: 165,
+        upgrade_ns: 60,
+        bus_slot_ns: 20,
+        line_slots: 2,
+        task_align_bytes: 8 * 1024,
         waitq_entry_ns: 30,
         lock_ns: 40,
         c2c_line_ns: 130,
-        c2c_cross_bus_line_ns: 200,
+        c2c_cross_bus_line_ns: 330,
         pipe_call_ns: 600,
         unix_call_ns: 2_500,
         tcp_call_ns: 6_000,

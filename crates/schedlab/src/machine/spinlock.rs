@@ -1,14 +1,19 @@
-//! Spinlocks in the *ticket* model.
+//! Spinlocks: when a requester is granted the lock, and what the hand-off costs.
 //!
-//! model: a critical section runs atomically in the event that requests its lock; the lock
+//! Model: a critical section runs atomically in the event that requests its lock; the lock
 //! is then busy until the section's simulated work is done (`free_at`). A requester at
-//! virtual time `t` is granted the lock at `max(t, free_at)`; the difference is spinning,
-//! charged to the requester's CPU. Requests are served in the order the simulation reaches
-//! them, i.e. in simulated request-time order (a FIFO ticket lock), so every section sees
-//! the state left by every section serialized before it: the decision is made with the
-//! state at the moment the lock is acquired. Lock-free readers may see a section's effects
-//! up to one spin-wait early. A lock acquired by a CPU other than its last holder pays a
-//! cache-line transfer (topology-dependent) on top of the atomic operation.
+//! virtual time `t` is granted the lock at `max(t, free_at)` plus the hand-off; the
+//! difference is spinning, charged to the requester's CPU. Requests are served in the
+//! order the simulation reaches them, i.e. in simulated request-time order, so every
+//! section sees the state left by every section serialized before it: the decision is made
+//! with the state at the moment the lock is acquired. Lock-free readers may see a
+//! section's effects up to one spin-wait early.
+//!
+//! The hand-off depends on the lock kind ([`crate::machine::LockKind`], kernel side in
+//! `SchedCtx::lock`): a *ticket* lock moves one line from the last holder; 2.4's
+//! *test-and-test-and-set* byte lock (`lock; decb`, spin on a plain read) makes every
+//! spinner re-read the line and race for the locked op at each release, so the hand-off
+//! and the bus traffic it causes grow with the number of spinners.
 //!
 //! Invariants: a lock is held by at most one CPU; `free_at` never moves backwards.
 
@@ -32,6 +37,12 @@ pub struct LockStats {
     pub hold_ns: Time,
     /// Total time spent spinning by requesters.
     pub wait_ns: Time,
+    /// Of contended acquisitions under `lock=ttas`: total time from the release to the
+    /// grant (the re-read storm and the locked op).
+    pub handoff_ns: Time,
+    /// Of contended acquisitions under `lock=ttas`: CPUs spinning at the hand-off,
+    /// summed (the grantee included).
+    pub spinners: u64,
 }
 
 /// One spinlock.
@@ -47,6 +58,8 @@ pub struct SpinLock {
     pub granted_at: Time,
     /// CPU that held it last (for the cache-line transfer).
     pub last_cpu: Option<CpuId>,
+    /// Grant times of recent acquisitions, for the spinners still queued at a request.
+    pub queued: Vec<Time>,
     /// Counters.
     pub stats: LockStats,
 }
@@ -60,6 +73,7 @@ impl SpinLock {
             holder: None,
             granted_at: 0,
             last_cpu: None,
+            queued: Vec::new(),
             stats: LockStats::default(),
         }
     }

@@ -159,16 +159,14 @@ impl SchedClass for Fifo {
         if !prev_t.is_idle && prev_t.state == TaskState::Running && ctx.allowed(prev, cpu) {
             self.enqueue(prev);
         }
-        let mut examined = 0;
         let mut pick = None;
         for (i, &t) in self.queue.iter().enumerate() {
-            examined += 1;
+            ctx.examine_task(t);
             if ctx.allowed(t, cpu) {
                 pick = Some(i);
                 break;
             }
         }
-        ctx.examine(examined);
         let i = pick?;
         let t = self.queue.remove(i).expect("index from scan");
         self.on_rq[t as usize] = false;

@@ -200,6 +200,7 @@ impl Hamq {
         let mut c = MIN_GOODNESS;
         let q = &self.rq[cpu].list;
         for &p in q {
+            ctx.examine_task(p);
             let t = ctx.task(p);
             if !ctx.allowed(p, cpu) || t.on_cpu.is_some_and(|o| o != cpu) {
                 continue;
@@ -210,8 +211,6 @@ impl Hamq {
                 next = p;
             }
         }
-        let n = q.len() as u64;
-        ctx.examine(n);
         (next, c)
     }
 
@@ -245,8 +244,8 @@ impl Hamq {
                 }
                 self.lines.locked(cpu, r, false);
                 let mut best: Option<(TaskId, i32)> = None;
-                let len = self.rq[r].list.len();
                 for &p in &self.rq[r].list {
+                    ctx.examine_task(p);
                     if ctx.task(p).on_cpu.is_none() && ctx.allowed(p, cpu) {
                         let w = self.core.goodness(ctx, p, cpu, ctx.active_mm(cpu));
                         if best.is_none_or(|(_, b)| w > b) {
@@ -254,7 +253,6 @@ impl Hamq {
                         }
                     }
                 }
-                ctx.examine(len as u64);
                 if let Some((p, _)) = best {
                     self.dequeue(ctx, p);
                     ctx.set_task_cpu(p, cpu);

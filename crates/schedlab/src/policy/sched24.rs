@@ -261,15 +261,17 @@ impl Core24 {
             if !can_schedule(ctx, p, cpu) {
                 continue;
             }
-            if ctx.cpu_is_idle(cpu) {
+            // cpu_curr(cpu) and last_schedule(cpu): that CPU's schedule_data line.
+            let tsk = ctx.read_curr(cpu);
+            if tsk == ctx.idle_task(cpu) {
                 let ls = ctx.last_schedule(cpu);
                 if oldest_idle.is_none_or(|(o, _)| ls < o) {
                     oldest_idle = Some((ls, cpu));
                 }
             } else if oldest_idle.is_none() {
-                let tsk = ctx.curr(cpu);
                 let mm = ctx.task(tsk).mm;
                 examined += 1;
+                ctx.examine_task(tsk);
                 let prio = self.preemption_goodness(ctx, tsk, p, cpu, mm);
                 if prio > max_prio {
                     max_prio = prio;
@@ -277,7 +279,7 @@ impl Core24 {
                 }
             }
         }
-        ctx.examine(examined);
+        let _ = examined;
         match (oldest_idle, victim) {
             (Some((_, cpu)), _) => Target::Idle(cpu),
             (None, Some(cpu)) => Target::Preempt(cpu),
@@ -327,8 +329,9 @@ impl Core24 {
             walked += 1;
             let s = &mut self.ts[p];
             s.counter = (s.counter >> 1) + nice_to_ticks(t.nice, self.hz);
+            ctx.examine_task(p as TaskId);
+            ctx.write_task(p as TaskId);
         }
-        ctx.examine(walked);
         walked
     }
 

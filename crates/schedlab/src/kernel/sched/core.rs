@@ -81,6 +81,10 @@ impl Kernel {
         let fixed = self.machine.costs().tick_ns;
         let idle = curr == self.cpus[cpu].idle;
         let (class, mut ctx) = self.sched(cpu);
+        if !idle {
+            // The time slice (2.4 `counter--`, O(1) `time_slice--`) is in curr's line.
+            ctx.write_task(curr);
+        }
         class.task_tick(&mut ctx, cpu, curr, user);
         class.balance(&mut ctx, cpu, Balance::Tick { idle });
         ctx.charge(fixed);
@@ -174,6 +178,17 @@ pub(crate) fn pick_next(
     if prev != idle {
         class.put_prev_task(ctx, cpu, prev, next);
     }
+    if next != prev {
+        // The switch's bookkeeping under the lock (2.4 `has_cpu`/`processor`, 2.6
+        // `rq->curr`, the array a task is on): both tasks' lines are written here.
+        if prev != idle {
+            ctx.write_task(prev);
+        }
+        if next != idle {
+            ctx.write_task(next);
+        }
+        ctx.write_curr();
+    }
     if next != idle {
         class.set_next_task(ctx, cpu, next, prev);
     }
@@ -233,6 +248,8 @@ pub(crate) fn wake_task(class: &mut dyn SchedClass, ctx: &mut SchedCtx<'_>, p: T
         }
     };
     ctx.set_task_cpu(p, cpu);
+    // `p->state = TASK_RUNNING` and its run-list links: the waker writes p's line.
+    ctx.write_task(p);
     class.enqueue_task(ctx, cpu, p, wake);
     class.wakeup_preempt(ctx, cpu, p, wake);
     let target = if cpu == old {

@@ -1,12 +1,15 @@
 //! What a scheduling-class hook may see and do. Time inside a hook is the executing CPU's
 //! clock, advanced by every charge, spin and lock transfer; locks are the machine's
 //! spinlocks ([`crate::machine::spinlock`]), so spinning, hold times and line transfers
-//! are charged by the machine model, never by the class.
+//! are charged by the machine model, never by the class. A class says which tasks it
+//! examines ([`SchedCtx::examine_task`]) and which shared lines it reads or writes; the
+//! interconnect ([`crate::machine::interconnect`]) prices each access by where the line
+//! is and how busy the buses are.
 
 use crate::engine::{EventQueue, SimRng, Time};
 use crate::kernel::task::{Task, TaskId};
 use crate::kernel::{charge, Acct, Cpu, Event, KernelStats};
-use crate::machine::{Costs, CpuId, LockId, Machine, SpinLock};
+use crate::machine::{Costs, CpuId, Interconnect, LineId, LockId, LockKind, Machine, SpinLock};
 
 /// What a policy hook may see and do. Time inside a hook is the executing CPU's clock,
 /// advanced by every charge, spin and lock transfer.
@@ -14,6 +17,7 @@ pub struct SchedCtx<'a> {
     tasks: &'a mut Vec<Task>,
     cpus: &'a mut Vec<Cpu>,
     locks: &'a mut Vec<SpinLock>,
+    ic: &'a mut Interconnect,
     queue: &'a mut EventQueue<Event>,
     stats: &'a mut KernelStats,
     rng: &'a mut SimRng,
@@ -35,6 +39,7 @@ impl<'a> SchedCtx<'a> {
         tasks: &'a mut Vec<Task>,
         cpus: &'a mut Vec<Cpu>,
         locks: &'a mut Vec<SpinLock>,
+        ic: &'a mut Interconnect,
         queue: &'a mut EventQueue<Event>,
         stats: &'a mut KernelStats,
         rng: &'a mut SimRng,
@@ -46,6 +51,7 @@ impl<'a> SchedCtx<'a> {
             tasks,
             cpus,
             locks,
+            ic,
             queue,
             stats,
             rng,
@@ -169,10 +175,66 @@ impl<'a> SchedCtx<'a> {
         charge(self.cpus, self.tasks, self.cpu, ns, self.cat);
     }
 
-    /// Charge the examination of `n` tasks in a run-queue scan.
+    /// Charge the examination of `n` tasks whose lines the class does not name: each
+    /// the work of `goodness()` and one memory miss (the flat model). Prefer
+    /// [`SchedCtx::examine_task`].
     #[inline]
     pub fn examine(&mut self, n: u64) {
-        let c = n * self.costs().task_examine_ns;
+        let c = self.costs();
+        self.charge(n * (c.task_examine_ns + c.mem_latency_ns));
+    }
+
+    /// Charge the examination of task `p` in a run-queue scan: the work of `goodness()`
+    /// and the read of `p`'s scheduler line, wherever it is now.
+    #[inline]
+    pub fn examine_task(&mut self, p: TaskId) {
+        let now = self.now();
+        let line = self.ic.read_task(now, self.cpu, p);
+        let c = self.costs().task_examine_ns + line;
+        self.charge(c);
+    }
+
+    /// Charge a write of task `p`'s scheduler line by the executing CPU (its counter,
+    /// run-list links, state, `processor`): other CPUs' copies are invalidated.
+    #[inline]
+    pub fn write_task(&mut self, p: TaskId) {
+        let now = self.now();
+        let c = self.ic.write_task(now, self.cpu, p);
+        self.charge(c);
+    }
+
+    /// `cpu`'s current task, read as a kernel reads another CPU's `curr`: the read of
+    /// that CPU's line, written at its every switch, is charged.
+    #[inline]
+    pub fn read_curr(&mut self, cpu: CpuId) -> TaskId {
+        self.read_line(Interconnect::curr_line(cpu));
+        self.cpus[cpu].curr
+    }
+
+    /// The switch on the executing CPU publishes its new `curr`.
+    #[inline]
+    pub(crate) fn write_curr(&mut self) {
+        self.write_line(Interconnect::curr_line(self.cpu));
+    }
+
+    /// Name a shared line the class reads and writes (a list head, a published value).
+    pub fn new_line(&mut self, name: &'static str) -> LineId {
+        self.ic.new_line(name)
+    }
+
+    /// Charge a read of the shared line `l`.
+    #[inline]
+    pub fn read_line(&mut self, l: LineId) {
+        let now = self.now();
+        let c = self.ic.read_line(now, self.cpu, l);
+        self.charge(c);
+    }
+
+    /// Charge a write of the shared line `l`.
+    #[inline]
+    pub fn write_line(&mut self, l: LineId) {
+        let now = self.now();
+        let c = self.ic.write_line(now, self.cpu, l);
         self.charge(c);
     }
 
@@ -199,14 +261,62 @@ impl<'a> SchedCtx<'a> {
         if spin > 0 {
             charge(self.cpus, self.tasks, self.cpu, spin, Acct::Spin);
         }
+        if spin > 0 && self.machine.model.lock == LockKind::Ttas {
+            self.ttas_handoff(l, now);
+        } else {
+            let xfer = self.transfer_cost(l);
+            let c = self.costs().lock_ns + xfer;
+            self.charge(c);
+        }
         self.grant(l, spin);
         self.lock_ns += self.now() - now;
+    }
+
+    /// The hand-off of a test-and-test-and-set lock to this CPU, spinning since
+    /// `requested`: the release invalidates every spinner's copy; each re-reads the line
+    /// from the releaser, all race with `lock; decb` and the losers re-read it from the
+    /// winner. The other spinners at this grant are estimated by those queued ahead of
+    /// this request when it was made (in steady state an arrival sees the queue a grant
+    /// leaves behind). This CPU wins after half the re-reads and its own locked op; the
+    /// rest of the storm occupies the bus during its critical section.
+    fn ttas_handoff(&mut self, l: LockId, requested: Time) {
+        let cpu = self.cpu;
+        let lk = &mut self.locks[l as usize];
+        lk.queued.retain(|&g| g > requested);
+        let others = lk.queued.len() as u64;
+        let releaser = lk.last_cpu.unwrap_or(cpu);
+        let release = self.now();
+        let mut t = release;
+        // This CPU's re-read comes after half of the others'.
+        for _ in 0..=others / 2 {
+            let lat = self.ic.transfer(release, Some(releaser), cpu);
+            t = t.max(release + lat);
+        }
+        let cross_bus = self.machine.bus_of(releaser) != self.machine.bus_of(cpu)
+            || (others > 0 && self.machine.cpus > self.machine.preset.cpus_per_bus);
+        let rfo = self.ic.serve(
+            t,
+            cpu,
+            crate::machine::interconnect::Source::Upgrade { cross_bus },
+        );
+        t += rfo + self.costs().lock_ns;
+        // The losers' re-reads, locked ops and re-reads again, from this CPU's cache.
+        let storm = (others - others / 2) + 2 * others;
+        self.ic.stream(t, storm, Some(releaser), cpu);
+        let lk = &mut self.locks[l as usize];
+        lk.stats.handoff_ns += t - release;
+        lk.stats.spinners += others + 1;
+        let c = t - release;
+        self.charge(c);
     }
 
     /// Try to acquire `l` without spinning.
     pub fn trylock(&mut self, l: LockId) -> bool {
         let now = self.now();
         if self.locks[l as usize].is_free_at(now) {
+            let xfer = self.transfer_cost(l);
+            let c = self.costs().lock_ns + xfer;
+            self.charge(c);
             self.grant(l, 0);
             true
         } else {
@@ -219,22 +329,27 @@ impl<'a> SchedCtx<'a> {
         }
     }
 
+    /// The lock's line moving from its last holder to this CPU, on the buses.
     #[inline]
-    fn transfer_cost(&self, l: LockId) -> Time {
+    fn transfer_cost(&mut self, l: LockId) -> Time {
         match self.locks[l as usize].last_cpu {
-            Some(o) if o != self.cpu => self.machine.line_transfer_ns(o, self.cpu),
+            Some(o) if o != self.cpu => {
+                let now = self.now();
+                self.ic.transfer(now, Some(o), self.cpu)
+            }
             _ => 0,
         }
     }
 
     #[inline]
     fn grant(&mut self, l: LockId, spin: Time) {
-        let xfer = self.transfer_cost(l);
-        let c = self.costs().lock_ns + xfer;
-        self.charge(c);
         let now = self.now();
         let cpu = self.cpu;
         let lk = &mut self.locks[l as usize];
+        if lk.queued.len() >= 64 {
+            lk.queued.remove(0);
+        }
+        lk.queued.push(now);
         lk.holder = Some(cpu);
         lk.granted_at = now;
         lk.stats.acquisitions += 1;

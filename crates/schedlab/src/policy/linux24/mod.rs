@@ -68,7 +68,7 @@ mod tests;
 use std::collections::BTreeMap;
 
 use crate::kernel::task::{Task, TaskId, TaskState};
-use crate::machine::{CpuId, LockId, Machine};
+use crate::machine::{CpuId, LineId, LockId, Machine};
 use crate::spec::Params;
 
 #[cfg(any(test, debug_assertions))]
@@ -176,6 +176,8 @@ pub struct Linux24 {
     sync_wakeups: bool,
     options: BTreeMap<String, String>,
     runqueue_lock: LockId,
+    /// The line of `runqueue_head` (its `next` and `prev` links).
+    runqueue_head: LineId,
     /// `runqueue_head`: list position → task. Head insertion takes a position below every
     /// other, tail insertion one above (determinism: positions are unique).
     rq: BTreeMap<i64, TaskId>,
@@ -207,6 +209,7 @@ impl Linux24 {
             sync_wakeups,
             options,
             runqueue_lock: 0,
+            runqueue_head: 0,
             rq: BTreeMap::new(),
             head_pos: 0,
             tail_pos: 0,
@@ -277,30 +280,54 @@ impl Linux24 {
     }
 
     /// `add_to_runqueue`: head (2.4.0–2.4.19) or tail (2.4.20), `nr_running++`.
-    fn add_to_runqueue(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
+    fn add_to_runqueue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         debug_assert!(ctx.holds(self.runqueue_lock));
         debug_assert!(!self.on_rq(p));
         let pos = if self.version >= Version::V2420 {
+            self.link_at_tail(ctx);
             self.tail_pos += 1;
             self.tail_pos
         } else {
+            // list_add: head->next, and the old first's `prev` (not in its scheduler line).
+            ctx.write_line(self.runqueue_head);
             self.head_pos -= 1;
             self.head_pos
         };
         self.set_pos(ctx, p, pos);
     }
 
+    /// list_add_tail's writes: the old last task's `next` (in its scheduler line) and
+    /// head->prev.
+    fn link_at_tail(&mut self, ctx: &mut SchedCtx<'_>) {
+        if let Some((_, &last)) = self.rq.last_key_value() {
+            ctx.write_task(last);
+        }
+        ctx.write_line(self.runqueue_head);
+    }
+
     /// `move_last_runqueue`.
-    fn move_last_runqueue(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
+    fn move_last_runqueue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         debug_assert!(ctx.holds(self.runqueue_lock));
+        self.unlink(ctx, p);
+        self.link_at_tail(ctx);
         self.tail_pos += 1;
         let pos = self.tail_pos;
         self.set_pos(ctx, p, pos);
     }
 
+    /// list_del's write of the predecessor's `next` (its scheduler line, or the head's).
+    fn unlink(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        let pos = self.ts[p as usize].pos.expect("unlink of a task not queued");
+        match self.rq.range(..pos).next_back() {
+            Some((_, &before)) => ctx.write_task(before),
+            None => ctx.write_line(self.runqueue_head),
+        }
+    }
+
     /// `del_from_runqueue`: `nr_running--`, `run_list.next = NULL`.
-    fn del_from_runqueue(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
+    fn del_from_runqueue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         debug_assert!(ctx.holds(self.runqueue_lock));
+        self.unlink(ctx, p);
         let s = &mut self.ts[p as usize];
         let pos = s
             .pos
@@ -420,6 +447,7 @@ impl SchedClass for Linux24 {
 
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         self.runqueue_lock = ctx.new_lock("runqueue_lock");
+        self.runqueue_head = ctx.new_line("runqueue_head");
         self.index = GoodnessIndex::new(ctx.nr_cpus());
         self.active_mm = vec![0; ctx.nr_cpus()];
     }
@@ -485,9 +513,12 @@ impl SchedClass for Linux24 {
         }
         // Step 5, `repeat_schedule`.
         loop {
-            let n = self.nr_running() as u64;
-            ctx.examine(n);
-            self.stats.tasks_examined += n;
+            // The walk reads every queued task's line (and the head's), wherever it is.
+            ctx.read_line(self.runqueue_head);
+            for &p in self.rq.values() {
+                ctx.examine_task(p);
+            }
+            self.stats.tasks_examined += self.nr_running() as u64;
             let (c, next) = self.scan_indexed(ctx, cpu, prev, this_mm);
             #[cfg(debug_assertions)]
             if self.rq.len() <= 256 {

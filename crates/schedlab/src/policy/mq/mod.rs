@@ -360,9 +360,8 @@ impl Mq {
         }
         let mut found = None;
         if upd {
-            let mut looked = 0;
             for &t in &self.rq[c].list {
-                looked += 1;
+                ctx.examine_task(t);
                 if !Self::has_cpu(ctx, t) {
                     let w = self.core.na_goodness(ctx, t);
                     if w > 0 {
@@ -371,7 +370,6 @@ impl Mq {
                     }
                 }
             }
-            ctx.examine(looked);
         }
         let q = &mut self.rq[c];
         match found {
@@ -426,6 +424,7 @@ impl Mq {
         let n = self.rq[this].list.len();
         for i in 0..n {
             let p = self.rq[this].list[i];
+            ctx.examine_task(p);
             if !can_schedule(ctx, p, this) {
                 continue;
             }
@@ -442,7 +441,6 @@ impl Mq {
                 prev_next = p;
             }
         }
-        ctx.examine(n as u64);
         if prev_next != idle {
             let g = self.core.na_goodness(ctx, prev_next);
             let allowed = ctx.task(prev_next).cpus_allowed;

@@ -45,16 +45,14 @@ impl Mq {
             if len(&self.rq[src]) <= len(&self.rq[dst]) + 1 {
                 break;
             }
-            let mut looked = 0;
             let mut pick = None;
             for &t in self.rq[src].list.iter().rev() {
-                looked += 1;
+                ctx.examine_task(t);
                 if !Self::has_cpu(ctx, t) && ctx.allowed(t, dst) {
                     pick = Some(t);
                     break;
                 }
             }
-            ctx.examine(looked);
             let Some(t) = pick else {
                 exhausted[src] = true;
                 continue;

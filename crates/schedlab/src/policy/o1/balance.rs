@@ -212,7 +212,7 @@ impl O1 {
                     .copied()
                     .collect();
                 for t in list {
-                    ctx.examine(1);
+                    ctx.examine_task(t);
                     if !self.can_migrate(ctx, t, this, idle) {
                         continue;
                     }
@@ -282,7 +282,7 @@ impl O1 {
                     let list: Vec<TaskId> =
                         self.rqs[b].arrays[arr].list(idx).iter().copied().collect();
                     for t in list {
-                        ctx.examine(1);
+                        ctx.examine_task(t);
                         if ctx.curr(b) != t && ctx.allowed(t, this) {
                             pulled = Some(t);
                             break;

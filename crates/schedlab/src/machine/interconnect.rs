@@ -1,0 +1,468 @@
+//! Where a cache line comes from, and what moving it costs: the front-side buses and a
+//! MESI-style directory of the lines scheduler code shares.
+//!
+//! Design: every line transfer — a miss to memory, a dirty line pulled from another CPU's
+//! cache, an invalidation before a write — occupies slots on the buses it crosses
+//! ([`Bus`]): the requester's front-side bus, and for a line held on the other ProFusion
+//! bus that bus too (the crossbar itself is non-blocking, B§6.1). A transfer waits for a
+//! free slot, so a miss costs more while other CPUs keep the bus busy. The directory keeps,
+//! for each line scheduler code reads and writes — one line of each task's `task_struct`
+//! (the fields `goodness()` reads: counter, nice, policy, mm, processor, run_list) and the
+//! lines a class names (list heads, published per-queue values) — which CPU holds it
+//! modified and which hold it shared. A read of a line another CPU wrote since this CPU
+//! last read it is a cache-to-cache transfer, not an L2 hit.
+//!
+//! Each mechanism can be switched off for ablation ([`Model`]): without the bus a
+//! transfer costs its unloaded latency; without coherence every task examined costs one
+//! memory miss (the flat model of B§6.3, "the scan misses L2 on almost every task").
+//!
+//! Invariants: a line has at most one owner, and an owner is its only sharer; bus slots
+//! are given once (see [`Bus`]). The directory assumes shared copies stay in L2 until
+//! written elsewhere: scheduler lines are few and hot, user working sets are the cache
+//! model's ([`super::CacheModel`]).
+
+use crate::engine::Time;
+
+use super::bus::{Bus, BusStats};
+use super::{Costs, CpuId};
+
+/// Which lock implementation spinlocks follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockKind {
+    /// 2.4 i386 `spin_lock`: `lock; decb`, then spin on a plain read until the byte is
+    /// positive (test-and-test-and-set). A release invalidates every spinner's copy.
+    Ttas,
+    /// A FIFO ticket lock: one line transfer per hand-off whatever the spinners.
+    Ticket,
+}
+
+/// The machine model's switchable mechanisms (`--machine NAME:bus=off,...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Model {
+    /// Transfers occupy bus slots and queue.
+    pub bus: bool,
+    /// Spinlock implementation.
+    pub lock: LockKind,
+    /// Scheduler data lines are tracked per CPU (MESI directory).
+    pub coherence: bool,
+}
+
+impl Default for Model {
+    fn default() -> Model {
+        Model {
+            bus: true,
+            lock: LockKind::Ttas,
+            coherence: true,
+        }
+    }
+}
+
+/// A line a scheduling class names (a list head, a published per-queue value).
+pub type LineId = u32;
+
+/// Where a line access was served from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// This CPU's cache holds the line in a state that allows the access.
+    Hit,
+    /// Main memory.
+    Memory,
+    /// Another CPU's cache, which held it modified.
+    Cache(CpuId),
+    /// A write to a line held shared: other copies are invalidated, no data moves.
+    Upgrade {
+        /// Some sharer sits on another bus.
+        cross_bus: bool,
+    },
+}
+
+const NO_OWNER: u16 = u16::MAX;
+
+/// The directory entries of a set of lines.
+#[derive(Default)]
+struct Lines {
+    owner: Vec<u16>,
+    sharers: Vec<u64>,
+    /// Per CPU, how many of these lines its L2 can hold (0: unbounded), and for each
+    /// (line, CPU) the CPU's access count at the line's last access there: a line
+    /// accessed `capacity` accesses ago or more has been evicted (LRU by access count).
+    capacity: u32,
+    cpus: usize,
+    clock: Vec<u32>,
+    stamp: Vec<u32>,
+}
+
+impl Lines {
+    fn bounded(cpus: usize, capacity: u32) -> Lines {
+        Lines {
+            capacity,
+            cpus,
+            clock: vec![0; cpus],
+            ..Lines::default()
+        }
+    }
+
+    fn ensure(&mut self, i: usize) {
+        if self.owner.len() <= i {
+            self.owner.resize(i + 1, NO_OWNER);
+            self.sharers.resize(i + 1, 0);
+            if self.capacity > 0 {
+                self.stamp.resize((i + 1) * self.cpus, 0);
+            }
+        }
+    }
+
+    /// Apply LRU eviction of line `i` from `cpu`'s cache, then record this access.
+    #[inline]
+    fn age(&mut self, i: usize, cpu: CpuId) {
+        if self.capacity == 0 {
+            return;
+        }
+        let k = i * self.cpus + cpu;
+        let now = self.clock[cpu];
+        let me = 1u64 << cpu;
+        if self.sharers[i] & me != 0 && now.wrapping_sub(self.stamp[k]) >= self.capacity {
+            // Evicted since: a dirty copy was written back.
+            self.sharers[i] &= !me;
+            if self.owner[i] as usize == cpu {
+                self.owner[i] = NO_OWNER;
+            }
+        }
+        let now = now.wrapping_add(1);
+        self.clock[cpu] = now;
+        self.stamp[k] = now;
+    }
+
+    fn read(&mut self, i: usize, cpu: CpuId) -> Source {
+        self.ensure(i);
+        self.age(i, cpu);
+        let me = 1u64 << cpu;
+        if self.sharers[i] & me != 0 {
+            return Source::Hit;
+        }
+        let o = self.owner[i];
+        self.owner[i] = NO_OWNER;
+        self.sharers[i] |= me;
+        if o == NO_OWNER {
+            Source::Memory
+        } else {
+            Source::Cache(o as CpuId)
+        }
+    }
+
+    fn write(&mut self, i: usize, cpu: CpuId, bus_of: impl Fn(CpuId) -> usize) -> Source {
+        self.ensure(i);
+        self.age(i, cpu);
+        let me = 1u64 << cpu;
+        let o = self.owner[i];
+        let sharers = self.sharers[i];
+        self.owner[i] = cpu as u16;
+        self.sharers[i] = me;
+        if o as usize == cpu {
+            Source::Hit
+        } else if o != NO_OWNER {
+            Source::Cache(o as CpuId)
+        } else if sharers & me != 0 {
+            let others = sharers & !me;
+            if others == 0 {
+                // Exclusive clean copy: a silent upgrade.
+                return Source::Hit;
+            }
+            let mine = bus_of(cpu);
+            let cross_bus = (0..64)
+                .filter(|c| others & (1u64 << c) != 0)
+                .any(|c| bus_of(c) != mine);
+            Source::Upgrade { cross_bus }
+        } else {
+            Source::Memory
+        }
+    }
+
+    fn forget(&mut self, i: usize) {
+        if i < self.owner.len() {
+            self.owner[i] = NO_OWNER;
+            self.sharers[i] = 0;
+        }
+    }
+}
+
+/// Counters of line traffic over a run.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TrafficStats {
+    /// Scheduler-line reads and writes looked up in the directory.
+    pub line_accesses: u64,
+    /// Of which served by this CPU's cache.
+    pub line_hits: u64,
+    /// Line transfers from another CPU's cache (scheduler lines, locks, copies).
+    pub c2c_transfers: u64,
+    /// Of which across the two buses.
+    pub cross_bus_transfers: u64,
+    /// Line reads from memory (scheduler lines and locks; working-set refills are
+    /// counted by the bus only).
+    pub memory_reads: u64,
+    /// Invalidations without data (writes to shared lines).
+    pub invalidations: u64,
+}
+
+/// The buses and the directory of a booted machine.
+pub struct Interconnect {
+    model: Model,
+    cpus_per_bus: usize,
+    costs: &'static Costs,
+    buses: Vec<Bus>,
+    tasks: Lines,
+    named: Lines,
+    names: Vec<&'static str>,
+    /// Counters.
+    pub stats: TrafficStats,
+}
+
+impl Interconnect {
+    /// The interconnect of `cpus` CPUs, `cpus_per_bus` to a bus.
+    pub fn new(cpus: usize, cpus_per_bus: usize, costs: &'static Costs, model: Model) -> Self {
+        let nbus = cpus.div_ceil(cpus_per_bus);
+        Interconnect {
+            model,
+            cpus_per_bus,
+            costs,
+            buses: (0..nbus).map(|_| Bus::new(costs.bus_slot_ns)).collect(),
+            // 2.4 i386 puts each task_struct at the base of its 8 KB kernel stack, so the
+            // same line of every task_struct maps to the same few L2 sets: an L2 holds
+            // at most l2_bytes / 8 KB of them whatever its associativity.
+            tasks: Lines::bounded(cpus, (costs.l2_bytes / costs.task_align_bytes) as u32),
+            named: Lines::default(),
+            // Lines 0..cpus: each CPU's `curr` (2.4 `aligned_data[cpu].schedule_data`,
+            // 2.6 `rq->curr`), written by that CPU at every switch.
+            names: vec!["cpu_curr"; cpus],
+            stats: TrafficStats::default(),
+        }
+    }
+
+    /// The line holding `cpu`'s current task pointer.
+    pub fn curr_line(cpu: CpuId) -> LineId {
+        cpu as LineId
+    }
+
+    /// The mechanisms switched on.
+    pub fn model(&self) -> Model {
+        self.model
+    }
+
+    #[inline]
+    fn bus_of(&self, cpu: CpuId) -> usize {
+        cpu / self.cpus_per_bus
+    }
+
+    /// Counters of each bus.
+    pub fn bus_stats(&self) -> impl Iterator<Item = &BusStats> {
+        self.buses.iter().map(|b| &b.stats)
+    }
+
+    /// Put `slots` slots on bus `b` at `t`; the extra wait over an idle bus.
+    #[inline]
+    fn on_bus(&mut self, b: usize, t: Time, slots: u64) -> Time {
+        if !self.model.bus {
+            return 0;
+        }
+        let bus = &mut self.buses[b];
+        let span = bus.occupy_many(t, slots);
+        span.saturating_sub(slots * bus.slot_ns())
+    }
+
+    /// Cost, at time `t`, of an access served from `src` by `cpu`: unloaded latency plus
+    /// queueing on the buses it crosses.
+    pub fn serve(&mut self, t: Time, cpu: CpuId, src: Source) -> Time {
+        let c = self.costs;
+        let line = c.line_slots;
+        let mine = self.bus_of(cpu);
+        match src {
+            Source::Hit => {
+                self.stats.line_hits += 1;
+                c.l2_line_ns
+            }
+            Source::Memory => {
+                self.stats.memory_reads += 1;
+                c.mem_latency_ns + self.on_bus(mine, t, line)
+            }
+            Source::Cache(o) => {
+                self.stats.c2c_transfers += 1;
+                let theirs = self.bus_of(o);
+                if theirs == mine {
+                    c.c2c_line_ns + self.on_bus(mine, t, line)
+                } else {
+                    self.stats.cross_bus_transfers += 1;
+                    let q = self.on_bus(theirs, t, line);
+                    c.c2c_cross_bus_line_ns + q + self.on_bus(mine, t + q, line)
+                }
+            }
+            Source::Upgrade { cross_bus } => {
+                self.stats.invalidations += 1;
+                let q = self.on_bus(mine, t, 1);
+                if cross_bus {
+                    let other = 1 - mine.min(1);
+                    c.upgrade_ns + (c.c2c_cross_bus_line_ns - c.c2c_line_ns)
+                        + q
+                        + self.on_bus(other, t + q, 1)
+                } else {
+                    c.upgrade_ns + q
+                }
+            }
+        }
+    }
+
+    /// Move one line last written on `from` (memory when `None` or this CPU) to `cpu`.
+    pub fn transfer(&mut self, t: Time, from: Option<CpuId>, cpu: CpuId) -> Time {
+        match from {
+            Some(o) if o != cpu => self.serve(t, cpu, Source::Cache(o)),
+            Some(_) => 0,
+            None => self.serve(t, cpu, Source::Memory),
+        }
+    }
+
+    /// A stream of `lines` line transfers into `cpu` (a refill or a copy) that the core
+    /// overlaps at its own pace: returns only the extra time lost to queueing.
+    pub fn stream(&mut self, t: Time, lines: u64, from: Option<CpuId>, cpu: CpuId) -> Time {
+        if !self.model.bus || lines == 0 {
+            return 0;
+        }
+        let slots = lines * self.costs.line_slots;
+        let mine = self.bus_of(cpu);
+        let mut q = self.on_bus(mine, t, slots);
+        if let Some(o) = from {
+            let theirs = self.bus_of(o);
+            if theirs != mine {
+                q = q.max(self.on_bus(theirs, t, slots));
+            }
+        }
+        q
+    }
+
+    /// `cpu` reads task `p`'s scheduler line at `t`: the access's cost.
+    #[inline]
+    pub fn read_task(&mut self, t: Time, cpu: CpuId, p: u32) -> Time {
+        if !self.model.coherence {
+            return self.serve(t, cpu, Source::Memory);
+        }
+        self.stats.line_accesses += 1;
+        let src = self.tasks.read(p as usize, cpu);
+        self.serve(t, cpu, src)
+    }
+
+    /// `cpu` writes task `p`'s scheduler line at `t`: the access's cost (0 without the
+    /// coherence model, whose flat costs include the writes).
+    #[inline]
+    pub fn write_task(&mut self, t: Time, cpu: CpuId, p: u32) -> Time {
+        if !self.model.coherence {
+            return 0;
+        }
+        self.stats.line_accesses += 1;
+        let cpb = self.cpus_per_bus;
+        let src = self.tasks.write(p as usize, cpu, |c| c / cpb);
+        self.serve(t, cpu, src)
+    }
+
+    /// Forget an exited task's line.
+    pub fn forget_task(&mut self, p: u32) {
+        self.tasks.forget(p as usize);
+    }
+
+    /// Name a new shared line (at a class's `init`).
+    pub fn new_line(&mut self, name: &'static str) -> LineId {
+        self.names.push(name);
+        (self.names.len() - 1) as LineId
+    }
+
+    /// `cpu` reads the named line `l` at `t`.
+    pub fn read_line(&mut self, t: Time, cpu: CpuId, l: LineId) -> Time {
+        if !self.model.coherence {
+            return 0;
+        }
+        self.stats.line_accesses += 1;
+        let src = self.named.read(l as usize, cpu);
+        self.serve(t, cpu, src)
+    }
+
+    /// `cpu` writes the named line `l` at `t`.
+    pub fn write_line(&mut self, t: Time, cpu: CpuId, l: LineId) -> Time {
+        if !self.model.coherence {
+            return 0;
+        }
+        self.stats.line_accesses += 1;
+        let cpb = self.cpus_per_bus;
+        let src = self.named.write(l as usize, cpu, |c| c / cpb);
+        self.serve(t, cpu, src)
+    }
+
+    /// Check the directory's invariant: an owner is its line's only sharer.
+    pub fn check(&self) -> Result<(), String> {
+        for (what, lines) in [("task", &self.tasks), ("named", &self.named)] {
+            for (i, (&o, &s)) in lines.owner.iter().zip(&lines.sharers).enumerate() {
+                if o != NO_OWNER && s != 1u64 << o {
+                    return Err(format!(
+                        "{what} line {i}: owner cpu {o} but sharers {s:#x}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::preset;
+
+    fn ic(model: Model) -> Interconnect {
+        let p = preset::find("piii700-1m").unwrap();
+        Interconnect::new(8, 4, &p.costs, model)
+    }
+
+    #[test]
+    fn a_line_written_elsewhere_is_a_transfer_then_a_hit() {
+        let mut x = ic(Model::default());
+        let c = x.costs;
+        assert_eq!(x.read_task(0, 0, 5), c.mem_latency_ns);
+        assert_eq!(x.read_task(1_000, 0, 5), c.l2_line_ns);
+        // CPU 1 (same bus) writes it: CPU 0's copy is invalidated.
+        assert_eq!(x.write_task(2_000, 1, 5), c.upgrade_ns);
+        assert_eq!(x.read_task(3_000, 0, 5), c.c2c_line_ns);
+        // CPU 4 (other bus) writes it: two copies shared, one across.
+        let up = x.write_task(4_000, 4, 5);
+        assert_eq!(up, c.upgrade_ns + c.c2c_cross_bus_line_ns - c.c2c_line_ns);
+        assert_eq!(x.read_task(5_000, 0, 5), c.c2c_cross_bus_line_ns);
+        assert_eq!(x.stats.cross_bus_transfers, 1);
+        x.check().unwrap();
+    }
+
+    #[test]
+    fn transfers_at_one_time_queue_on_the_bus_unless_it_is_off() {
+        let mut x = ic(Model::default());
+        let c = x.costs;
+        let a = x.transfer(0, Some(1), 0);
+        let b = x.transfer(0, Some(2), 3);
+        assert_eq!(a, c.c2c_line_ns);
+        assert_eq!(b, c.c2c_line_ns + c.line_slots * c.bus_slot_ns);
+        // The other bus is idle.
+        assert_eq!(x.transfer(0, Some(5), 4), c.c2c_line_ns);
+        let mut off = ic(Model {
+            bus: false,
+            ..Model::default()
+        });
+        assert_eq!(off.transfer(0, Some(1), 0), c.c2c_line_ns);
+        assert_eq!(off.transfer(0, Some(2), 3), c.c2c_line_ns);
+    }
+
+    #[test]
+    fn without_coherence_every_examined_task_is_a_memory_miss() {
+        let mut x = ic(Model {
+            coherence: false,
+            ..Model::default()
+        });
+        let c = x.costs;
+        assert_eq!(x.read_task(0, 0, 1), c.mem_latency_ns);
+        assert_eq!(x.read_task(1_000, 0, 1), c.mem_latency_ns);
+        assert_eq!(x.write_task(0, 1, 1), 0);
+    }
+}
