@@ -215,7 +215,12 @@ impl Kernel {
                 st.push(Frame::Compute { left: ns, ws });
                 return true;
             }
-            Op::Read { fd, len } => Sys::Read { fd, len, done: 0 },
+            Op::Read { fd, len } => Sys::Read {
+                fd,
+                len,
+                done: 0,
+                again: false,
+            },
             Op::Write { fd, len } => Sys::Write {
                 fd,
                 len,

@@ -14,8 +14,14 @@ use super::types::{TaskId, WakeList};
 
 /// A system call in progress; re-entered after every sleep.
 pub enum Sys {
-    /// `read(fd, len)`; `done` bytes already copied (pipe `do_more_read`).
-    Read { fd: Fd, len: u64, done: u64 },
+    /// `read(fd, len)`; `done` bytes already copied (pipe `do_more_read`); `again`: re-entered
+    /// after a sleep, inside the same call.
+    Read {
+        fd: Fd,
+        len: u64,
+        done: u64,
+        again: bool,
+    },
     /// `write(fd, len)`; `started` once the `PIPE_BUF` atomicity wait is over;
     /// `waiting` while counted in `PIPE_WAITING_WRITERS`.
     Write {

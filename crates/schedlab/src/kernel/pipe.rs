@@ -13,7 +13,9 @@ use super::syscall::{Outcome, Wakes};
 impl Kernel {
     /// 2.4 `pipe_read`: wait while empty; copy what is there; if more was asked for and a
     /// writer is waiting, wake writers synchronously and wait for more (`do_more_read`);
-    /// else wake writers asynchronously and return.
+    /// else wake writers asynchronously and return. The call's work (`pipe_call_ns`) is
+    /// charged once: the re-check after a wake-up (`again`) is part of the same call
+    /// (B§6.3: lat_ctx's pipe overhead is two syscalls and two pipe calls per hop).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn pipe_read(
         &mut self,
@@ -23,10 +25,13 @@ impl Kernel {
         fd: Fd,
         len: u64,
         mut done: u64,
+        again: bool,
         wakes: &mut Wakes,
     ) -> Outcome {
-        let ns = self.machine.costs().pipe_call_ns;
-        self.charge(cpu, ns, Acct::Running);
+        if !again {
+            let ns = self.machine.costs().pipe_call_ns;
+            self.charge(cpu, ns, Acct::Running);
+        }
         let st = &self.streams[s];
         let wq = st.read_wq;
         if st.len == 0 {
@@ -34,7 +39,12 @@ impl Kernel {
                 return Outcome::Done(done as i64);
             }
             self.sleep_on(task, wq);
-            return Outcome::Block(Sys::Read { fd, len, done });
+            return Outcome::Block(Sys::Read {
+                fd,
+                len,
+                done,
+                again: true,
+            });
         }
         let chunk = (len - done).min(st.len);
         self.copy(cpu, s, chunk);
@@ -45,7 +55,12 @@ impl Kernel {
         if done < len && st.waiting_writers > 0 {
             wakes.push((self.take_waiters(cpu, wq, 0), true));
             self.sleep_on(task, wq);
-            return Outcome::Block(Sys::Read { fd, len, done });
+            return Outcome::Block(Sys::Read {
+                fd,
+                len,
+                done,
+                again: true,
+            });
         }
         wakes.push((self.take_waiters(cpu, wq, 0), false));
         Outcome::Done(done as i64)

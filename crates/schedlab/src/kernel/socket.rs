@@ -37,7 +37,12 @@ impl Kernel {
             }
             let wq = st.read_wq;
             self.sleep_on(task, wq);
-            return Outcome::Block(Sys::Read { fd, len, done: 0 });
+            return Outcome::Block(Sys::Read {
+                fd,
+                len,
+                done: 0,
+                again: true,
+            });
         }
         let mut copied = 0;
         let mut freed = false;

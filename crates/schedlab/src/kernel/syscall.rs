@@ -32,7 +32,12 @@ impl Kernel {
         }
         let mut wakes = Wakes::new();
         let out = match sys {
-            Sys::Read { fd, len, done } => self.sys_read(cpu, task, fd, len, done, &mut wakes),
+            Sys::Read {
+                fd,
+                len,
+                done,
+                again,
+            } => self.sys_read(cpu, task, fd, len, done, again, &mut wakes),
             Sys::Write {
                 fd,
                 len,
@@ -128,6 +133,7 @@ impl Kernel {
         fd: Fd,
         len: u64,
         done: u64,
+        again: bool,
         wakes: &mut Wakes,
     ) -> Outcome {
         let Some(f) = self.file(task, fd) else {
@@ -141,7 +147,7 @@ impl Kernel {
             return Outcome::Done(0);
         }
         match self.streams[s].kind {
-            StreamKind::Pipe => self.pipe_read(cpu, task, s, fd, len, done, wakes),
+            StreamKind::Pipe => self.pipe_read(cpu, task, s, fd, len, done, again, wakes),
             StreamKind::Unix | StreamKind::Tcp => self.sock_read(cpu, task, s, fd, len, wakes),
         }
     }

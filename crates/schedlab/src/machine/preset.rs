@@ -223,7 +223,7 @@ const fn piii700(l2_bytes: u64) -> Costs {
         irq_ns: 700,
         ipi_send_ns: 400,
         ipi_latency_ns: 1_500,
-        idle_exit_ns: 1_000,
+        idle_exit_ns: 300,
         line_bytes: 32,
         l1_bytes: 16 * 1024,
         l2_bytes,
