@@ -49,6 +49,10 @@ enum Cmd {
         /// Parallel simulations (default: all cores).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Machine-model switches applied to every table's preset, for ablation
+        /// (e.g. `bus=off,lock=ticket,coherence=off`; see `schedlab list machines`).
+        #[arg(long)]
+        model: Option<String>,
         /// Output format on stdout.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -153,8 +157,9 @@ fn main() -> ExitCode {
             ids,
             out,
             jobs,
+            model,
             format,
-        } => reproduce(ids, out, jobs, format),
+        } => reproduce(ids, out, jobs, model, format),
         Cmd::Native(a) => native::native(a),
     };
     match res {
@@ -208,10 +213,18 @@ fn reproduce(
     ids: Vec<String>,
     out_dir: Option<std::path::PathBuf>,
     jobs: Option<usize>,
+    model: Option<String>,
     format: Format,
 ) -> Result<(), CliError> {
     use schedlab::experiment;
-    let tables = experiment::select(experiment::all_tables(), &ids).map_err(CliError::Input)?;
+    let mut tables = experiment::select(experiment::all_tables(), &ids).map_err(CliError::Input)?;
+    if let Some(m) = model {
+        for t in &mut tables {
+            t.machine = format!("{}:{m}", t.machine);
+            schedlab::machine::Machine::boot_spec(&t.machine, None)
+                .map_err(|e| CliError::Input(e.to_string()))?;
+        }
+    }
     if let Some(j) = jobs {
         if j == 0 {
             return Err(CliError::Input(
@@ -323,6 +336,10 @@ fn list(what: ListWhat) -> String {
                     p.limits.file_max
                 );
             }
+            o += &format!(
+                "\nmodel switches, after the preset name (PRESET:key=value,...):\n{}",
+                schedlab::spec::describe(schedlab::machine::MODEL_PARAMS)
+            );
         }
         ListWhat::Policies => {
             for p in POLICIES {

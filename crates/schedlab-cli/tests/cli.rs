@@ -140,6 +140,41 @@ fn bad_input_gets_one_clear_line() {
     let mut a = RUN.to_vec();
     a[4] = "16";
     one_line_error(&a, "has 8 CPUs");
+    let mut a = RUN.to_vec();
+    a[2] = "piii700-1m:bus=maybe";
+    one_line_error(&a, "bad value bus=maybe");
+    let mut a = RUN.to_vec();
+    a[2] = "piii700-1m:lock=mcs";
+    one_line_error(&a, "one of ttas, ticket");
+    one_line_error(
+        &["reproduce", "V3b", "--model", "bogus=1"],
+        "unknown option 'bogus'",
+    );
+}
+
+/// The model switches change the run and are reported with it.
+#[test]
+fn machine_model_switches_are_applied_and_reported() {
+    let json = |machine: &str| {
+        let mut a = RUN.to_vec();
+        a[2] = machine;
+        let o = schedlab(&a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let on = json("piii700-1m");
+    let off = json("piii700-1m:bus=off,lock=ticket,coherence=off");
+    assert_eq!(on["machine"]["model"]["lock"], "ttas");
+    assert_eq!(off["machine"]["model"]["lock"], "ticket");
+    assert_eq!(off["machine"]["model"]["bus"], false);
+    assert!(on["counters"]["buses"]
+        .as_array()
+        .is_some_and(|b| !b.is_empty()));
+    assert!(off["counters"]["buses"]
+        .as_array()
+        .is_some_and(|b| b.is_empty()));
+    assert!(on["counters"]["lines"]["accesses"].as_u64().unwrap() > 0);
+    assert_eq!(off["counters"]["lines"]["accesses"].as_u64(), Some(0));
 }
 
 /// A run that starts and fails is not bad input: exit 1, one line naming what failed.

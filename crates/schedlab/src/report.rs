@@ -234,8 +234,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
         .collect();
     let run_ns = k.now.max(1) as f64;
     let buses = if k.machine.model.bus {
-        k.ic
-            .bus_stats()
+        k.ic.bus_stats()
             .map(|b| BusReport {
                 busy_pct: pct(b.busy_ns as f64, run_ns),
                 transfers: b.transfers,

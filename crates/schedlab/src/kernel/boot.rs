@@ -8,7 +8,7 @@
 //! `jiffies`).
 
 use crate::engine::{EventQueue, SimRng, Time};
-use crate::machine::{CacheModel, Machine, Interconnect};
+use crate::machine::{CacheModel, Interconnect, Machine};
 
 use super::abi::{Program, Record};
 use super::frame::Frame;

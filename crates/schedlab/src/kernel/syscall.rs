@@ -126,6 +126,7 @@ impl Kernel {
         self.streams[s].last_cpu = Some(cpu);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn sys_read(
         &mut self,
         cpu: CpuId,

@@ -115,22 +115,20 @@ impl Bus {
             let mut free = !*bits & (u64::MAX << from);
             let avail = free.count_ones() as u64;
             if avail >= left {
-                // Take the lowest `left` free bits.
-                for _ in 0..left {
-                    let b = free.trailing_zeros();
-                    *bits |= 1 << b;
+                // Take the lowest `left` free bits; the last one ends the stream.
+                let mut last = 0;
+                while left > 0 {
+                    last = free.trailing_zeros();
+                    *bits |= 1 << last;
                     free &= free - 1;
-                    if left == 1 {
-                        let end = (w * 64 + b as u64 + 1) * self.slot_ns;
-                        self.stats.transfers += n;
-                        self.stats.busy_ns += n * self.slot_ns;
-                        let span = end.saturating_sub(t);
-                        self.stats.queued_ns += span.saturating_sub(n * self.slot_ns);
-                        return span;
-                    }
                     left -= 1;
                 }
-                unreachable!("the word had enough free slots");
+                let end = (w * 64 + last as u64 + 1) * self.slot_ns;
+                self.stats.transfers += n;
+                self.stats.busy_ns += n * self.slot_ns;
+                let span = end.saturating_sub(t);
+                self.stats.queued_ns += span.saturating_sub(n * self.slot_ns);
+                return span;
             }
             *bits |= free;
             left -= avail;
@@ -164,9 +162,9 @@ mod tests {
         let mut b = Bus::new(10);
         b.occupy(0);
         b.occupy(20);
-        // 100 slots from 0: slots 1, 3..=100 → ends at 1010.
-        assert_eq!(b.occupy_many(0, 100), 1010);
-        assert_eq!(b.occupy(0), 1010);
+        // 100 slots from 0: slots 1 and 3..=101 → ends at 1020.
+        assert_eq!(b.occupy_many(0, 100), 1020);
+        assert_eq!(b.occupy(0), 1020);
         assert_eq!(b.stats.transfers, 103);
     }
 

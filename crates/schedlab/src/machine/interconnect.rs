@@ -301,7 +301,8 @@ impl Interconnect {
                 let q = self.on_bus(mine, t, 1);
                 if cross_bus {
                     let other = 1 - mine.min(1);
-                    c.upgrade_ns + (c.c2c_cross_bus_line_ns - c.c2c_line_ns)
+                    c.upgrade_ns
+                        + (c.c2c_cross_bus_line_ns - c.c2c_line_ns)
                         + q
                         + self.on_bus(other, t + q, 1)
                 } else {
@@ -399,9 +400,7 @@ impl Interconnect {
         for (what, lines) in [("task", &self.tasks), ("named", &self.named)] {
             for (i, (&o, &s)) in lines.owner.iter().zip(&lines.sharers).enumerate() {
                 if o != NO_OWNER && s != 1u64 << o {
-                    return Err(format!(
-                        "{what} line {i}: owner cpu {o} but sharers {s:#x}"
-                    ));
+                    return Err(format!("{what} line {i}: owner cpu {o} but sharers {s:#x}"));
                 }
             }
         }
@@ -425,13 +424,17 @@ mod tests {
         let c = x.costs;
         assert_eq!(x.read_task(0, 0, 5), c.mem_latency_ns);
         assert_eq!(x.read_task(1_000, 0, 5), c.l2_line_ns);
-        // CPU 1 (same bus) writes it: CPU 0's copy is invalidated.
+        // CPU 1 (same bus) reads it clean from memory, then writes it: CPU 0's copy is
+        // invalidated, and CPU 0's next read pulls the dirty line from CPU 1.
+        assert_eq!(x.read_task(1_500, 1, 5), c.mem_latency_ns);
         assert_eq!(x.write_task(2_000, 1, 5), c.upgrade_ns);
         assert_eq!(x.read_task(3_000, 0, 5), c.c2c_line_ns);
-        // CPU 4 (other bus) writes it: two copies shared, one across.
-        let up = x.write_task(4_000, 4, 5);
-        assert_eq!(up, c.upgrade_ns + c.c2c_cross_bus_line_ns - c.c2c_line_ns);
+        // CPU 4 (other bus) writes it without a copy: read for ownership from memory.
+        assert_eq!(x.write_task(4_000, 4, 5), c.mem_latency_ns);
         assert_eq!(x.read_task(5_000, 0, 5), c.c2c_cross_bus_line_ns);
+        // A write to a line shared across the buses invalidates through the filter.
+        let up = x.write_task(6_000, 0, 5);
+        assert_eq!(up, c.upgrade_ns + c.c2c_cross_bus_line_ns - c.c2c_line_ns);
         assert_eq!(x.stats.cross_bus_transfers, 1);
         x.check().unwrap();
     }

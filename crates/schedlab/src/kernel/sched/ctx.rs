@@ -438,3 +438,62 @@ impl<'a> SchedCtx<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::kernel::sched::testbed::Bed;
+
+    /// CPU 0 holds a lock for 20 µs; CPUs 1..=n request it 1 µs into the hold, in CPU
+    /// order. Returns each requester's hand-off: grant minus the previous release.
+    fn handoffs(machine: &str, n: usize) -> Vec<u64> {
+        let fifo = crate::policy::build_named("fifo", "piii700-1m", 8).expect("fifo");
+        let mut bed = Bed::new(machine, 8, fifo);
+        let l = bed.with(0, |_, ctx| ctx.new_lock("test_lock"));
+        bed.at(1_000_000);
+        bed.with(0, |_, ctx| {
+            ctx.lock(l);
+            ctx.charge(20_000);
+            ctx.unlock(l);
+        });
+        let mut out = Vec::new();
+        for cpu in 1..=n {
+            let released = bed.k.locks[l as usize].free_at;
+            let c = &mut bed.k.cpus[cpu];
+            c.clock = c.clock.max(1_001_000);
+            bed.with(cpu, |_, ctx| {
+                ctx.lock(l);
+                out.push(ctx.now() - released);
+                ctx.charge(1_000);
+                ctx.unlock(l);
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn a_ttas_hand_off_grows_with_the_spinners_a_ticket_one_does_not() {
+        // CPUs 1-3 share CPU 0's bus: only the spinners differ from one hand-off to the
+        // next.
+        let ttas = handoffs("piii700-1m:bus=off", 3);
+        let ticket = handoffs("piii700-1m:bus=off,lock=ticket", 3);
+        // Ticket: the atomic and one line transfer, whoever waits behind.
+        assert!(ticket.windows(2).all(|w| w[0] == w[1]), "{ticket:?}");
+        // TTAS: every hand-off costs more than a ticket's, and more with more spinners
+        // queued ahead when the request was made.
+        for (a, b) in ttas.iter().zip(&ticket) {
+            assert!(a > b, "ttas {ttas:?} ticket {ticket:?}");
+        }
+        assert!(ttas.windows(2).all(|w| w[0] <= w[1]), "{ttas:?}");
+        assert!(ttas[2] > ttas[0], "{ttas:?}");
+        // Across the buses a hand-off costs more (CPU 4 is on the second bus).
+        let cross = handoffs("piii700-1m:bus=off,lock=ticket", 4);
+        assert!(cross[3] > cross[2], "{cross:?}");
+    }
+
+    #[test]
+    fn the_storm_of_a_hand_off_loads_the_bus() {
+        let quiet = handoffs("piii700-1m:bus=off", 6);
+        let loaded = handoffs("piii700-1m", 6);
+        assert!(loaded.iter().sum::<u64>() > quiet.iter().sum::<u64>());
+    }
+}

@@ -23,7 +23,7 @@ use crate::engine::Time;
 use crate::kernel::abi::{program, Op};
 use crate::kernel::task::{TaskId, TaskState, ALL_CPUS};
 use crate::kernel::Kernel;
-use crate::machine::{preset, CpuId, LockId, Machine};
+use crate::machine::{CpuId, LockId, Machine};
 
 use super::core::{finish_switch, pick_next, wake_task};
 use super::{Balance, SchedClass, SchedCtx, Wake};
@@ -76,11 +76,12 @@ pub struct Bed<C: SchedClass> {
 }
 
 impl<C: SchedClass> Bed<C> {
-    /// Boot `cpus` CPUs of `machine` and hand them to `class` (`init`, then `task_fork` of
+    /// Boot `cpus` CPUs of `machine` (a preset, with model switches if any:
+    /// `piii700-1m:lock=ticket`) and hand them to `class` (`init`, then `task_fork` of
     /// every idle task). Panics on an unknown preset or CPU count: a test bug.
     pub fn new(machine: &str, cpus: usize, mut class: C) -> Bed<C> {
-        let preset = preset::find(machine).unwrap_or_else(|| panic!("no preset {machine}"));
-        let m = Machine::boot(preset, Some(cpus)).expect("cpu count");
+        let m = Machine::boot_spec(machine, Some(cpus))
+            .unwrap_or_else(|e| panic!("machine {machine}: {e}"));
         let bystander = Box::new(Bystander {
             hz: class.hz(),
             lock: 0,

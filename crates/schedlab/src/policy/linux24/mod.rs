@@ -317,7 +317,9 @@ impl Linux24 {
 
     /// list_del's write of the predecessor's `next` (its scheduler line, or the head's).
     fn unlink(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
-        let pos = self.ts[p as usize].pos.expect("unlink of a task not queued");
+        let pos = self.ts[p as usize]
+            .pos
+            .expect("unlink of a task not queued");
         match self.rq.range(..pos).next_back() {
             Some((_, &before)) => ctx.write_task(before),
             None => ctx.write_line(self.runqueue_head),
