@@ -243,8 +243,8 @@ impl Core24 {
     /// 2.4's `reschedule_idle(p)` rule (§1.9): `p`'s last CPU if it is idle (and `p` may
     /// run there); else the allowed CPU idle for the longest time (smallest
     /// `last_schedule`, lower CPU on ties); else, examined while no idle CPU has been seen,
-    /// the busy CPU where `preemption_goodness` is largest and positive. Charges one
-    /// `examine` per current task weighed. The caller acts on the answer (2.4: tell that
+    /// the busy CPU where `preemption_goodness` is largest and positive. Reads each
+    /// allowed CPU's `curr` line and examines each current task weighed. The caller acts on the answer (2.4: tell that
     /// CPU to reschedule). MQ (§3.4) and haMQ place by rules of their own: MQ ranks
     /// published per-CPU values and `spin_trylock`s the target; haMQ never preempts
     /// another CPU.
@@ -256,7 +256,6 @@ impl Core24 {
         let mut oldest_idle: Option<(crate::engine::Time, CpuId)> = None;
         let mut victim: Option<CpuId> = None;
         let mut max_prio = 0;
-        let mut examined = 0;
         for cpu in 0..ctx.nr_cpus() {
             if !can_schedule(ctx, p, cpu) {
                 continue;
@@ -270,7 +269,6 @@ impl Core24 {
                 }
             } else if oldest_idle.is_none() {
                 let mm = ctx.task(tsk).mm;
-                examined += 1;
                 ctx.examine_task(tsk);
                 let prio = self.preemption_goodness(ctx, tsk, p, cpu, mm);
                 if prio > max_prio {
@@ -279,7 +277,6 @@ impl Core24 {
                 }
             }
         }
-        let _ = examined;
         match (oldest_idle, victim) {
             (Some((_, cpu)), _) => Target::Idle(cpu),
             (None, Some(cpu)) => Target::Preempt(cpu),
