@@ -6,7 +6,8 @@
 //! streams, each endpoint's `sk->sleep` serving as the read queue of its incoming stream
 //! and the write queue of its outgoing one. [`File`]s name the ends.
 //!
-//! Invariant: for every stream, `written == read + len` (no byte lost or invented).
+//! Invariant: for every stream, `written == read + len + tcp.held` (no byte lost or
+//! invented; TCP bytes held by Nagle are written but not yet readable).
 
 use std::collections::VecDeque;
 
@@ -58,6 +59,25 @@ pub struct Stream {
     pub writers: u32,
     /// Pipe: writers asleep in `pipe_write` (`PIPE_WAITING_WRITERS`).
     pub waiting_writers: u32,
+    /// TCP: the sender's state for this direction ([`super::tcp`]).
+    pub tcp: TcpSend,
+}
+
+/// TCP sender state of one direction (2.4 `struct tcp_opt`, the parts that decide when a
+/// segment leaves and when the writer may queue more).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpSend {
+    /// Bytes written into the tail skb of the write queue but not yet transmitted: Nagle
+    /// holds a small segment while an earlier small one is unacknowledged.
+    pub held: u64,
+    /// A segment shorter than the MSS is in flight, not yet acknowledged (Minshall's
+    /// variant of Nagle: `tp->snd_sml` after `tp->snd_una`).
+    pub small_unacked: bool,
+    /// Truesize of skbs the reader has consumed but not yet acknowledged.
+    pub read_unacked: u64,
+    /// A writer found the send buffer full (`SOCK_NOSPACE`): the next ACK that frees
+    /// space expands `sndbuf` (`tcp_new_space`).
+    pub nospace: bool,
 }
 
 impl Stream {
@@ -77,6 +97,7 @@ impl Stream {
             readers: 1,
             writers: 1,
             waiting_writers: 0,
+            tcp: TcpSend::default(),
         }
     }
 

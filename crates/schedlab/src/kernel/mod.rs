@@ -51,6 +51,7 @@ pub mod sched;
 mod socket;
 mod syscall;
 pub mod task;
+mod tcp;
 pub mod types;
 pub mod waitq;
 
@@ -144,6 +145,10 @@ pub struct KernelStats {
     pub ticks: u64,
     /// System calls.
     pub syscalls: u64,
+    /// TCP data segments sent.
+    pub tcp_segments: u64,
+    /// TCP pure ACKs sent.
+    pub tcp_acks: u64,
     /// Tasks created (fork and clone).
     pub forks: u64,
     /// Tasks moved off a CPU their new affinity excludes (`sched_setaffinity`).
@@ -403,7 +408,7 @@ impl Kernel {
             }
         }
         for (i, s) in self.streams.iter().enumerate() {
-            if s.written != s.read + s.len {
+            if s.written != s.read + s.len + s.tcp.held {
                 return Err(format!(
                     "stream {i}: {} bytes written but {} read and {} buffered",
                     s.written, s.read, s.len

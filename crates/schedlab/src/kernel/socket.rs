@@ -1,8 +1,9 @@
-//! AF_UNIX stream sockets and TCP loopback connections as 2.4 had them: skbs queued on the
-//! peer and charged to the sender's buffer, `data_ready` and `write_space` wake-ups.
+//! AF_UNIX stream sockets as 2.4 had them: skbs queued on the peer and charged to the
+//! sender's buffer until read, `data_ready` and `write_space` wake-ups. TCP is
+//! [`super::tcp`].
 
 use crate::kernel::abi::EPIPE;
-use crate::kernel::chan::{Fd, StreamKind};
+use crate::kernel::chan::Fd;
 use crate::kernel::frame::Sys;
 use crate::kernel::task::TaskId;
 use crate::kernel::{Acct, Kernel};
@@ -11,7 +12,7 @@ use crate::machine::CpuId;
 use super::syscall::{Outcome, Wakes};
 
 impl Kernel {
-    /// AF_UNIX / TCP receive: wait for data; copy across skbs up to `len`; freeing skbs
+    /// AF_UNIX receive (`unix_stream_recvmsg`): wait for data; copy across skbs up to `len`; freeing skbs
     /// returns send-buffer space, and when the writer's buffer is at most a quarter full
     /// its `write_space` wakes it.
     pub(super) fn sock_read(
@@ -24,11 +25,7 @@ impl Kernel {
         wakes: &mut Wakes,
     ) -> Outcome {
         let costs = self.machine.costs();
-        let call = if self.streams[s].kind == StreamKind::Tcp {
-            costs.tcp_call_ns
-        } else {
-            costs.unix_call_ns
-        };
+        let call = costs.unix_call_ns;
         self.charge(cpu, call, Acct::Running);
         let st = &self.streams[s];
         if st.len == 0 {
@@ -71,7 +68,7 @@ impl Kernel {
         Outcome::Done(copied as i64)
     }
 
-    /// AF_UNIX / TCP send (2.4 `unix_stream_sendmsg`): chunks of at most `sndbuf/2 − 64`,
+    /// AF_UNIX send (2.4 `unix_stream_sendmsg`): chunks of at most `sndbuf/2 − 64`,
     /// each an skb queued on the peer and charged to the send buffer; sleep while the
     /// buffer is full; each skb wakes the reader (`data_ready`, asynchronous).
     #[allow(clippy::too_many_arguments)]
@@ -86,11 +83,7 @@ impl Kernel {
         wakes: &mut Wakes,
     ) -> Outcome {
         let costs = self.machine.costs();
-        let call = if self.streams[s].kind == StreamKind::Tcp {
-            costs.tcp_call_ns
-        } else {
-            costs.unix_call_ns
-        };
+        let call = costs.unix_call_ns;
         if self.streams[s].readers == 0 {
             return Outcome::Done(if done > 0 { done as i64 } else { EPIPE });
         }

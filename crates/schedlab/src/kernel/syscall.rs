@@ -149,7 +149,8 @@ impl Kernel {
         }
         match self.streams[s].kind {
             StreamKind::Pipe => self.pipe_read(cpu, task, s, fd, len, done, again, wakes),
-            StreamKind::Unix | StreamKind::Tcp => self.sock_read(cpu, task, s, fd, len, wakes),
+            StreamKind::Unix => self.sock_read(cpu, task, s, fd, len, wakes),
+            StreamKind::Tcp => self.tcp_recvmsg(cpu, task, s, fd, len, again, wakes),
         }
     }
 
@@ -180,9 +181,8 @@ impl Kernel {
         }
         match self.streams[s].kind {
             StreamKind::Pipe => self.pipe_write(cpu, task, s, fd, len, done, started, wakes),
-            StreamKind::Unix | StreamKind::Tcp => {
-                self.sock_write(cpu, task, s, fd, len, done, wakes)
-            }
+            StreamKind::Unix => self.sock_write(cpu, task, s, fd, len, done, wakes),
+            StreamKind::Tcp => self.tcp_sendmsg(cpu, task, s, fd, len, done, wakes),
         }
     }
 
@@ -280,6 +280,11 @@ impl Kernel {
             wakes.push((self.take_waiters(cpu, wq, 0), false));
         }
         if let Some(tx) = f.tx() {
+            if self.streams[tx as usize].writers == 1
+                && self.streams[tx as usize].kind == StreamKind::Tcp
+            {
+                self.tcp_close_tx(cpu, tx as usize, wakes);
+            }
             let st = &mut self.streams[tx as usize];
             st.writers -= 1;
             let wq = st.read_wq;

@@ -66,13 +66,29 @@ pub struct Costs {
     /// AF_UNIX stream `sendmsg`/`recvmsg` work per skb beyond the syscall (skb alloc or
     /// free, queueing). Inferred, B§6.2: AF_UNIX latency 25.7 µs vs pipe 10.8 µs.
     pub unix_call_ns: Time,
-    /// TCP-over-loopback send or receive work per segment beyond the syscall (tcp_sendmsg,
-    /// loopback xmit, softirq, tcp_v4_rcv, ack). Inferred, B§6.2: TCP latency 43.5 µs per
-    /// round trip = 21.75 µs per process hop = 2 syscalls (1.0) + wakeup/schedule/switch with
-    /// mm (≈ 2.8, B§6.3) + three charges of this cost (the model charges the write, the read
-    /// that blocks and the read's retry after the wakeup) ⇒ ≈ 6.0 µs. *calibrated*
-    /// (docs/calibration.md; was 7.5 µs, which assumed two charges per hop).
-    pub tcp_call_ns: Time,
+    /// `tcp_sendmsg` work per call beyond the syscall and the copy: socket lock, skb
+    /// allocation or append, the Nagle test. Inferred: the socket-layer share of a TCP hop,
+    /// as AF_UNIX's per-call work (`unix_call_ns`) minus its skb queueing on the peer.
+    pub tcp_sendmsg_ns: Time,
+    /// `tcp_recvmsg` work per call beyond the syscall and the copy (socket lock, receive
+    /// queue walk, `cleanup_rbuf`). Inferred as `tcp_sendmsg_ns`.
+    pub tcp_recvmsg_ns: Time,
+    /// One data segment through the loopback path on the sending CPU: `tcp_transmit_skb`,
+    /// `ip_queue_xmit`, `loopback_xmit`, `netif_rx`, the NET_RX softirq, `ip_rcv`,
+    /// `tcp_v4_rcv`, `tcp_rcv_established`. Inferred, B§6.2: lmbench TCP latency 43.5 µs
+    /// per round trip = 21.75 µs per hop = 2 syscalls (1.0) + wake-up, schedule and switch
+    /// with mm (≈ 2.8, B§6.3) + `tcp_sendmsg` + one segment + `tcp_recvmsg` (lat_tcp is
+    /// request/response, so its ACKs ride on the replies) ⇒ segment ≈ 21.75 − 3.8 − 2 × 2.0
+    /// ≈ 14 µs.
+    pub tcp_segment_ns: Time,
+    /// A pure ACK through the same path, sent and processed on the reader's CPU
+    /// (`tcp_send_ack` … `tcp_ack`, freeing the acknowledged skbs). Inferred: the segment
+    /// path without the data copy, checksum and receive-queue work, ≈ two thirds of it.
+    pub tcp_ack_ns: Time,
+    /// Loopback MSS: MTU 16436 − 40 bytes of headers (2.4 drivers/net/loopback.c).
+    pub tcp_mss_bytes: u64,
+    /// `tcp_wmem[2]`: the send buffer `tcp_new_space` may grow to (2.4: 128 KB).
+    pub tcp_wmem_max_bytes: u64,
     /// `connect`+`accept` on loopback. B§6.2: TCP connect 85 µs.
     pub tcp_connect_ns: Time,
     /// In-cache `copy_{to,from}_user` per KB. Inferred from bw_pipe 471 MB/s (B§6.2), which
@@ -207,7 +223,12 @@ const fn piii700(l2_bytes: u64) -> Costs {
         c2c_cross_bus_line_ns: 330,
         pipe_call_ns: 600,
         unix_call_ns: 2_500,
-        tcp_call_ns: 6_000,
+        tcp_sendmsg_ns: 2_000,
+        tcp_recvmsg_ns: 2_000,
+        tcp_segment_ns: 14_000,
+        tcp_ack_ns: 9_000,
+        tcp_mss_bytes: 16_396,
+        tcp_wmem_max_bytes: 128 * 1024,
         tcp_connect_ns: 85_000,
         copy_ns_per_kb: 300,
         sum_ns_per_kb: 366,
