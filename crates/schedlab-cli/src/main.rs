@@ -399,6 +399,8 @@ counters.ticks              timer interrupts handled
 counters.syscalls           system calls made
 counters.forks              tasks created by fork or clone
 counters.affinity_moves     tasks moved off a CPU their new sched_setaffinity mask excludes (only when any were)
+counters.tcp_segments       TCP data segments sent over loopback; several writes share one when Nagle holds them (only when any were)
+counters.tcp_acks           TCP pure ACKs, sent by reads that empty the receive queue (only when any were)
 counters.cpu_time.*         % of all CPU time running tasks, in the scheduler, spinning, idle
 counters.locks.NAME         per lock name: acquisitions, contended_pct (acquisitions that spun),
                             hold_ns_mean, wait_ns_mean (spin per acquisition), trylock_failures

@@ -142,6 +142,12 @@ pub struct Counters {
     /// Tasks moved off a CPU their new affinity excludes (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub affinity_moves: u64,
+    /// TCP data segments through loopback (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tcp_segments: u64,
+    /// TCP pure ACKs through loopback (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tcp_acks: u64,
     /// `schedule()` calls.
     pub schedule_calls: u64,
     /// Mean time of the scheduler's part of `schedule()`: from requesting the run-queue
@@ -307,6 +313,8 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             syscalls: s.syscalls,
             forks: s.forks,
             affinity_moves: s.affinity_moves,
+            tcp_segments: s.tcp_segments,
+            tcp_acks: s.tcp_acks,
             schedule_calls: s.schedule_calls,
             schedule_ns_mean: round(s.schedule_ns as f64 / s.schedule_calls.max(1) as f64),
             schedule_lock_ns_mean: round(
