@@ -100,7 +100,32 @@ impl Bus {
     /// Occupy `n` slots, the first free ones at or after `t` (a stream of transfers that
     /// the requester overlaps, as a refill does); returns the time from `t` to the end of
     /// the last one.
+    #[inline]
     pub fn occupy_many(&mut self, t: Time, n: u64) -> Time {
+        let first = t / self.slot_ns;
+        let w = first / 64;
+        let i = (w % WORDS as u64) as usize;
+        // The common case, a bus mostly idle (every line transfer comes here): the `n`
+        // slots from the first free one at or after `t` are all free in `t`'s word, so
+        // they are the first `n` free ones. One mask; the general walk (`occupy_walk`)
+        // gives the same slots.
+        if n > 0 && self.word(w).is_some() {
+            let free = !self.bits[i] & (u64::MAX << (first % 64));
+            let b = free.trailing_zeros(); // 64 when the word is full: no room
+            if n <= u64::from(64 - b) {
+                let run = (u64::MAX >> (64 - n)) << b;
+                if free & run == run {
+                    self.bits[i] |= run;
+                    return self.taken(t, n, w * 64 + u64::from(b) + n);
+                }
+            }
+        }
+        self.occupy_walk(t, n)
+    }
+
+    /// [`Bus::occupy_many`] slot by slot, word by word.
+    #[inline(never)]
+    fn occupy_walk(&mut self, t: Time, n: u64) -> Time {
         if n == 0 {
             return 0;
         }
@@ -123,18 +148,25 @@ impl Bus {
                     free &= free - 1;
                     left -= 1;
                 }
-                let end = (w * 64 + last as u64 + 1) * self.slot_ns;
-                self.stats.transfers += n;
-                self.stats.busy_ns += n * self.slot_ns;
-                let span = end.saturating_sub(t);
-                self.stats.queued_ns += span.saturating_sub(n * self.slot_ns);
-                return span;
+                return self.taken(t, n, w * 64 + u64::from(last) + 1);
             }
             *bits |= free;
             left -= avail;
             w += 1;
             from = 0;
         }
+    }
+
+    /// Account `n` slots taken for a request at `t`, the last ending before slot `end`;
+    /// returns the time from `t` to that end.
+    #[inline]
+    fn taken(&mut self, t: Time, n: u64, end: u64) -> Time {
+        let end = end * self.slot_ns;
+        self.stats.transfers += n;
+        self.stats.busy_ns += n * self.slot_ns;
+        let span = end.saturating_sub(t);
+        self.stats.queued_ns += span.saturating_sub(n * self.slot_ns);
+        span
     }
 }
 
