@@ -21,6 +21,8 @@
 //! written elsewhere: scheduler lines are few and hot, user working sets are the cache
 //! model's ([`super::CacheModel`]).
 
+use std::num::NonZeroUsize;
+
 use crate::engine::Time;
 
 use super::bus::{Bus, BusStats};
@@ -226,7 +228,8 @@ pub struct TrafficStats {
 /// The buses and the directory of a booted machine.
 pub struct Interconnect {
     model: Model,
-    cpus_per_bus: usize,
+    /// Non-zero by type: `bus_of` divides by it on every transfer.
+    cpus_per_bus: NonZeroUsize,
     costs: &'static Costs,
     buses: Vec<Bus>,
     /// Per bus, the CPU ids (of all 64) that `bus_of` puts on it.
@@ -244,7 +247,7 @@ impl Interconnect {
         let nbus = cpus.div_ceil(cpus_per_bus);
         Interconnect {
             model,
-            cpus_per_bus,
+            cpus_per_bus: NonZeroUsize::new(cpus_per_bus).expect("a bus holds a CPU"),
             costs,
             buses: (0..nbus).map(|_| Bus::new(costs.bus_slot_ns)).collect(),
             bus_masks: (0..nbus)
@@ -378,10 +381,12 @@ impl Interconnect {
     }
 
     /// `cpu` reads task `p`'s scheduler line at `t`: the access's cost.
-    #[inline]
+    // A run-queue walk calls this once per task: inlined there, the directory's vectors
+    // stay in registers across the walk.
+    #[inline(always)]
     pub fn read_task(&mut self, t: Time, cpu: CpuId, p: u32) -> Time {
         if !self.model.coherence {
-            return self.serve(t, cpu, Source::Memory);
+            return self.serve_transfer(t, cpu, Source::Memory);
         }
         self.stats.line_accesses += 1;
         let src = self.tasks.read(p as usize, cpu);
