@@ -13,6 +13,8 @@
 //! the kernel: its clocks stay within one hook of each other) finds a free bus and is not
 //! recorded.
 
+use std::num::NonZeroU64;
+
 use crate::engine::Time;
 
 /// Words in the ring: 4096 × 64 slots; at 20 ns a slot, a 5.2 ms horizon.
@@ -29,11 +31,20 @@ pub struct BusStats {
     pub queued_ns: Time,
 }
 
+/// One word of the ring: the absolute word number it holds and its taken slots, side by
+/// side (one lookup per request).
+#[derive(Clone, Copy)]
+struct Word {
+    tag: u64,
+    bits: u64,
+}
+
 /// One bus.
 pub struct Bus {
-    slot_ns: Time,
-    bits: Vec<u64>,
-    tags: Vec<u64>,
+    /// Non-zero by type: the divisions by it need no zero test.
+    slot_ns: NonZeroU64,
+    /// A fixed-size ring: an index taken modulo `WORDS` needs no bounds check.
+    ring: Box<[Word; WORDS]>,
     /// Counters.
     pub stats: BusStats,
 }
@@ -41,31 +52,39 @@ pub struct Bus {
 impl Bus {
     /// An idle bus whose transactions take `slot_ns` each.
     pub fn new(slot_ns: Time) -> Bus {
-        assert!(slot_ns > 0, "a bus slot must take time");
+        let slot_ns = NonZeroU64::new(slot_ns).expect("a bus slot must take time");
         Bus {
             slot_ns,
-            bits: vec![0; WORDS],
-            tags: vec![u64::MAX; WORDS],
+            ring: vec![
+                Word {
+                    tag: u64::MAX,
+                    bits: 0
+                };
+                WORDS
+            ]
+            .into_boxed_slice()
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("WORDS words")),
             stats: BusStats::default(),
         }
     }
 
     /// The slot length.
     pub fn slot_ns(&self) -> Time {
-        self.slot_ns
+        self.slot_ns.get()
     }
 
     /// The bits of absolute word `w`, reset if the ring slot held an older word; `None`
     /// when it already holds a newer one (`w` is beyond the horizon).
     #[inline]
     fn word(&mut self, w: u64) -> Option<&mut u64> {
-        let i = (w % WORDS as u64) as usize;
-        if self.tags[i] == w {
-            Some(&mut self.bits[i])
-        } else if self.tags[i] == u64::MAX || self.tags[i] < w {
-            self.tags[i] = w;
-            self.bits[i] = 0;
-            Some(&mut self.bits[i])
+        let word = &mut self.ring[(w % WORDS as u64) as usize];
+        if word.tag == w {
+            Some(&mut word.bits)
+        } else if word.tag == u64::MAX || word.tag < w {
+            word.tag = w;
+            word.bits = 0;
+            Some(&mut word.bits)
         } else {
             None
         }
@@ -85,10 +104,10 @@ impl Bus {
             if free != 0 {
                 let b = free.trailing_zeros();
                 *bits |= 1 << b;
-                let start = (w * 64 + b as u64) * self.slot_ns;
+                let start = (w * 64 + b as u64) * self.slot_ns.get();
                 let wait = start.saturating_sub(t);
                 self.stats.transfers += 1;
-                self.stats.busy_ns += self.slot_ns;
+                self.stats.busy_ns += self.slot_ns.get();
                 self.stats.queued_ns += wait;
                 return wait;
             }
@@ -100,7 +119,33 @@ impl Bus {
     /// Occupy `n` slots, the first free ones at or after `t` (a stream of transfers that
     /// the requester overlaps, as a refill does); returns the time from `t` to the end of
     /// the last one.
+    #[inline]
     pub fn occupy_many(&mut self, t: Time, n: u64) -> Time {
+        let first = t / self.slot_ns;
+        let w = first / 64;
+        // The common case, a bus mostly idle (every line transfer comes here): the `n`
+        // slots from the first free one at or after `t` are all free in `t`'s word, so
+        // they are the first `n` free ones. One mask; the general walk (`occupy_walk`)
+        // gives the same slots.
+        if n > 0 {
+            if let Some(bits) = self.word(w) {
+                let free = !*bits & (u64::MAX << (first % 64));
+                let b = free.trailing_zeros(); // 64 when the word is full: no room
+                if n <= u64::from(64 - b) {
+                    let run = (u64::MAX >> (64 - n)) << b;
+                    if free & run == run {
+                        *bits |= run;
+                        return self.taken(t, n, w * 64 + u64::from(b) + n);
+                    }
+                }
+            }
+        }
+        self.occupy_walk(t, n)
+    }
+
+    /// [`Bus::occupy_many`] slot by slot, word by word.
+    #[inline(never)]
+    fn occupy_walk(&mut self, t: Time, n: u64) -> Time {
         if n == 0 {
             return 0;
         }
@@ -110,7 +155,7 @@ impl Bus {
         let mut left = n;
         loop {
             let Some(bits) = self.word(w) else {
-                return n * self.slot_ns;
+                return n * self.slot_ns.get();
             };
             let mut free = !*bits & (u64::MAX << from);
             let avail = free.count_ones() as u64;
@@ -123,18 +168,25 @@ impl Bus {
                     free &= free - 1;
                     left -= 1;
                 }
-                let end = (w * 64 + last as u64 + 1) * self.slot_ns;
-                self.stats.transfers += n;
-                self.stats.busy_ns += n * self.slot_ns;
-                let span = end.saturating_sub(t);
-                self.stats.queued_ns += span.saturating_sub(n * self.slot_ns);
-                return span;
+                return self.taken(t, n, w * 64 + u64::from(last) + 1);
             }
             *bits |= free;
             left -= avail;
             w += 1;
             from = 0;
         }
+    }
+
+    /// Account `n` slots taken for a request at `t`, the last ending before slot `end`;
+    /// returns the time from `t` to that end.
+    #[inline]
+    fn taken(&mut self, t: Time, n: u64, end: u64) -> Time {
+        let end = end * self.slot_ns.get();
+        self.stats.transfers += n;
+        self.stats.busy_ns += n * self.slot_ns.get();
+        let span = end.saturating_sub(t);
+        self.stats.queued_ns += span.saturating_sub(n * self.slot_ns.get());
+        span
     }
 }
 

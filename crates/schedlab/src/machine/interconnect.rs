@@ -21,6 +21,8 @@
 //! written elsewhere: scheduler lines are few and hot, user working sets are the cache
 //! model's ([`super::CacheModel`]).
 
+use std::num::NonZeroUsize;
+
 use crate::engine::Time;
 
 use super::bus::{Bus, BusStats};
@@ -79,17 +81,31 @@ pub enum Source {
 
 const NO_OWNER: u16 = u16::MAX;
 
+/// One line's directory entry: who holds it, read together on every access.
+#[derive(Clone, Copy)]
+struct Entry {
+    /// CPUs holding a copy, one bit each.
+    sharers: u64,
+    /// The CPU holding it modified (then its only sharer), or `NO_OWNER`.
+    owner: u16,
+}
+
+const UNHELD: Entry = Entry {
+    sharers: 0,
+    owner: NO_OWNER,
+};
+
 /// The directory entries of a set of lines.
 #[derive(Default)]
 struct Lines {
-    owner: Vec<u16>,
-    sharers: Vec<u64>,
+    dir: Vec<Entry>,
     /// Per CPU, how many of these lines its L2 can hold (0: unbounded), and for each
     /// (line, CPU) the CPU's access count at the line's last access there: a line
     /// accessed `capacity` accesses ago or more has been evicted (LRU by access count).
     capacity: u32,
     cpus: usize,
     clock: Vec<u32>,
+    /// `stamp[line * cpus + cpu]`.
     stamp: Vec<u32>,
 }
 
@@ -103,47 +119,52 @@ impl Lines {
         }
     }
 
-    fn ensure(&mut self, i: usize) {
-        if self.owner.len() <= i {
-            self.owner.resize(i + 1, NO_OWNER);
-            self.sharers.resize(i + 1, 0);
-            if self.capacity > 0 {
-                self.stamp.resize((i + 1) * self.cpus, 0);
-            }
+    /// Make room for line `i` (a new task, a new name): off the access path.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, i: usize) {
+        self.dir.resize(i + 1, UNHELD);
+        if self.capacity > 0 {
+            self.stamp.resize((i + 1) * self.cpus, 0);
         }
     }
 
-    /// Apply LRU eviction of line `i` from `cpu`'s cache, then record this access.
-    #[inline]
-    fn age(&mut self, i: usize, cpu: CpuId) {
-        if self.capacity == 0 {
-            return;
+    /// Line `i`'s entry after `cpu` accessed it: LRU eviction of `cpu`'s copy applied
+    /// (a dirty copy is written back), then the access recorded.
+    #[inline(always)]
+    fn touch(&mut self, i: usize, cpu: CpuId) -> &mut Entry {
+        if i >= self.dir.len() {
+            self.grow(i);
         }
-        let k = i * self.cpus + cpu;
-        let now = self.clock[cpu];
-        let me = 1u64 << cpu;
-        if self.sharers[i] & me != 0 && now.wrapping_sub(self.stamp[k]) >= self.capacity {
-            // Evicted since: a dirty copy was written back.
-            self.sharers[i] &= !me;
-            if self.owner[i] as usize == cpu {
-                self.owner[i] = NO_OWNER;
+        let e = &mut self.dir[i];
+        if self.capacity != 0 {
+            let now = self.clock[cpu];
+            let stamp = &mut self.stamp[i * self.cpus + cpu];
+            let me = 1u64 << cpu;
+            if e.sharers & me != 0 && now.wrapping_sub(*stamp) >= self.capacity {
+                // Evicted since: a dirty copy was written back.
+                e.sharers &= !me;
+                if e.owner as usize == cpu {
+                    e.owner = NO_OWNER;
+                }
             }
+            let now = now.wrapping_add(1);
+            *stamp = now;
+            self.clock[cpu] = now;
         }
-        let now = now.wrapping_add(1);
-        self.clock[cpu] = now;
-        self.stamp[k] = now;
+        e
     }
 
+    #[inline(always)]
     fn read(&mut self, i: usize, cpu: CpuId) -> Source {
-        self.ensure(i);
-        self.age(i, cpu);
+        let e = self.touch(i, cpu);
         let me = 1u64 << cpu;
-        if self.sharers[i] & me != 0 {
+        if e.sharers & me != 0 {
             return Source::Hit;
         }
-        let o = self.owner[i];
-        self.owner[i] = NO_OWNER;
-        self.sharers[i] |= me;
+        let o = e.owner;
+        e.owner = NO_OWNER;
+        e.sharers |= me;
         if o == NO_OWNER {
             Source::Memory
         } else {
@@ -151,14 +172,16 @@ impl Lines {
         }
     }
 
-    fn write(&mut self, i: usize, cpu: CpuId, bus_of: impl Fn(CpuId) -> usize) -> Source {
-        self.ensure(i);
-        self.age(i, cpu);
+    /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus.
+    #[inline(always)]
+    fn write(&mut self, i: usize, cpu: CpuId, mine_bus: u64) -> Source {
+        let e = self.touch(i, cpu);
         let me = 1u64 << cpu;
-        let o = self.owner[i];
-        let sharers = self.sharers[i];
-        self.owner[i] = cpu as u16;
-        self.sharers[i] = me;
+        let Entry { owner: o, sharers } = *e;
+        *e = Entry {
+            sharers: me,
+            owner: cpu as u16,
+        };
         if o as usize == cpu {
             Source::Hit
         } else if o != NO_OWNER {
@@ -169,20 +192,17 @@ impl Lines {
                 // Exclusive clean copy: a silent upgrade.
                 return Source::Hit;
             }
-            let mine = bus_of(cpu);
-            let cross_bus = (0..64)
-                .filter(|c| others & (1u64 << c) != 0)
-                .any(|c| bus_of(c) != mine);
-            Source::Upgrade { cross_bus }
+            Source::Upgrade {
+                cross_bus: others & !mine_bus != 0,
+            }
         } else {
             Source::Memory
         }
     }
 
     fn forget(&mut self, i: usize) {
-        if i < self.owner.len() {
-            self.owner[i] = NO_OWNER;
-            self.sharers[i] = 0;
+        if let Some(e) = self.dir.get_mut(i) {
+            *e = UNHELD;
         }
     }
 }
@@ -208,9 +228,12 @@ pub struct TrafficStats {
 /// The buses and the directory of a booted machine.
 pub struct Interconnect {
     model: Model,
-    cpus_per_bus: usize,
+    /// Non-zero by type: `bus_of` divides by it on every transfer.
+    cpus_per_bus: NonZeroUsize,
     costs: &'static Costs,
     buses: Vec<Bus>,
+    /// Per bus, the CPU ids (of all 64) that `bus_of` puts on it.
+    bus_masks: Vec<u64>,
     tasks: Lines,
     named: Lines,
     names: Vec<&'static str>,
@@ -224,9 +247,16 @@ impl Interconnect {
         let nbus = cpus.div_ceil(cpus_per_bus);
         Interconnect {
             model,
-            cpus_per_bus,
+            cpus_per_bus: NonZeroUsize::new(cpus_per_bus).expect("a bus holds a CPU"),
             costs,
             buses: (0..nbus).map(|_| Bus::new(costs.bus_slot_ns)).collect(),
+            bus_masks: (0..nbus)
+                .map(|b| {
+                    (0..64)
+                        .filter(|c| c / cpus_per_bus == b)
+                        .fold(0, |m, c| m | 1u64 << c)
+                })
+                .collect(),
             // 2.4 i386 puts each task_struct at the base of its 8 KB kernel stack, so the
             // same line of every task_struct maps to the same few L2 sets: an L2 holds
             // at most l2_bytes / 8 KB of them whatever its associativity.
@@ -272,15 +302,26 @@ impl Interconnect {
 
     /// Cost, at time `t`, of an access served from `src` by `cpu`: unloaded latency plus
     /// queueing on the buses it crosses.
+    #[inline]
     pub fn serve(&mut self, t: Time, cpu: CpuId, src: Source) -> Time {
+        // Most scheduler-line accesses hit; keep that path small enough to inline into
+        // a run-queue walk and the rest out of line.
+        if src == Source::Hit {
+            self.stats.line_hits += 1;
+            self.costs.l2_line_ns
+        } else {
+            self.serve_transfer(t, cpu, src)
+        }
+    }
+
+    /// [`Interconnect::serve`] for everything but a hit.
+    #[inline(never)]
+    fn serve_transfer(&mut self, t: Time, cpu: CpuId, src: Source) -> Time {
         let c = self.costs;
         let line = c.line_slots;
         let mine = self.bus_of(cpu);
         match src {
-            Source::Hit => {
-                self.stats.line_hits += 1;
-                c.l2_line_ns
-            }
+            Source::Hit => unreachable!("a hit is served inline"),
             Source::Memory => {
                 self.stats.memory_reads += 1;
                 c.mem_latency_ns + self.on_bus(mine, t, line)
@@ -340,10 +381,12 @@ impl Interconnect {
     }
 
     /// `cpu` reads task `p`'s scheduler line at `t`: the access's cost.
-    #[inline]
+    // A run-queue walk calls this once per task: inlined there, the directory's vectors
+    // stay in registers across the walk.
+    #[inline(always)]
     pub fn read_task(&mut self, t: Time, cpu: CpuId, p: u32) -> Time {
         if !self.model.coherence {
-            return self.serve(t, cpu, Source::Memory);
+            return self.serve_transfer(t, cpu, Source::Memory);
         }
         self.stats.line_accesses += 1;
         let src = self.tasks.read(p as usize, cpu);
@@ -358,8 +401,8 @@ impl Interconnect {
             return 0;
         }
         self.stats.line_accesses += 1;
-        let cpb = self.cpus_per_bus;
-        let src = self.tasks.write(p as usize, cpu, |c| c / cpb);
+        let mine_bus = self.bus_masks[self.bus_of(cpu)];
+        let src = self.tasks.write(p as usize, cpu, mine_bus);
         self.serve(t, cpu, src)
     }
 
@@ -375,6 +418,7 @@ impl Interconnect {
     }
 
     /// `cpu` reads the named line `l` at `t`.
+    #[inline]
     pub fn read_line(&mut self, t: Time, cpu: CpuId, l: LineId) -> Time {
         if !self.model.coherence {
             return 0;
@@ -385,20 +429,28 @@ impl Interconnect {
     }
 
     /// `cpu` writes the named line `l` at `t`.
+    #[inline]
     pub fn write_line(&mut self, t: Time, cpu: CpuId, l: LineId) -> Time {
         if !self.model.coherence {
             return 0;
         }
         self.stats.line_accesses += 1;
-        let cpb = self.cpus_per_bus;
-        let src = self.named.write(l as usize, cpu, |c| c / cpb);
+        let mine_bus = self.bus_masks[self.bus_of(cpu)];
+        let src = self.named.write(l as usize, cpu, mine_bus);
         self.serve(t, cpu, src)
     }
 
     /// Check the directory's invariant: an owner is its line's only sharer.
     pub fn check(&self) -> Result<(), String> {
         for (what, lines) in [("task", &self.tasks), ("named", &self.named)] {
-            for (i, (&o, &s)) in lines.owner.iter().zip(&lines.sharers).enumerate() {
+            for (
+                i,
+                &Entry {
+                    owner: o,
+                    sharers: s,
+                },
+            ) in lines.dir.iter().enumerate()
+            {
                 if o != NO_OWNER && s != 1u64 << o {
                     return Err(format!("{what} line {i}: owner cpu {o} but sharers {s:#x}"));
                 }

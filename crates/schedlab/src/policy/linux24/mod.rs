@@ -517,9 +517,7 @@ impl SchedClass for Linux24 {
         loop {
             // The walk reads every queued task's line (and the head's), wherever it is.
             ctx.read_line(self.runqueue_head);
-            for &p in self.rq.values() {
-                ctx.examine_task(p);
-            }
+            ctx.examine_tasks(self.rq.values().copied());
             self.stats.tasks_examined += self.nr_running() as u64;
             let (c, next) = self.scan_indexed(ctx, cpu, prev, this_mm);
             #[cfg(debug_assertions)]
