@@ -200,6 +200,49 @@ fn the_tick_time_slices_cpu_hogs_on_one_cpu() {
     );
 }
 
+fn hog_over(ns: Time, ws: u64) -> Box<dyn Program> {
+    let mut done = false;
+    program(move |e: &mut Env<'_>| {
+        if done {
+            e.count("done", 1);
+            return Op::Exit;
+        }
+        done = true;
+        Op::Compute { ns, ws }
+    })
+}
+
+// See: issue 14 item 7 — a refill longer than a time slice was re-paid whole at every
+// interrupt (the rewind pushed back the un-elapsed stall and the resumed pass touched the
+// whole set again), so large working sets never finished.
+#[test]
+fn a_pass_cut_by_interrupts_pays_its_refill_once() {
+    // Two hogs of 10 ms over 8 MB each on one CPU, 1 ms slices: each pass misses its whole
+    // set once (8 MB / 32 B x 86 ns = 22.5 ms, bus queueing aside), whoever evicts whom.
+    let sim = run_custom("fifo:hz=1000,slice_ms=1", 1, 1, || {
+        let mut n = 0;
+        program(move |_e: &mut Env<'_>| {
+            n += 1;
+            match n {
+                1 | 2 => Op::Fork {
+                    child: hog_over(10 * MS, 8 << 20),
+                },
+                3 | 4 => Op::Wait,
+                _ => Op::Exit,
+            }
+        })
+    });
+    assert_eq!(sim.k.rec.count("done"), 2);
+    let refill = (8u64 << 20) / 32 * 86;
+    let runtime: Time = sim.k.tasks.iter().map(|t| t.stats.runtime_ns).sum();
+    assert!(
+        runtime >= 2 * (10 * MS + refill) && runtime < 2 * (10 * MS + refill) * 13 / 10,
+        "two passes ran {runtime} ns"
+    );
+    let sw = sim.k.stats.task_switches;
+    assert!(sw >= 20, "the slices interleaved them: {sw} switches");
+}
+
 #[test]
 fn nanosleep_wakes_on_a_tick_boundary() {
     let sim = run_custom("fifo", 1, 1, || {

@@ -4,7 +4,7 @@ use crate::engine::Time;
 use crate::kernel::abi::{Env, Op};
 use crate::kernel::frame::Frame;
 use crate::kernel::task::{TaskId, TaskState};
-use crate::kernel::{Acct, Event, Kernel};
+use crate::kernel::{Acct, Event, Kernel, UserPass};
 use crate::machine::CpuId;
 
 use super::frame::Sys;
@@ -17,7 +17,11 @@ impl Kernel {
             Event::Resume { cpu, gen } => {
                 let c = cpu as usize;
                 if self.cpus[c].gen == gen {
-                    self.cpus[c].user = None;
+                    if let Some(pass) = self.cpus[c].user.take() {
+                        // The pass ran to its end: all of `todo` was touched here.
+                        let curr = self.cpus[c].curr;
+                        self.cache.record(c, curr, pass.ws, pass.todo);
+                    }
                     self.run_cpu(c);
                 }
             }
@@ -50,20 +54,40 @@ impl Kernel {
             c.clock = now + idle_exit;
             c.halted = false;
             self.run_cpu(cpu);
-        } else if let Some((start, end, ws)) = c.user {
-            if end > now {
-                // Rewind the user-mode computation to the interrupt (or to its start, if
-                // the CPU had run ahead through pure frames).
-                let at = now.max(start);
-                let left = end - at;
+        } else if let Some(pass) = c.user {
+            if pass.end > now {
+                // Rewind the user-mode pass to the interrupt (or to its start, if the CPU
+                // had run ahead through pure frames).
+                // model: a pass interleaves its refill stall and its computation evenly,
+                // so the share of the pass's time elapsed is the share of both done: that
+                // many of its bytes are now touched (and recorded resident here), that
+                // much computation is done. Only the rest is pushed back, and it pays the
+                // cache again for its own bytes when it resumes — nothing done is re-paid.
+                let at = now.max(pass.start);
+                let left = pass.end - at;
+                let total = u128::from(pass.end - pass.start);
+                let ran = u128::from(at - pass.start);
+                let part = |x: u64| match total {
+                    0 => 0,
+                    _ => (u128::from(x) * ran / total) as u64,
+                };
+                let touched = part(pass.todo);
+                let computed = part(pass.compute);
                 c.clock = at;
                 c.acct[Acct::Running as usize] -= left;
                 c.user = None;
                 c.gen += 1;
                 let curr = c.curr;
+                if touched > 0 {
+                    self.cache.record(cpu, curr, pass.ws, touched);
+                }
                 let t = &mut self.tasks[curr as usize];
                 t.stats.runtime_ns -= left;
-                t.kstack.push(Frame::Compute { left, ws });
+                t.kstack.push(Frame::Compute {
+                    left: pass.compute - computed,
+                    ws: pass.ws,
+                    todo: pass.todo - touched,
+                });
                 self.run_cpu(cpu);
             }
         }
@@ -115,9 +139,9 @@ impl Kernel {
                         return;
                     }
                 }
-                Frame::Compute { left, ws } => {
-                    if left > 0 {
-                        self.compute(cpu, curr, left, ws);
+                Frame::Compute { left, ws, todo } => {
+                    if left > 0 || todo > 0 {
+                        self.compute(cpu, curr, left, ws, todo);
                         return;
                     }
                 }
@@ -212,7 +236,9 @@ impl Kernel {
             Op::Compute { ns, ws } => {
                 let st = &mut self.tasks[task as usize].kstack;
                 st.push(Frame::User);
-                st.push(Frame::Compute { left: ns, ws });
+                // A zero-length computation touches nothing (as before passes existed).
+                let todo = if ns > 0 { ws } else { 0 };
+                st.push(Frame::Compute { left: ns, ws, todo });
                 return true;
             }
             Op::Read { fd, len } => Sys::Read {
@@ -268,18 +294,26 @@ impl Kernel {
         true
     }
 
-    /// Start `left` ns of user-mode work over `ws` bytes: pay the cache refill, then stay
-    /// in user mode until the end (or an interrupt rewinds us).
-    fn compute(&mut self, cpu: CpuId, task: TaskId, left: Time, ws: u64) {
+    /// Start (or resume) a pass of `left` ns of user-mode work that touches `todo` bytes
+    /// of a `ws`-byte working set: pay the refill of what this CPU's caches lack, then
+    /// stay in user mode until the end (or an interrupt rewinds us). The touched bytes
+    /// are recorded in the cache when the pass ends, or in part when it is cut.
+    fn compute(&mut self, cpu: CpuId, task: TaskId, left: Time, ws: u64, todo: u64) {
         let costs = self.machine.costs();
-        let miss = self.cache.touch(cpu, task, ws);
+        let miss = self.cache.lookup(cpu, task, ws, todo);
         let start = self.cpus[cpu].clock;
         let stall = miss.from_l2 * costs.l2_line_ns
             + miss.from_outside * costs.mem_line_ns
             + self.ic.stream(start, miss.from_outside, None, cpu);
         self.charge(cpu, stall + left, Acct::Running);
         let c = &mut self.cpus[cpu];
-        c.user = Some((start, c.clock, ws));
+        c.user = Some(UserPass {
+            start,
+            end: c.clock,
+            compute: left,
+            ws,
+            todo,
+        });
         // The User frame below the popped Compute frame continues after it.
         self.suspend(cpu);
     }

@@ -62,8 +62,10 @@ pub enum Sys {
 pub enum Frame {
     /// User mode: ask the program for its next operation.
     User,
-    /// User-mode computation with `left` ns to go over a working set of `ws` bytes.
-    Compute { left: Time, ws: u64 },
+    /// A user-mode pass over a working set of `ws` bytes with `left` ns of computation
+    /// and `todo` bytes of the set still to touch (less than `ws` once an interrupt has
+    /// cut the pass: what was done before it is not paid again).
+    Compute { left: Time, ws: u64, todo: u64 },
     /// A system call body.
     Sys(Sys),
     /// Return from a system call: reschedule if `need_resched`.

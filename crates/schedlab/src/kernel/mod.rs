@@ -91,6 +91,21 @@ pub enum Event {
     Ipi { cpu: u16 },
 }
 
+/// A user-mode pass over a working set in progress on a CPU (`Kernel::compute`).
+#[derive(Clone, Copy, Debug)]
+pub struct UserPass {
+    /// When the pass (re)started on this CPU.
+    pub start: Time,
+    /// When it ends unless interrupted: `start` + refill stall + `compute`.
+    pub end: Time,
+    /// Computation in the pass, ns (the stall is the rest of `end − start`).
+    pub compute: Time,
+    /// The working set's size, bytes.
+    pub ws: u64,
+    /// Bytes of the set this pass touches.
+    pub todo: u64,
+}
+
 /// Per-CPU state.
 pub struct Cpu {
     /// Task running now (the idle task when idle).
@@ -103,8 +118,8 @@ pub struct Cpu {
     pub acct: [Time; 4],
     /// Halted in the idle loop, waiting for an interrupt.
     pub halted: bool,
-    /// When in user-mode compute: (start, end, working set).
-    pub user: Option<(Time, Time, u64)>,
+    /// When in user-mode compute: the pass in progress.
+    pub user: Option<UserPass>,
     /// Generation of the pending `Resume` event.
     pub gen: u32,
     /// Interrupts held while in the kernel.

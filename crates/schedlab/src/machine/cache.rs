@@ -137,39 +137,68 @@ impl CacheModel {
     /// `task` touches `bytes` of its user working set on `cpu`: report the misses, make
     /// the set resident there, evict other sets as needed and invalidate it elsewhere.
     pub fn touch(&mut self, cpu: CpuId, task: u32, bytes: u64) -> Miss {
-        self.touch_set(cpu, user_set(task), bytes)
+        let miss = self.lookup(cpu, task, bytes, bytes);
+        self.record(cpu, task, bytes, bytes);
+        miss
     }
 
     /// `task`'s kernel footprint (task_struct, kernel stack) is touched on `cpu`: as
     /// [`CacheModel::touch`], for the task's second, kernel-side working set.
     pub fn touch_kernel(&mut self, cpu: CpuId, task: u32, bytes: u64) -> Miss {
-        self.touch_set(cpu, kernel_set(task), bytes)
+        let set = kernel_set(task);
+        let miss = self.lookup_set(cpu, set, bytes, bytes);
+        self.record_set(cpu, set, bytes, bytes);
+        miss
     }
 
-    fn touch_set(&mut self, cpu: CpuId, task: u32, bytes: u64) -> Miss {
-        if bytes == 0 {
+    /// What a pass touching `todo` bytes of `task`'s `ws`-byte user working set would
+    /// miss on `cpu` now (no state changes: [`CacheModel::record`] commits the pass).
+    pub fn lookup(&self, cpu: CpuId, task: u32, ws: u64, todo: u64) -> Miss {
+        self.lookup_set(cpu, user_set(task), ws, todo)
+    }
+
+    /// `task` has touched `done` bytes of its `ws`-byte user working set on `cpu`: make
+    /// them resident there (the untouched rest keeps its share of what was resident),
+    /// evict other sets as needed and invalidate the set elsewhere.
+    pub fn record(&mut self, cpu: CpuId, task: u32, ws: u64, done: u64) {
+        self.record_set(cpu, user_set(task), ws, done)
+    }
+
+    fn lookup_set(&self, cpu: CpuId, set: u32, ws: u64, todo: u64) -> Miss {
+        if ws == 0 || todo == 0 {
             return Miss::default();
         }
-        let r1 = self.l1[cpu].resident(task);
-        let r2 = self.l2[cpu].resident(task).max(r1);
+        let share = |r: u64| (u128::from(todo) * u128::from(r.min(ws)) / u128::from(ws)) as u64;
+        let r1 = self.l1[cpu].resident(set);
+        let r2 = self.l2[cpu].resident(set).max(r1);
         let lines = |b: u64| b.div_ceil(self.line);
-        let miss1 = bytes.saturating_sub(r1);
-        let miss2 = bytes.saturating_sub(r2);
-        let miss = Miss {
+        let miss1 = todo - share(r1);
+        let miss2 = todo - share(r2);
+        Miss {
             from_l2: lines(miss1) - lines(miss2),
             from_outside: lines(miss2),
-        };
+        }
+    }
+
+    fn record_set(&mut self, cpu: CpuId, set: u32, ws: u64, done: u64) {
+        if ws == 0 || done == 0 {
+            return;
+        }
+        let done = done.min(ws);
+        let keep =
+            |r: u64| done + (u128::from(ws - done) * u128::from(r.min(ws)) / u128::from(ws)) as u64;
         self.stamp += 1;
         let s = self.stamp;
-        self.l1[cpu].fill(task, bytes, s);
-        self.l2[cpu].fill(task, bytes, s);
+        let b1 = keep(self.l1[cpu].resident(set));
+        let b2 = keep(self.l2[cpu].resident(set));
+        self.l1[cpu].fill(set, b1, s);
+        self.l2[cpu].fill(set, b2, s);
         for other in 0..self.l1.len() {
             if other != cpu {
-                self.l1[other].drop_task(task);
-                self.l2[other].drop_task(task);
+                self.l1[other].drop_task(set);
+                self.l2[other].drop_task(set);
             }
         }
-        miss
     }
 
     /// Forget a task that has exited (both of its working sets).
