@@ -24,11 +24,12 @@
 //!
 //! # Costs
 //!
-//! The simulated kernel pays for the walk the 2002 hardware paid: `ctx.examine(nr_running)`
-//! (≈ one L2 miss + a few dozen cycles per task, benchmarks.md §6.3) for every pass, with
-//! `runqueue_lock` held; a recalculation pays one `examine` per task in the system,
-//! outside the lock. The *simulator* finds the same task through `index.rs` in
-//! O(log n), so 8,000 runnable tasks simulate in seconds.
+//! The simulated kernel pays for the walk the 2002 hardware paid: every pass examines
+//! every queued task in list order (`ctx.examine_tasks`: a few dozen cycles of
+//! `goodness()` and the read of the task's scheduler line from wherever it is — with the
+//! coherence model off, one L2 miss, benchmarks.md §6.3), with `runqueue_lock` held; a
+//! recalculation examines every task in the system, outside the lock. The *simulator*
+//! finds the same task through `index.rs` in O(log n); only the charge walks the queue.
 //!
 //! # Versions (§1.14, option `version=`)
 //!
