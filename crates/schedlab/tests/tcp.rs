@@ -102,9 +102,8 @@ fn nagle_coalesces_back_to_back_writes_while_a_short_segment_is_unacked() {
 
 #[test]
 fn a_reader_keeping_up_gets_one_segment_per_ack_round() {
-    // On one CPU the writer runs its burst before the reader: as above. On two, the
-    // reader drains as data comes and each ACK releases what accumulated meanwhile, so
-    // there are more segments than two but far fewer than messages.
+    // With a CPU of its own the reader drains as data comes, and each ACK releases what
+    // accumulated meanwhile: more segments than two, far fewer than messages.
     let sim = run(200, 0, 2);
     let s = &sim.k.stats;
     assert!(

@@ -101,6 +101,28 @@ impl Stream {
         }
     }
 
+    /// Sockets: copy out up to `len` bytes across the queued skbs, oldest first. Returns
+    /// the bytes taken and the truesize of the skbs emptied (their owner decides when
+    /// that space returns to the sender: AF_UNIX at once, TCP at the ACK).
+    pub fn take_skbs(&mut self, len: u64) -> (u64, u64) {
+        let (mut copied, mut emptied) = (0, 0);
+        while copied < len {
+            let Some(front) = self.skbs.front_mut() else {
+                break;
+            };
+            let take = front.0.min(len - copied);
+            front.0 -= take;
+            copied += take;
+            if front.0 == 0 {
+                let (_, truesize) = self.skbs.pop_front().expect("front exists");
+                emptied += truesize;
+            }
+        }
+        self.len -= copied;
+        self.read += copied;
+        (copied, emptied)
+    }
+
     /// Data to read, or end of file.
     pub fn readable(&self) -> bool {
         self.len > 0 || self.writers == 0

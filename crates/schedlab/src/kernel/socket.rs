@@ -27,45 +27,45 @@ impl Kernel {
         let costs = self.machine.costs();
         let call = costs.unix_call_ns;
         self.charge(cpu, call, Acct::Running);
-        let st = &self.streams[s];
-        if st.len == 0 {
-            if st.writers == 0 {
-                return Outcome::Done(0);
-            }
-            let wq = st.read_wq;
-            self.sleep_on(task, wq);
-            return Outcome::Block(Sys::Read {
-                fd,
-                len,
-                done: 0,
-                again: true,
-            });
+        if let Some(out) = self.wait_for_data(task, s, fd, len) {
+            return out;
         }
-        let mut copied = 0;
-        let mut freed = false;
         let st = &mut self.streams[s];
-        while copied < len {
-            let Some(front) = st.skbs.front_mut() else {
-                break;
-            };
-            let take = front.0.min(len - copied);
-            front.0 -= take;
-            copied += take;
-            if front.0 == 0 {
-                let (_, truesize) = st.skbs.pop_front().expect("front exists");
-                st.wmem -= truesize;
-                freed = true;
-            }
-        }
-        st.len -= copied;
-        st.read += copied;
-        let writable = freed && st.wmem * 4 <= st.cap;
+        let (copied, freed) = st.take_skbs(len);
+        st.wmem -= freed;
+        let writable = freed > 0 && st.wmem * 4 <= st.cap;
         let write_wq = st.write_wq;
         self.copy(cpu, s, copied);
         if writable {
             wakes.push((self.take_waiters(cpu, write_wq, 0), false));
         }
         Outcome::Done(copied as i64)
+    }
+
+    /// Sleep on the read queue while a socket stream is empty and has a writer (the
+    /// caller retries the read when woken); end of file once the writers are gone.
+    pub(super) fn wait_for_data(
+        &mut self,
+        task: TaskId,
+        s: usize,
+        fd: Fd,
+        len: u64,
+    ) -> Option<Outcome> {
+        let st = &self.streams[s];
+        if st.len > 0 {
+            return None;
+        }
+        if st.writers == 0 {
+            return Some(Outcome::Done(0));
+        }
+        let wq = st.read_wq;
+        self.sleep_on(task, wq);
+        Some(Outcome::Block(Sys::Read {
+            fd,
+            len,
+            done: 0,
+            again: true,
+        }))
     }
 
     /// AF_UNIX send (2.4 `unix_stream_sendmsg`): chunks of at most `sndbuf/2 − 64`,

@@ -136,36 +136,14 @@ impl Kernel {
             let ns = self.machine.costs().tcp_recvmsg_ns;
             self.charge(cpu, ns, Acct::Running);
         }
-        let st = &self.streams[s];
-        if st.len == 0 {
-            if st.writers == 0 && st.tcp.held == 0 {
-                return Outcome::Done(0);
-            }
-            let wq = st.read_wq;
-            self.sleep_on(task, wq);
-            return Outcome::Block(Sys::Read {
-                fd,
-                len,
-                done: 0,
-                again: true,
-            });
+        // A closing writer flushed what Nagle held (`tcp_close_tx`), so an empty queue
+        // with no writer is end of file.
+        if let Some(out) = self.wait_for_data(task, s, fd, len) {
+            return out;
         }
-        let mut copied = 0;
         let st = &mut self.streams[s];
-        while copied < len {
-            let Some(front) = st.skbs.front_mut() else {
-                break;
-            };
-            let take = front.0.min(len - copied);
-            front.0 -= take;
-            copied += take;
-            if front.0 == 0 {
-                let (_, truesize) = st.skbs.pop_front().expect("front exists");
-                st.tcp.read_unacked += truesize;
-            }
-        }
-        st.len -= copied;
-        st.read += copied;
+        let (copied, emptied) = st.take_skbs(len);
+        st.tcp.read_unacked += emptied;
         let drained = st.len == 0;
         self.copy(cpu, s, copied);
         if drained {
