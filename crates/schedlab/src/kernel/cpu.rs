@@ -20,7 +20,7 @@ impl Kernel {
                     if let Some(pass) = self.cpus[c].user.take() {
                         // The pass ran to its end: all of `todo` was touched here.
                         let curr = self.cpus[c].curr;
-                        self.cache.record(c, curr, pass.ws, pass.todo);
+                        self.cache.record(c, curr, pass.ws, pass.todo, pass.todo);
                     }
                     self.run_cpu(c);
                 }
@@ -79,7 +79,7 @@ impl Kernel {
                 c.gen += 1;
                 let curr = c.curr;
                 if touched > 0 {
-                    self.cache.record(cpu, curr, pass.ws, touched);
+                    self.cache.record(cpu, curr, pass.ws, pass.todo, touched);
                 }
                 let t = &mut self.tasks[curr as usize];
                 t.stats.runtime_ns -= left;
