@@ -243,6 +243,26 @@ fn a_pass_cut_by_interrupts_pays_its_refill_once() {
     assert!(sw >= 20, "the slices interleaved them: {sw} switches");
 }
 
+// See: issue 14 item 7 — 64 MB working sets finish, in memory bounded by the cache model.
+#[test]
+fn sixty_four_megabyte_working_sets_finish() {
+    for w in [
+        "synthetic:ws_kb=65536,tasks=20,ops=5",
+        "lat_ctx:size_kb=65536,procs=4,rounds=5,warmup=1,ovr_iters=5",
+        "synthetic:ws_kb=2048,tasks=20,ops=5,compute_us=100",
+    ] {
+        for policy in ["linux-2.4", "linux-2.4:hz=1000"] {
+            let sim = sim_of(2, policy, w);
+            // Two levels on each of two CPUs, each within its minimum 64 slots.
+            assert!(
+                sim.k.cache.entries() <= 4 * 64,
+                "{w}: {}",
+                sim.k.cache.entries()
+            );
+        }
+    }
+}
+
 #[test]
 fn nanosleep_wakes_on_a_tick_boundary() {
     let sim = run_custom("fifo", 1, 1, || {

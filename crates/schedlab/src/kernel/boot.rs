@@ -38,7 +38,7 @@ impl Kernel {
             tasks: Vec::new(),
             cpus: Vec::with_capacity(n),
             locks: Vec::new(),
-            cache: CacheModel::new(n, costs.line_bytes, costs.l1_bytes, costs.l2_bytes),
+            cache: CacheModel::for_costs(n, costs),
             ic: Interconnect::new(n, machine.preset.cpus_per_bus, costs, machine.model),
             waitqs: Vec::new(),
             streams: Vec::new(),

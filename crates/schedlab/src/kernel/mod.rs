@@ -102,8 +102,11 @@ pub struct UserPass {
     pub compute: Time,
     /// The working set's size, bytes.
     pub ws: u64,
-    /// Bytes of the set this pass touches.
+    /// Bytes of the set this step of the pass touches.
     pub todo: u64,
+    /// Bytes of the set the pass had left to touch when this step began (`todo` of them
+    /// now, the rest in the `Compute` frame that continues it).
+    pub rest: u64,
 }
 
 /// Per-CPU state.

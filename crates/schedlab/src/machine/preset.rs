@@ -136,6 +136,15 @@ pub struct Costs {
     pub l1_bytes: u64,
     /// L2 per CPU. B§6.1: 1 MB or 2 MB, full speed.
     pub l2_bytes: u64,
+    /// Ways of the L1 data cache. P6 family: 16 KB 4-way, i.e. one 4 KB page per way
+    /// (general P6 knowledge, like B§6.1's L1 facts, not re-checked in a source).
+    pub l1_ways: u64,
+    /// Ways of the L2. Pentium III Xeon: 4-way set-associative (general P6 knowledge,
+    /// not re-checked); a way of 256 KB or more spans many page colours.
+    pub l2_ways: u64,
+    /// Page size: i386 4 KB. With ways larger than a page, where a page lands in the L2
+    /// depends on its physical frame (page colour).
+    pub page_bytes: u64,
     /// Refill of one line from L2 into L1. B§6.3: ≈ 0.35 µs per KB in lat_ctx ≈ one L2 hit
     /// (13 ns, B§6.2) per line.
     pub l2_line_ns: Time,
@@ -248,6 +257,9 @@ const fn piii700(l2_bytes: u64) -> Costs {
         line_bytes: 32,
         l1_bytes: 16 * 1024,
         l2_bytes,
+        l1_ways: 4,
+        l2_ways: 4,
+        page_bytes: 4096,
         l2_line_ns: 13,
         mem_line_ns: 86,
         kernel_footprint_bytes: 3 * 1024,
