@@ -112,6 +112,7 @@ impl Kernel {
         self.programs.push(None);
         self.cpus.push(Cpu {
             curr: c as u32,
+            curr_seen: crate::kernel::sched::Published::new(c as u32),
             idle: c as u32,
             clock: 0,
             acct: [0; 4],

@@ -113,6 +113,9 @@ pub struct UserPass {
 pub struct Cpu {
     /// Task running now (the idle task when idle).
     pub curr: TaskId,
+    /// `curr` as other CPUs read it without a lock (2.4's `aligned_data[cpu].curr`,
+    /// `sys_sched_yield`, `reschedule_idle`): the value of the reader's moment.
+    pub curr_seen: crate::kernel::sched::Published<TaskId>,
     /// This CPU's idle task.
     pub idle: TaskId,
     /// Local clock: time up to which this CPU's work is accounted.

@@ -25,7 +25,7 @@ use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{self, ParamSpec, Params, Spec, SpecError};
 
-pub use crate::kernel::sched::{Balance, SchedClass, SchedCtx, Wake, WakeOrder};
+pub use crate::kernel::sched::{Balance, Published, SchedClass, SchedCtx, Wake, WakeOrder};
 
 /// The invariant of every per-CPU-queue policy: each task is on at most one queue, on the
 /// queue of its `processor`, runnable (or still on its CPU); a policy's `on_rq` flag

@@ -187,7 +187,7 @@ pub(crate) fn pick_next(
         if next != idle {
             ctx.write_task(next);
         }
-        ctx.write_curr();
+        ctx.write_curr(next);
     }
     if next != idle {
         class.set_next_task(ctx, cpu, next, prev);

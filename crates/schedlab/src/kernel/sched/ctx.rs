@@ -224,13 +224,16 @@ impl<'a> SchedCtx<'a> {
     #[inline]
     pub fn read_curr(&mut self, cpu: CpuId) -> TaskId {
         self.read_line(Interconnect::curr_line(cpu));
-        self.cpus[cpu].curr
+        self.cpus[cpu].curr_seen.at(self.now())
     }
 
-    /// The switch on the executing CPU publishes its new `curr`.
+    /// `schedule()` on the executing CPU publishes its new `curr` under the run-queue
+    /// lock (2.4 `sched_data->curr = next`, 2.6 `rq->curr = next`), before the switch.
     #[inline]
-    pub(crate) fn write_curr(&mut self) {
+    pub(crate) fn write_curr(&mut self, next: TaskId) {
         self.write_line(Interconnect::curr_line(self.cpu));
+        let now = self.now();
+        self.cpus[self.cpu].curr_seen.set(now, next);
     }
 
     /// Name a shared line the class reads and writes (a list head, a published value).

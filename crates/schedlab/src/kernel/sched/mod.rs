@@ -49,6 +49,7 @@
 
 pub mod core;
 mod ctx;
+pub mod published;
 pub mod testbed;
 
 use std::collections::BTreeMap;
@@ -59,6 +60,7 @@ use super::types::TaskId;
 use super::Kernel;
 
 pub use ctx::SchedCtx;
+pub use published::Published;
 
 /// Why a task is being placed on a run queue.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

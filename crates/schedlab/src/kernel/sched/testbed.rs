@@ -151,6 +151,8 @@ impl<C: SchedClass> Bed<C> {
         let old = k.cpus[cpu].curr;
         k.tasks[old as usize].on_cpu = None;
         k.cpus[cpu].curr = p;
+        let now = k.cpus[cpu].clock;
+        k.cpus[cpu].curr_seen.set(now, p);
         k.cpus[cpu].last_schedule = k.cpus[cpu].clock;
         let t = &mut k.tasks[p as usize];
         t.on_cpu = Some(cpu);

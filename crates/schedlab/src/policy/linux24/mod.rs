@@ -60,7 +60,6 @@
 //!   the model's writers (fork, exit) take no modelled lock. Two CPUs cannot both
 //!   recalculate for the same exhaustion, because a hook runs atomically: the second sees
 //!   the new counters.
-//! * `sys_sched_yield`'s lock-free scan of the CPUs' `curr` fields is not charged.
 
 mod index;
 #[cfg(test)]
@@ -75,7 +74,7 @@ use crate::spec::Params;
 #[cfg(any(test, debug_assertions))]
 use super::sched24::can_schedule;
 use super::sched24::{Core24, GoodnessRules, Target, Worth, MIN_GOODNESS};
-use super::{PolicyInfo, SchedClass, SchedCtx, Wake};
+use super::{PolicyInfo, Published, SchedClass, SchedCtx, Wake};
 use index::{GoodnessIndex, IndexKey};
 
 /// Registry entry.
@@ -182,6 +181,8 @@ pub struct Linux24 {
     /// `runqueue_head`: list position → task. Head insertion takes a position below every
     /// other, tail insertion one above (determinism: positions are unique).
     rq: BTreeMap<i64, TaskId>,
+    /// `nr_running` as `sys_sched_yield` reads it, without the lock.
+    nr_running_seen: Published<usize>,
     head_pos: i64,
     tail_pos: i64,
     ts: Vec<TaskSched>,
@@ -212,6 +213,7 @@ impl Linux24 {
             runqueue_lock: 0,
             runqueue_head: 0,
             rq: BTreeMap::new(),
+            nr_running_seen: Published::new(0),
             head_pos: 0,
             tail_pos: 0,
             ts: Vec::new(),
@@ -273,8 +275,11 @@ impl Linux24 {
     }
 
     fn set_pos(&mut self, ctx: &SchedCtx<'_>, p: TaskId, pos: i64) {
-        if let Some(old) = self.ts[p as usize].pos.replace(pos) {
-            self.rq.remove(&old);
+        match self.ts[p as usize].pos.replace(pos) {
+            Some(old) => {
+                self.rq.remove(&old);
+            }
+            None => self.nr_running_seen.set(ctx.now(), self.rq.len() + 1),
         }
         self.rq.insert(pos, p);
         self.reindex(ctx, p);
@@ -340,6 +345,7 @@ impl Linux24 {
             self.index.remove(p, &k);
         }
         self.rq.remove(&pos);
+        self.nr_running_seen.set(ctx.now(), self.rq.len());
     }
 
     /// The walk of §1.7 step 5 as the kernel did it: head to tail, strictly greater wins.
@@ -594,9 +600,12 @@ impl SchedClass for Linux24 {
     }
 
     fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
-        // §1.13: nr_pending = nr_running − CPUs running a real task (this one included).
-        let busy = (0..ctx.nr_cpus()).filter(|&c| !ctx.cpu_is_idle(c)).count();
-        let nr_pending = self.nr_running() as i64 - busy as i64;
+        // §1.13: nr_pending = nr_running − CPUs running a real task (this one included),
+        // all read without the lock: each other CPU's `curr` line, as of this moment.
+        let busy = (0..ctx.nr_cpus())
+            .filter(|&c| ctx.read_curr(c) != ctx.idle_task(c))
+            .count();
+        let nr_pending = self.nr_running_seen.at(ctx.now()) as i64 - busy as i64;
         if nr_pending == 0 {
             self.stats.yields_noop += 1;
             return;

@@ -89,7 +89,7 @@ use crate::spec::{ParamSpec, Params};
 
 use super::lines::Lines;
 use super::sched24::{can_schedule, Core24, GoodnessRules, MIN_GOODNESS};
-use super::{check_per_cpu_queues, PolicyInfo, SchedClass, SchedCtx, Wake};
+use super::{check_per_cpu_queues, PolicyInfo, Published, SchedClass, SchedCtx, Wake};
 
 /// Registry entry of `mq`.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -193,11 +193,36 @@ struct TaskSched {
 struct RunQueue {
     /// Head first; running tasks stay on it.
     list: VecDeque<TaskId>,
-    max_na_goodness: i32,
-    max_na_ptr: Option<TaskId>,
-    max_na_cpus_allowed: u64,
-    running_non_idle: bool,
+    /// Read lock-free by other CPUs' `examine_rmt_rqs`, re-read under `lock`.
+    max_na: Published<MaxNa>,
+    /// Read lock-free by `sys_sched_yield` and mq-pool's idle search.
+    running_non_idle: Published<bool>,
     lock: LockId,
+}
+
+/// `max_na_goodness`, `max_na_ptr`, `max_na_cpus_allowed`: the queue's stealable task,
+/// written together under the queue's lock (§3.1).
+#[derive(Clone, Copy, Debug)]
+struct MaxNa {
+    goodness: i32,
+    ptr: Option<TaskId>,
+    cpus_allowed: u64,
+}
+
+impl MaxNa {
+    const NONE: MaxNa = MaxNa {
+        goodness: MIN_GOODNESS,
+        ptr: None,
+        cpus_allowed: 0,
+    };
+
+    fn of(ctx: &SchedCtx<'_>, p: TaskId, goodness: i32) -> MaxNa {
+        MaxNa {
+            goodness,
+            ptr: Some(p),
+            cpus_allowed: ctx.task(p).cpus_allowed,
+        }
+    }
 }
 
 /// Where `reschedule_idle` sends a task.
@@ -248,8 +273,8 @@ pub struct Mq {
     /// placement by `reschedule_idle`, carried out by `wakeup_preempt`).
     wake_kick: bool,
     rq: Vec<RunQueue>,
-    /// `aligned_data[cpu].curr_na_goodness`.
-    curr_na_goodness: Vec<i32>,
+    /// `aligned_data[cpu].curr_na_goodness`, read lock-free by `reschedule_idle`.
+    curr_na_goodness: Vec<Published<i32>>,
     ts: Vec<TaskSched>,
     lines: Lines,
     /// Jiffy of the next load-balancer run.
@@ -314,6 +339,15 @@ impl Mq {
         ctx.task(p).on_cpu.is_some()
     }
 
+    /// Queue `c`'s `max_na_*` as this CPU sees them now (with or without `c`'s lock).
+    fn max_na(&self, ctx: &SchedCtx<'_>, c: CpuId) -> MaxNa {
+        self.rq[c].max_na.at(ctx.now())
+    }
+
+    fn set_max_na(&mut self, ctx: &SchedCtx<'_>, c: CpuId, m: MaxNa) {
+        self.rq[c].max_na.set(ctx.now(), m);
+    }
+
     /// `preemption_goodness(curr, p, cpu)` with the full goodness (§3.2).
     fn preemption_goodness(&self, ctx: &SchedCtx<'_>, curr: TaskId, p: TaskId, cpu: CpuId) -> i32 {
         self.core
@@ -328,12 +362,8 @@ impl Mq {
         debug_assert!(!self.ts[p as usize].on_rq);
         if upd && !Self::has_cpu(ctx, p) {
             let g = self.core.na_goodness(ctx, p);
-            if g > self.rq[c].max_na_goodness {
-                let allowed = ctx.task(p).cpus_allowed;
-                let q = &mut self.rq[c];
-                q.max_na_goodness = g;
-                q.max_na_cpus_allowed = allowed;
-                q.max_na_ptr = Some(p);
+            if g > self.max_na(ctx, c).goodness {
+                self.set_max_na(ctx, c, MaxNa::of(ctx, p, g));
             }
         }
         self.rq[c].list.push_front(p);
@@ -355,7 +385,7 @@ impl Mq {
         self.rq[c].list.remove(i);
         self.ts[p as usize].on_rq = false;
         self.lines.locked(ctx.cpu(), rq_line(c), true);
-        if self.rq[c].max_na_ptr != Some(p) {
+        if self.max_na(ctx, c).ptr != Some(p) {
             return;
         }
         let mut found = None;
@@ -371,18 +401,8 @@ impl Mq {
                 }
             }
         }
-        let q = &mut self.rq[c];
-        match found {
-            Some((t, w)) => {
-                q.max_na_goodness = w;
-                q.max_na_cpus_allowed = ctx.task(t).cpus_allowed;
-                q.max_na_ptr = Some(t);
-            }
-            None => {
-                q.max_na_goodness = MIN_GOODNESS;
-                q.max_na_ptr = None;
-            }
-        }
+        let m = found.map_or(MaxNa::NONE, |(t, w)| MaxNa::of(ctx, t, w));
+        self.set_max_na(ctx, c, m);
     }
 
     fn move_last_runqueue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
@@ -441,18 +461,12 @@ impl Mq {
                 prev_next = p;
             }
         }
-        if prev_next != idle {
-            let g = self.core.na_goodness(ctx, prev_next);
-            let allowed = ctx.task(prev_next).cpus_allowed;
-            let q = &mut self.rq[this];
-            q.max_na_goodness = g;
-            q.max_na_cpus_allowed = allowed;
-            q.max_na_ptr = Some(prev_next);
+        let m = if prev_next != idle {
+            MaxNa::of(ctx, prev_next, self.core.na_goodness(ctx, prev_next))
         } else {
-            let q = &mut self.rq[this];
-            q.max_na_goodness = MIN_GOODNESS;
-            q.max_na_ptr = None;
-        }
+            MaxNa::NONE
+        };
+        self.set_max_na(ctx, this, m);
         self.lines.locked(this, rq_line(this), true);
         if *cg > 0 {
             *cg += self.cfg.pcp;
@@ -494,10 +508,12 @@ impl Mq {
                 if r == this {
                     continue;
                 }
+                // Lock-free: the value of this moment, which the owner may change
+                // before our trylock (item 4 of issue 14; counter 3 vs counter 2).
                 self.lines.read(ctx, rq_line(r));
-                let q = &self.rq[r];
-                if q.max_na_cpus_allowed & bit != 0 && q.max_na_goodness > *cg {
-                    list[r] = q.max_na_goodness;
+                let m = self.max_na(ctx, r);
+                if m.cpus_allowed & bit != 0 && m.goodness > *cg {
+                    list[r] = m.goodness;
                 }
             }
             let mut rrq = Self::best_remote(&list, *cg);
@@ -507,22 +523,15 @@ impl Mq {
             while let Some(r) = rrq {
                 if self.trylock_rq(ctx, r) {
                     seen.remote_lock_ok = true;
-                    let (r_goodness, r_allowed, r_ptr) = {
-                        let q = &self.rq[r];
-                        (q.max_na_goodness, q.max_na_cpus_allowed, q.max_na_ptr)
-                    };
-                    if r_goodness > *cg && r_allowed & bit != 0 {
+                    let m = self.max_na(ctx, r);
+                    if m.goodness > *cg && m.cpus_allowed & bit != 0 {
                         seen.remote_still_better = true;
                         if next != idle && !Self::has_cpu(ctx, next) {
                             let g = self.core.na_goodness(ctx, next);
-                            let allowed = ctx.task(next).cpus_allowed;
-                            let me = &mut self.rq[this];
-                            me.max_na_goodness = g;
-                            me.max_na_cpus_allowed = allowed;
-                            me.max_na_ptr = Some(next);
+                            self.set_max_na(ctx, this, MaxNa::of(ctx, next, g));
                         }
-                        let t = r_ptr.expect("mq: max_na_goodness without max_na_ptr");
-                        *cg = r_goodness;
+                        let t = m.ptr.expect("mq: max_na_goodness without max_na_ptr");
+                        *cg = m.goodness;
                         self.del_from_runqueue(ctx, t, true);
                         ctx.set_task_cpu(t, this);
                         self.add_to_runqueue(ctx, t, false);
@@ -541,9 +550,7 @@ impl Mq {
             if next == idle && premature_idle > 0 {
                 // Withdraw our own advertisement before looking again ("otherwise there
                 // is the potential for deadlock", S9).
-                let me = &mut self.rq[this];
-                me.max_na_goodness = MIN_GOODNESS;
-                me.max_na_ptr = None;
+                self.set_max_na(ctx, this, MaxNa::NONE);
                 self.st.rescans += 1;
                 continue;
             }
@@ -565,9 +572,10 @@ impl Mq {
         } else {
             self.core.na_goodness(ctx, next)
         };
-        self.curr_na_goodness[this] = g;
-        if self.rq[this].running_non_idle == idle {
-            self.rq[this].running_non_idle = !idle;
+        let now = ctx.now();
+        self.curr_na_goodness[this].set(now, g);
+        if self.rq[this].running_non_idle.at(now) == idle {
+            self.rq[this].running_non_idle.set(now, !idle);
             if self.cfg.idle_bitmap {
                 let l = self.line_bitmap();
                 self.lines.write(ctx, l);
@@ -616,7 +624,9 @@ impl Mq {
             if !can_schedule(ctx, p, cpu) {
                 continue;
             }
-            keys[cpu] = if self.curr_na_goodness[cpu] == MIN_GOODNESS {
+            // Lock-free: re-checked under the target's lock below.
+            let curr_na = self.curr_na_goodness[cpu].at(ctx.now());
+            keys[cpu] = if curr_na == MIN_GOODNESS {
                 // Longest idle first: minus the cycles since its last switch.
                 let cycles = now.saturating_sub(ctx.last_schedule(cpu)) * mhz / 1000;
                 if cycles > i32::MAX as u64 {
@@ -625,7 +635,7 @@ impl Mq {
                     -(cycles as i32)
                 }
             } else {
-                self.curr_na_goodness[cpu] + if cpu != tsk_cpu { self.cfg.pcp } else { 0 }
+                curr_na + if cpu != tsk_cpu { self.cfg.pcp } else { 0 }
             };
         }
         let lowest = |keys: &[i32]| {
@@ -703,12 +713,13 @@ impl Mq {
         let pool = self.pool_of(tsk_cpu);
         let l = self.line_bitmap();
         self.lines.read(ctx, l);
-        let idle_in_pool = pool.clone().any(|c| !self.rq[c].running_non_idle);
+        let now = ctx.now();
+        let idle_in_pool = pool.clone().any(|c| !self.rq[c].running_non_idle.at(now));
         if idle_in_pool {
             return None;
         }
         for c in 0..self.ncpu() {
-            if pool.contains(&c) || self.rq[c].running_non_idle || !ctx.allowed(p, c) {
+            if pool.contains(&c) || self.rq[c].running_non_idle.at(now) || !ctx.allowed(p, c) {
                 continue;
             }
             if !self.trylock_rq(ctx, c) {
@@ -741,14 +752,12 @@ impl SchedClass for Mq {
         self.rq = (0..n)
             .map(|_| RunQueue {
                 list: VecDeque::new(),
-                max_na_goodness: MIN_GOODNESS,
-                max_na_ptr: None,
-                max_na_cpus_allowed: 0,
-                running_non_idle: false,
+                max_na: Published::new(MaxNa::NONE),
+                running_non_idle: Published::new(false),
                 lock: ctx.new_lock("runqueue_lock"),
             })
             .collect();
-        self.curr_na_goodness = vec![MIN_GOODNESS; n];
+        self.curr_na_goodness = vec![Published::new(MIN_GOODNESS); n];
         self.lines = Lines::new(2 * n + 1, n);
         self.cfg.pool_size = self.cfg.pool_size.clamp(1, n);
         if let Some(ms) = self.cfg.lb_interval_ms {
@@ -871,8 +880,10 @@ impl SchedClass for Mq {
         if !self.core.update_process_times(ctx, cpu, curr, false) {
             return;
         }
-        if self.curr_na_goodness[cpu] != MIN_GOODNESS {
-            self.curr_na_goodness[cpu] = self.core.na_goodness(ctx, curr);
+        let now = ctx.now();
+        if self.curr_na_goodness[cpu].at(now) != MIN_GOODNESS {
+            let g = self.core.na_goodness(ctx, curr);
+            self.curr_na_goodness[cpu].set(now, g);
             self.lines.write(ctx, ad_line(cpu));
         }
     }
@@ -885,7 +896,7 @@ impl SchedClass for Mq {
                 self.lines.read(ctx, rq_line(c));
             }
             let q = &self.rq[c];
-            nr_pending += q.list.len() as i64 - i64::from(q.running_non_idle);
+            nr_pending += q.list.len() as i64 - i64::from(q.running_non_idle.at(ctx.now()));
         }
         if nr_pending > 0 {
             self.core.sched_yield(ctx, cpu, p);
@@ -903,8 +914,11 @@ impl SchedClass for Mq {
     fn set_cpus_allowed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         // The published stealable task carries its mask (`max_na_cpus_allowed`, §3.1).
         let c = ctx.task(p).processor;
-        if self.rq[c].max_na_ptr == Some(p) {
-            self.rq[c].max_na_cpus_allowed = ctx.task(p).cpus_allowed;
+        if self.max_na(ctx, c).ptr == Some(p) {
+            let allowed = ctx.task(p).cpus_allowed;
+            self.rq[c]
+                .max_na
+                .update(ctx.now(), |m| m.cpus_allowed = allowed);
             self.lines.locked(ctx.cpu(), rq_line(c), true);
         }
     }
@@ -962,7 +976,7 @@ impl SchedClass for Mq {
         let on_rq: Vec<bool> = self.ts.iter().map(|s| s.on_rq).collect();
         check_per_cpu_queues(name, k, self.rq.iter().map(|q| &q.list), &on_rq)?;
         for (c, q) in self.rq.iter().enumerate() {
-            if let Some(m) = q.max_na_ptr {
+            if let Some(m) = q.max_na.latest().ptr {
                 if !q.list.contains(&m) || k.task(m).on_cpu.is_some() {
                     return Err(format!(
                         "{name}: max_na_ptr of cpu {c} (pid {}) is not a queued, waiting task",
@@ -971,10 +985,10 @@ impl SchedClass for Mq {
                 }
             }
             let idle = k.cpus[c].curr == k.cpus[c].idle;
-            if idle != (self.curr_na_goodness[c] == MIN_GOODNESS) {
+            let curr_na = self.curr_na_goodness[c].latest();
+            if idle != (curr_na == MIN_GOODNESS) {
                 return Err(format!(
-                    "{name}: cpu {c} idle={idle} but curr_na_goodness {}",
-                    self.curr_na_goodness[c]
+                    "{name}: cpu {c} idle={idle} but curr_na_goodness {curr_na}"
                 ));
             }
         }

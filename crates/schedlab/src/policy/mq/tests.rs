@@ -106,15 +106,15 @@ fn two_remote_queues(l: &mut Bed<Mq>) -> [TaskId; 4] {
     let b = l.queued(1, 6, 5);
     assert_eq!(l.sched(1), a, "higher counter first");
     assert_eq!(
-        l.class.rq[1].max_na_ptr,
+        l.class.rq[1].max_na.latest().ptr,
         Some(b),
         "the second best is published"
     );
-    assert_eq!(l.class.rq[1].max_na_goodness, 26);
+    assert_eq!(l.class.rq[1].max_na.latest().goodness, 26);
     let c = l.queued(2, 9, 6);
     let d = l.queued(2, 2, 6);
     assert_eq!(l.sched(2), c);
-    assert_eq!(l.class.rq[2].max_na_goodness, 22);
+    assert_eq!(l.class.rq[2].max_na.latest().goodness, 22);
     l.check().unwrap();
     [a, b, c, d]
 }
@@ -127,7 +127,8 @@ fn idle_cpu_steals_the_best_published_task() {
     assert_eq!(l.k.tasks[b as usize].processor, 0);
     assert!(l.class.rq[0].list.contains(&b) && !l.class.rq[1].list.contains(&b));
     assert_eq!(
-        l.class.rq[1].max_na_ptr, None,
+        l.class.rq[1].max_na.latest().ptr,
+        None,
         "queue 1 has nothing left to steal"
     );
     assert_eq!(l.k.stats.migrations, 1);
@@ -137,6 +138,49 @@ fn idle_cpu_steals_the_best_published_task() {
         (1, 1, 1)
     );
     l.check().unwrap();
+}
+
+/// Only queue 1 advertises a task (`b`); queue 2's advertisement is withdrawn.
+fn one_remote_offer() -> (Bed<Mq>, TaskId) {
+    let mut l = bed(3, |_| {});
+    let [_, b, ..] = two_remote_queues(&mut l);
+    let t = l.now();
+    l.class.rq[2].max_na.set(t, MaxNa::NONE);
+    (l, b)
+}
+
+#[test]
+fn a_lock_free_read_can_be_overtaken_before_the_trylock() {
+    // Issue 14 item 4: MQ reads `max_na_goodness` without the lock and re-checks it after
+    // `spin_trylock`. Learn when CPU 0's trylock of queue 1 is granted in an undisturbed
+    // run, then replay it with queue 1's advertisement withdrawn (as another CPU that
+    // took `b` would) a moment before that grant — after CPU 0's lock-free read.
+    let (mut quiet, b) = one_remote_offer();
+    assert_eq!(quiet.sched(0), b);
+    let granted = quiet.k.locks[quiet.class.rq[1].lock as usize].granted_at;
+
+    let (mut l, b) = one_remote_offer();
+    l.class.rq[1].max_na.set(granted - 1, MaxNa::NONE);
+    assert_eq!(
+        l.sched(0),
+        0,
+        "the re-check under the lock finds nothing to steal"
+    );
+    let s = &l.class.st;
+    assert_eq!(
+        (s.remote_better, s.remote_lock_ok, s.remote_still_better),
+        (1, 1, 0),
+        "counter 3 below counter 2"
+    );
+    assert_eq!(l.k.tasks[b as usize].processor, 1);
+
+    // The same withdrawal dated before the read: nothing looks better, no trylock.
+    let (mut early, _) = one_remote_offer();
+    let t = early.now();
+    early.class.rq[1].max_na.set(t, MaxNa::NONE);
+    assert_eq!(early.sched(0), 0);
+    let s = &early.class.st;
+    assert_eq!((s.remote_better, s.remote_lock_ok), (0, 0));
 }
 
 #[test]
@@ -164,8 +208,7 @@ fn premature_idle_rescans_until_a_lock_is_had() {
     let t = l.now();
     // Queue 2 has nothing better than idle to offer once we withdraw it: make 1 the only
     // candidate and keep its lock busy for a short while.
-    l.class.rq[2].max_na_goodness = MIN_GOODNESS;
-    l.class.rq[2].max_na_ptr = None;
+    l.class.rq[2].max_na.set(t, MaxNa::NONE);
     l.hold_lock(1, 1_000);
     assert_eq!(l.sched(0), b, "the rescan steals once the lock frees");
     assert!(l.class.st.rescans >= 1, "{:?}", l.class.st);
@@ -242,7 +285,8 @@ fn reschedule_idle_preempts_on_the_task_cpu_or_pays_the_penalty_elsewhere() {
         let z = l.queued(1, 1, 2);
         l.class.core.set_counter(z, 1);
         assert_eq!(l.sched(1), z);
-        l.class.curr_na_goodness[1] = 12; // as if z had been reniced to +9
+        let t = l.now();
+        l.class.curr_na_goodness[1].set(t, 12); // as if z had been reniced to +9
         l.k.tasks[z as usize].nice = 9;
         let p = l.sleeper(0, 6, 9);
         l.wake_up(1, p, false);
@@ -265,7 +309,11 @@ fn sync_wakeup_queues_on_the_task_cpu_without_a_kick() {
     assert!(l.class.rq[1].list.contains(&p));
     assert!(!l.k.tasks[1].need_resched);
     assert_eq!(l.class.st.resched_calls, 0);
-    assert_eq!(l.class.rq[1].max_na_ptr, Some(p), "published for stealing");
+    assert_eq!(
+        l.class.rq[1].max_na.latest().ptr,
+        Some(p),
+        "published for stealing"
+    );
 }
 
 #[test]
@@ -280,7 +328,7 @@ fn pools_confine_stealing_and_placement() {
         let a = l.queued(2, 9, 1);
         let b = l.queued(2, 8, 1);
         assert_eq!(l.sched(2), a);
-        assert_eq!(l.class.rq[2].max_na_ptr, Some(b));
+        assert_eq!(l.class.rq[2].max_na.latest().ptr, Some(b));
         assert_eq!(l.sched(0), 0, "no stealing across pools");
         assert_eq!(l.class.st.remote_better, 0);
         // CPU 1 (same pool) gets a stealable task: CPU 0 takes it.

@@ -93,7 +93,7 @@ impl O1 {
 
     /// Own load as G1/2.6 see it: the larger of previous and current (current if idle).
     fn own_load(&self, this: CpuId, idle: bool) -> u32 {
-        let cur = self.rqs[this].nr_running;
+        let cur = self.rqs[this].nr_running.latest();
         let prev = self.rqs[this].prev_nr_running[this];
         if idle || cur > prev {
             cur
@@ -135,12 +135,13 @@ impl O1 {
     ) {
         let prio = self.ts[p as usize].prio;
         self.rqs[src].arrays[arr].dequeue(p, prio);
-        self.rqs[src].nr_running -= 1;
+        let now = ctx.now();
+        self.rqs[src].nr_running.update(now, |n| *n -= 1);
         ctx.set_task_cpu(p, this);
         let act = self.rqs[this].active;
         self.rqs[this].arrays[act].enqueue(p, prio);
         self.ts[p as usize].array = Some(act);
-        self.rqs[this].nr_running += 1;
+        self.rqs[this].nr_running.update(now, |n| *n += 1);
         if idle {
             self.stats.pulled_idle += 1;
         } else {
@@ -158,8 +159,10 @@ impl O1 {
         self.charge_remote_reads(ctx, this);
         let mut busiest = None;
         let mut max_load = 1;
+        let now = ctx.now();
         for i in 0..self.rqs.len() {
-            let cur = self.rqs[i].nr_running;
+            // Lock-free, as of this moment; re-checked under the lock below.
+            let cur = self.rqs[i].nr_running.at(now);
             let prev = self.rqs[this].prev_nr_running[i];
             let load = if idle || cur < prev { cur } else { prev };
             self.rqs[this].prev_nr_running[i] = cur;
@@ -185,7 +188,7 @@ impl O1 {
         if self.double_lock_balance(ctx, this, b) {
             nr = self.own_load(this, idle);
         }
-        let bn = self.rqs[b].nr_running;
+        let bn = self.rqs[b].nr_running.latest();
         let enough = if v26 { bn > nr } else { bn > nr + 1 };
         if !enough {
             ctx.unlock(self.rqs[b].lock);
@@ -240,8 +243,10 @@ impl O1 {
     fn load_balance_early(&mut self, ctx: &mut SchedCtx<'_>, this: CpuId) {
         let n = self.rqs.len();
         self.charge_remote_reads(ctx, this);
-        let mut prev_max_load = (0..n).map(|i| self.rqs[i].nr_running).max().unwrap_or(0);
-        let mut nr_tasks = prev_max_load as i64 - self.rqs[this].nr_running as i64;
+        let now = ctx.now();
+        let load_of = |i: CpuId| self.rqs[i].nr_running.at(now);
+        let mut prev_max_load = (0..n).map(load_of).max().unwrap_or(0);
+        let mut nr_tasks = prev_max_load as i64 - self.rqs[this].nr_running.latest() as i64;
         // "It needs an at least ~10% imbalance to trigger balancing".
         if nr_tasks <= 1 + prev_max_load as i64 / 8 {
             return;
@@ -251,19 +256,19 @@ impl O1 {
             let mut busiest = None;
             let mut max_load = 0;
             for i in 0..n {
-                let load = self.rqs[i].nr_running;
+                let load = self.rqs[i].nr_running.at(ctx.now());
                 if load > max_load && load < prev_max_load && i != this {
                     busiest = Some(i);
                     max_load = load;
                 }
             }
             let Some(b) = busiest else { return };
-            if max_load <= self.rqs[this].nr_running {
+            if max_load <= self.rqs[this].nr_running.latest() {
                 return;
             }
             prev_max_load = max_load;
             self.double_lock_balance(ctx, this, b);
-            if self.rqs[b].nr_running <= self.rqs[this].nr_running + 1 {
+            if self.rqs[b].nr_running.latest() <= self.rqs[this].nr_running.latest() + 1 {
                 ctx.unlock(self.rqs[b].lock);
                 return;
             }

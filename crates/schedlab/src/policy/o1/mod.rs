@@ -62,11 +62,12 @@ pub mod versions;
 
 use std::collections::BTreeMap;
 
+use crate::engine::Time;
 use crate::kernel::task::{SchedPolicy, TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::Params;
 
-use super::{Balance, PolicyInfo, SchedClass, SchedCtx, Wake};
+use super::{Balance, PolicyInfo, Published, SchedClass, SchedCtx, Wake};
 use interactivity as est;
 use prio_array::{PrioArray, MAX_PRIO};
 use versions::{Consts, Gen, Version};
@@ -289,8 +290,9 @@ impl TaskSched {
 pub struct Rq {
     /// `rq->lock`.
     pub lock: LockId,
-    /// Tasks queued in both arrays.
-    pub nr_running: u32,
+    /// Tasks queued in both arrays. Other CPUs' balancers read it without the lock
+    /// (`find_busiest_queue`) and re-check it under `double_lock_balance`.
+    pub nr_running: Published<u32>,
     /// Context switches made by this runqueue's `schedule()`.
     pub nr_switches: u64,
     /// Jiffy of the first expiry since the last array switch (0: none).
@@ -410,10 +412,10 @@ impl O1 {
     }
 
     /// `__activate_task`: enqueue in the active array, no estimator update.
-    fn activate_plain(&mut self, p: TaskId, cpu: CpuId) {
+    fn activate_plain(&mut self, now: Time, p: TaskId, cpu: CpuId) {
         let act = self.rqs[cpu].active;
         self.enqueue(p, cpu, act);
-        self.rqs[cpu].nr_running += 1;
+        self.rqs[cpu].nr_running.update(now, |n| *n += 1);
     }
 
     /// `activate_task`: the estimator's wake-up update, then enqueue in active.
@@ -430,12 +432,12 @@ impl O1 {
                 ts.timestamp = now;
             }
         }
-        self.activate_plain(p, cpu);
+        self.activate_plain(ctx.now(), p, cpu);
     }
 
     /// `deactivate_task`.
     fn deactivate_task(&mut self, ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) {
-        self.rqs[cpu].nr_running -= 1;
+        self.rqs[cpu].nr_running.update(ctx.now(), |n| *n -= 1);
         self.dequeue(p, cpu);
         self.ts[p as usize].sleep_jtime = ctx.jiffies();
     }
@@ -446,7 +448,8 @@ impl O1 {
         let rq = &self.rqs[cpu];
         self.c.starvation_limit != 0
             && rq.expired_timestamp != 0
-            && jiffies - rq.expired_timestamp >= self.c.starvation_limit * rq.nr_running as u64 + 1
+            && jiffies - rq.expired_timestamp
+                >= self.c.starvation_limit * rq.nr_running.latest() as u64 + 1
     }
 
     /// The slice part of `scheduler_tick` for the running `p` (rq locked).
@@ -560,9 +563,9 @@ impl O1 {
                         child.prio = par_prio;
                         child.array = Some(arr);
                         self.rqs[cpu].arrays[arr].enqueue_before(p, par_prio, parent);
-                        self.rqs[cpu].nr_running += 1;
+                        self.rqs[cpu].nr_running.update(ctx.now(), |n| *n += 1);
                     }
-                    _ => self.activate_plain(p, cpu),
+                    _ => self.activate_plain(ctx.now(), p, cpu),
                 }
             }
         }
@@ -615,7 +618,7 @@ impl SchedClass for O1 {
         self.rqs = (0..n)
             .map(|_| Rq {
                 lock: ctx.new_lock("rq->lock"),
-                nr_running: 0,
+                nr_running: Published::new(0),
                 nr_switches: 0,
                 expired_timestamp: 0,
                 active: 0,
@@ -717,7 +720,7 @@ impl SchedClass for O1 {
             // sleep_avg update (`__activate_task`); the early estimator's boost is kept.
             match self.v.gen {
                 Gen::Early => self.activate_task(ctx, p, cpu),
-                Gen::V26 => self.activate_plain(p, cpu),
+                Gen::V26 => self.activate_plain(ctx.now(), p, cpu),
             }
         } else {
             self.activate_task(ctx, p, cpu);
@@ -746,7 +749,7 @@ impl SchedClass for O1 {
         let l = self.rqs[cpu].lock;
         match why {
             Balance::NewIdle => {
-                if self.rqs[cpu].nr_running == 0 {
+                if self.rqs[cpu].nr_running.latest() == 0 {
                     self.load_balance(ctx, cpu, true);
                 }
             }
@@ -777,7 +780,7 @@ impl SchedClass for O1 {
         prev: TaskId,
     ) -> Option<TaskId> {
         let idle = ctx.idle_task(cpu);
-        let next = if self.rqs[cpu].nr_running == 0 {
+        let next = if self.rqs[cpu].nr_running.latest() == 0 {
             self.rqs[cpu].expired_timestamp = 0;
             None
         } else {
@@ -962,10 +965,10 @@ impl SchedClass for O1 {
                     }
                 }
             }
-            if n != rq.nr_running {
+            if n != rq.nr_running.latest() {
                 return Err(format!(
                     "{name}: cpu {c} nr_running {} but {n} queued",
-                    rq.nr_running
+                    rq.nr_running.latest()
                 ));
             }
         }

@@ -45,7 +45,8 @@ impl O1Bed for Bed<O1> {
         self.k.tasks[t as usize].state = TaskState::Running;
         self.class.ts[t as usize].prio = prio;
         self.class.enqueue(t, cpu, arr);
-        self.class.rqs[cpu].nr_running += 1;
+        let now = self.k.cpus[cpu].clock;
+        self.class.rqs[cpu].nr_running.update(now, |n| *n += 1);
         t
     }
 
@@ -61,7 +62,7 @@ impl O1Bed for Bed<O1> {
     }
 
     fn nr(&self, cpu: CpuId) -> u32 {
-        self.class.rqs[cpu].nr_running
+        self.class.rqs[cpu].nr_running.latest()
     }
 }
 
