@@ -90,6 +90,16 @@ impl Simulation {
         Self::with_parts(config, machine, class, policy_spec)
     }
 
+    /// Boot on a machine built in code — a preset whose costs one has changed, to see
+    /// how a result depends on them. `config.machine` and `config.cpus` are not used
+    /// (the report names `machine`'s preset); `machine` must be `'static`, so a preset
+    /// made at run time is leaked, once per distinct machine.
+    pub fn on_machine(config: RunConfig, machine: Machine) -> Result<Simulation, SimError> {
+        let policy_spec = Spec::parse("policy", &config.policy).map_err(input)?;
+        let class = policy::build(&policy_spec, &machine).map_err(input)?;
+        Self::with_parts(config, machine, class, policy_spec)
+    }
+
     fn with_parts(
         config: RunConfig,
         machine: Machine,

@@ -919,3 +919,78 @@ fn mq_pool_balancer_runs_and_moves_tasks() {
         "pools of one CPU never steal"
     );
 }
+
+/// 2-task reflex (µs per round) on `linux-2.4` with `cpus` CPUs of `piii700-1m` whose
+/// costs `edit` has changed.
+fn reflex_2task_us(cpus: usize, edit: impl FnOnce(&mut schedlab::machine::Costs)) -> f64 {
+    let mut preset = schedlab::machine::preset::find("piii700-1m")
+        .unwrap()
+        .clone();
+    edit(&mut preset.costs);
+    let preset: &'static _ = Box::leak(Box::new(preset));
+    let machine = schedlab::machine::Machine::boot(preset, Some(cpus)).unwrap();
+    let c = cfg(
+        "piii700-1m",
+        cpus,
+        "linux-2.4",
+        "reflex:tasks=2,duration_ms=100,warmup_ms=50",
+    );
+    let mut sim = Simulation::on_machine(c, machine).unwrap();
+    sim.run(&mut |_, _| {}).unwrap();
+    sim.report().unwrap().result.value
+}
+
+/// Issue 14, item 5: 2-task reflex on 2.4 used to be bistable — the pair flipped between
+/// sharing a CPU (≈ 6-9 µs) and ping-ponging across two (≈ 27 µs) when a fixed cost
+/// moved. Each fixed cost of the hop, and all of them together, moved by ±10 % must move
+/// the result by less than 20 %.
+#[test]
+fn two_task_reflex_on_2_4_is_stable_when_fixed_costs_move() {
+    type Knob = (&'static str, fn(&mut schedlab::machine::Costs) -> &mut Time);
+    let knobs: [Knob; 11] = [
+        ("syscall_ns", |c| &mut c.syscall_ns),
+        ("switch_ns", |c| &mut c.switch_ns),
+        ("schedule_ns", |c| &mut c.schedule_ns),
+        ("wakeup_ns", |c| &mut c.wakeup_ns),
+        ("pipe_call_ns", |c| &mut c.pipe_call_ns),
+        ("lock_ns", |c| &mut c.lock_ns),
+        ("task_examine_ns", |c| &mut c.task_examine_ns),
+        ("c2c_line_ns", |c| &mut c.c2c_line_ns),
+        ("ipi_send_ns", |c| &mut c.ipi_send_ns),
+        ("ipi_latency_ns", |c| &mut c.ipi_latency_ns),
+        ("idle_exit_ns", |c| &mut c.idle_exit_ns),
+    ];
+    let scale = |v: &mut Time, f: f64| *v = (*v as f64 * f).round() as Time;
+    for cpus in [2, 8] {
+        let base = reflex_2task_us(cpus, |_| {});
+        let mut worst = (0.0f64, "");
+        for f in [0.9, 1.1] {
+            for (name, knob) in knobs {
+                let r = reflex_2task_us(cpus, |c| scale(knob(c), f));
+                let moved = (r / base - 1.0).abs();
+                assert!(
+                    moved < 0.2,
+                    "{cpus} CPUs: {name} × {f} moves 2-task reflex {base:.2} → {r:.2} µs"
+                );
+                if moved > worst.0 {
+                    worst = (moved, name);
+                }
+            }
+            let all = reflex_2task_us(cpus, |c| {
+                for (_, knob) in knobs {
+                    scale(knob(c), f);
+                }
+            });
+            let moved = (all / base - 1.0).abs();
+            assert!(
+                moved < 0.2,
+                "{cpus} CPUs: every fixed cost × {f} moves 2-task reflex {base:.2} → {all:.2} µs"
+            );
+        }
+        eprintln!(
+            "{cpus} CPUs: base {base:.2} µs, largest single move {:.1} % ({})",
+            worst.0 * 100.0,
+            worst.1
+        );
+    }
+}

@@ -98,6 +98,7 @@ impl Kernel {
             state: TaskState::Running,
             on_cpu: Some(c),
             need_resched: false,
+            need_resched_at: 0,
             is_idle: true,
             parent: None,
             children: Vec::new(),

@@ -157,14 +157,14 @@ impl Kernel {
                 }
                 Frame::Sys(sys) => self.syscall(cpu, curr, sys),
                 Frame::SysExit => {
-                    if self.tasks[curr as usize].need_resched {
+                    if self.tasks[curr as usize].sees_need_resched(self.cpus[cpu].clock) {
                         let st = &mut self.tasks[curr as usize].kstack;
                         st.push(Frame::SysExit);
                         st.push(Frame::Schedule);
                     }
                 }
                 Frame::IrqExit { user } => {
-                    if user && self.tasks[curr as usize].need_resched {
+                    if user && self.tasks[curr as usize].sees_need_resched(self.cpus[cpu].clock) {
                         self.tasks[curr as usize].kstack.push(Frame::Schedule);
                     }
                 }
@@ -190,9 +190,18 @@ impl Kernel {
                     self.charge(cpu, ns, Acct::Sched);
                 }
                 Frame::Idle => {
+                    // A flag another CPU sets later than this CPU's moment is not seen
+                    // yet: the IPI that setter sent wakes the halted CPU. A polling idle
+                    // loop (`idle=poll`, no IPI) sees it when it is set.
+                    let clock = self.cpus[cpu].clock;
                     let st = &mut self.tasks[curr as usize];
                     st.kstack.push(Frame::Idle);
-                    if st.need_resched {
+                    let poll = self.machine.costs().idle_poll && st.need_resched;
+                    if poll && st.need_resched_at > clock {
+                        let wait = st.need_resched_at - clock;
+                        self.charge(cpu, wait, Acct::Idle);
+                        self.tasks[curr as usize].kstack.push(Frame::Schedule);
+                    } else if st.sees_need_resched(clock) {
                         st.kstack.push(Frame::Schedule);
                     } else {
                         self.cpus[cpu].halted = true;

@@ -100,6 +100,7 @@ impl Kernel {
             state: TaskState::Uninterruptible,
             on_cpu: None,
             need_resched: false,
+            need_resched_at: 0,
             is_idle: false,
             parent,
             children: Vec::new(),

@@ -78,6 +78,10 @@ pub struct Task {
     pub on_cpu: Option<CpuId>,
     /// `need_resched`.
     pub need_resched: bool,
+    /// When another CPU set `need_resched`: a hook runs atomically while its clock moves
+    /// on, so the flag becomes visible to this task's CPU only once that CPU's clock has
+    /// reached the moment it was set (`Task::sees_need_resched`).
+    pub need_resched_at: crate::engine::Time,
     /// True for the per-CPU idle tasks.
     pub is_idle: bool,
     /// Parent, `None` for init and orphans.
@@ -98,6 +102,15 @@ pub struct Task {
     pub stats: TaskStats,
     /// When the task was created.
     pub born_at: Time,
+}
+
+impl Task {
+    /// True when `need_resched` is set and this task's CPU, whose clock reads `clock`,
+    /// can see it: set by this CPU, or by another one no later than `clock`.
+    #[inline]
+    pub fn sees_need_resched(&self, clock: crate::engine::Time) -> bool {
+        self.need_resched && self.need_resched_at <= clock
+    }
 }
 
 /// Everything-allowed affinity mask.

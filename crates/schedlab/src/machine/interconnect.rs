@@ -364,20 +364,43 @@ impl Interconnect {
 
     /// A stream of `lines` line transfers into `cpu` (a refill or a copy) that the core
     /// overlaps at its own pace: returns only the extra time lost to queueing.
+    ///
+    /// The stream asks for one line at a time, at the rate its source serves it (memory:
+    /// `mem_line_ns`, B§6.3's ≈ 370 MB/s of one CPU; another cache: a line transfer), and
+    /// never for two bus transactions back to back: P6 bus agents take turns (rotating
+    /// priority), so a request from another CPU waits for at most the transaction in
+    /// progress, not for the whole stream. A line held up by the bus delays the rest.
     pub fn stream(&mut self, t: Time, lines: u64, from: Option<CpuId>, cpu: CpuId) -> Time {
         if !self.model.bus || lines == 0 {
             return 0;
         }
-        let slots = lines * self.costs.line_slots;
+        let c = self.costs;
         let mine = self.bus_of(cpu);
-        let mut q = self.on_bus(mine, t, slots);
-        if let Some(o) = from {
-            let theirs = self.bus_of(o);
-            if theirs != mine {
-                q = q.max(self.on_bus(theirs, t, slots));
+        let theirs = from.map(|o| self.bus_of(o)).filter(|&b| b != mine);
+        let serve = match from {
+            Some(o) if o != cpu => {
+                if theirs.is_some() {
+                    c.c2c_cross_bus_line_ns
+                } else {
+                    c.c2c_line_ns
+                }
             }
+            _ => c.mem_line_ns,
+        };
+        let slots = c.line_slots;
+        let busy = slots * self.buses[mine].slot_ns();
+        let pace = serve.max(2 * busy);
+        let mut at = t;
+        let mut lost = 0;
+        for _ in 0..lines {
+            let mut q = self.buses[mine].occupy_many(at, slots).saturating_sub(busy);
+            if let Some(b) = theirs {
+                q = q.max(self.buses[b].occupy_many(at, slots).saturating_sub(busy));
+            }
+            lost += q;
+            at += q + pace;
         }
-        q
+        lost
     }
 
     /// `cpu` reads task `p`'s scheduler line at `t`: the access's cost.

@@ -195,8 +195,9 @@ impl Limits {
     }
 }
 
-/// A named machine.
-#[derive(Debug, serde::Serialize)]
+/// A named machine. Cloned and edited, it is a machine of one's own (sensitivity
+/// studies: [`crate::Simulation::on_machine`]).
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Preset {
     /// Preset name used on the command line.
     pub name: &'static str,

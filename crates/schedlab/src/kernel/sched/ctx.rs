@@ -413,6 +413,7 @@ impl<'a> SchedCtx<'a> {
         if cpu == self.cpu || was_set {
             return;
         }
+        t.need_resched_at = self.cpus[self.cpu].clock;
         if self.costs().idle_poll && self.tasks[curr as usize].is_idle {
             return;
         }
