@@ -390,13 +390,15 @@ impl Interconnect {
         let slots = c.line_slots;
         let busy = slots * self.buses[mine].slot_ns();
         let pace = serve.max(2 * busy);
+        let Some(b) = theirs else {
+            return self.buses[mine].occupy_paced(t, lines, slots, pace);
+        };
+        // Across buses each line needs a slot on both: line by line.
         let mut at = t;
         let mut lost = 0;
         for _ in 0..lines {
-            let mut q = self.buses[mine].occupy_many(at, slots).saturating_sub(busy);
-            if let Some(b) = theirs {
-                q = q.max(self.buses[b].occupy_many(at, slots).saturating_sub(busy));
-            }
+            let q = self.buses[mine].occupy_many(at, slots).saturating_sub(busy);
+            let q = q.max(self.buses[b].occupy_many(at, slots).saturating_sub(busy));
             lost += q;
             at += q + pace;
         }
