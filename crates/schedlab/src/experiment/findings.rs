@@ -69,8 +69,37 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-fn lock_pct(report: Option<&serde_json::Value>, lock: &str) -> Option<f64> {
-    report.and_then(|r| lookup(r, &format!("counters.locks.{lock}.contended_pct")))
+fn counter(report: Option<&serde_json::Value>, path: &str) -> Option<f64> {
+    report.and_then(|r| lookup(r, path))
+}
+
+/// The mean busy share of the buses a run had.
+fn bus_busy_pct(report: Option<&serde_json::Value>) -> Option<f64> {
+    let buses = report?.pointer("/counters/buses")?.as_array()?;
+    let busy: Vec<f64> = buses
+        .iter()
+        .filter_map(|b| b.get("busy_pct")?.as_f64())
+        .collect();
+    (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64)
+}
+
+/// The counters that explain finding 1, from 4 to 8 CPUs: the share of CPU time spent
+/// spinning (on `runqueue_lock`: the only lock 2.4's scheduler takes), the lock's mean
+/// hold, line transfers per `schedule()` and the buses' busy share.
+fn collapse_counters(r4: Option<&serde_json::Value>, r8: Option<&serde_json::Value>) -> String {
+    let pair = |path: &str| format!("{} -> {}", f(counter(r4, path)), f(counter(r8, path)));
+    let hold_us = |r| counter(r, "counters.locks.runqueue_lock.hold_ns_mean").map(|ns| ns / 1000.0);
+    format!(
+        "runqueue_lock: CPU time spinning {} %, hold {} -> {} us, contended {} %; \
+         line transfers per schedule() {}; bus busy {} -> {} %",
+        pair("counters.cpu_time.spinning_pct"),
+        f(hold_us(r4)),
+        f(hold_us(r8)),
+        pair("counters.locks.runqueue_lock.contended_pct"),
+        pair("counters.lines.c2c_per_schedule"),
+        f(bus_busy_pct(r4)),
+        f(bus_busy_pct(r8)),
+    )
 }
 
 /// Compute the findings from a reproduction's tables and results.
@@ -80,7 +109,7 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
 
     // 1. Runqueue-lock collapse: chat on 2.4 falls from 4 to 8 CPUs; O(1) does not.
     let w = "chat:rooms=20,messages=200";
-    let (p4, s4, _) = l.get("V2", "linux-2.4", w, 4);
+    let (p4, s4, r4) = l.get("V2", "linux-2.4", w, 4);
     let (p8, s8, r8) = l.get("V2", "linux-2.4", w, 8);
     let (q4, o4, _) = l.get("V2", "o1-d1", w, 4);
     let (q8, o8, _) = l.get("V2", "o1-d1", w, 8);
@@ -97,13 +126,13 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             f(q8)
         ),
         simulated: format!(
-            "2.4 {} -> {}, {}; O(1) {} -> {}; runqueue_lock contended {}% at 8 CPUs",
+            "2.4 {} -> {}, {}; O(1) {} -> {}. 2.4, 4 -> 8 CPUs: {}",
             f(s4),
             f(s8),
             fx(ratio(s8, s4)),
             f(o4),
             f(o8),
-            f(lock_pct(r8, "runqueue_lock"))
+            collapse_counters(r4, r8)
         ),
         reproduced: match (s4, s8, o4, o8) {
             (Some(a), Some(b), Some(c), Some(d)) => Some(b < a && d > 0.9 * c),
@@ -250,4 +279,31 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
         },
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(spin: f64, hold_ns: f64, c2c: f64, buses: &[f64]) -> serde_json::Value {
+        serde_json::json!({ "counters": {
+            "cpu_time": { "spinning_pct": spin },
+            "locks": { "runqueue_lock": { "hold_ns_mean": hold_ns, "contended_pct": 50.0 } },
+            "lines": { "c2c_per_schedule": c2c },
+            "buses": buses.iter().map(|b| serde_json::json!({ "busy_pct": b })).collect::<Vec<_>>(),
+        }})
+    }
+
+    #[test]
+    fn finding_1_names_the_counters_that_explain_it() {
+        let r4 = report(20.0, 4250.0, 6.5, &[11.0]);
+        let r8 = report(57.5, 8200.0, 11.25, &[12.0, 14.0]);
+        let s = collapse_counters(Some(&r4), Some(&r8));
+        assert!(s.contains("spinning 20.00 -> 57.50 %"), "{s}");
+        assert!(s.contains("hold 4.25 -> 8.20 us"), "{s}");
+        assert!(s.contains("per schedule() 6.50 -> 11.25"), "{s}");
+        // The buses' mean: one bus at 4 CPUs, two at 8.
+        assert!(s.contains("bus busy 11.00 -> 13.00 %"), "{s}");
+        assert!(collapse_counters(None, Some(&r8)).contains("n/a -> 57.50"));
+    }
 }

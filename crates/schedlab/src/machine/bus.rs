@@ -13,7 +13,7 @@
 //! the kernel: its clocks stay within one hook of each other) finds a free bus and is not
 //! recorded.
 
-use std::num::NonZeroU64;
+use strength_reduce::StrengthReducedU64;
 
 use crate::engine::Time;
 
@@ -41,8 +41,9 @@ struct Word {
 
 /// One bus.
 pub struct Bus {
-    /// Non-zero by type: the divisions by it need no zero test.
-    slot_ns: NonZeroU64,
+    /// The slot length, as a divisor: every request divides its time by it, and a
+    /// multiply-and-shift is several times cheaper than a division.
+    slot: StrengthReducedU64,
     /// A fixed-size ring: an index taken modulo `WORDS` needs no bounds check.
     ring: Box<[Word; WORDS]>,
     /// Counters.
@@ -52,9 +53,9 @@ pub struct Bus {
 impl Bus {
     /// An idle bus whose transactions take `slot_ns` each.
     pub fn new(slot_ns: Time) -> Bus {
-        let slot_ns = NonZeroU64::new(slot_ns).expect("a bus slot must take time");
+        assert!(slot_ns > 0, "a bus slot must take time");
         Bus {
-            slot_ns,
+            slot: StrengthReducedU64::new(slot_ns),
             ring: vec![
                 Word {
                     tag: u64::MAX,
@@ -71,7 +72,7 @@ impl Bus {
 
     /// The slot length.
     pub fn slot_ns(&self) -> Time {
-        self.slot_ns.get()
+        self.slot.get()
     }
 
     /// The bits of absolute word `w`, reset if the ring slot held an older word; `None`
@@ -93,7 +94,7 @@ impl Bus {
     /// Occupy the first free slot at or after `t`; returns the wait before it starts.
     #[inline]
     pub fn occupy(&mut self, t: Time) -> Time {
-        let first = t / self.slot_ns;
+        let first = t / self.slot;
         let mut w = first / 64;
         let mut from = (first % 64) as u32;
         loop {
@@ -104,10 +105,10 @@ impl Bus {
             if free != 0 {
                 let b = free.trailing_zeros();
                 *bits |= 1 << b;
-                let start = (w * 64 + b as u64) * self.slot_ns.get();
+                let start = (w * 64 + b as u64) * self.slot.get();
                 let wait = start.saturating_sub(t);
                 self.stats.transfers += 1;
-                self.stats.busy_ns += self.slot_ns.get();
+                self.stats.busy_ns += self.slot.get();
                 self.stats.queued_ns += wait;
                 return wait;
             }
@@ -121,7 +122,7 @@ impl Bus {
     /// the last one.
     #[inline]
     pub fn occupy_many(&mut self, t: Time, n: u64) -> Time {
-        let first = t / self.slot_ns;
+        let first = t / self.slot;
         let w = first / 64;
         // The common case, a bus mostly idle (every line transfer comes here): the `n`
         // slots from the first free one at or after `t` are all free in `t`'s word, so
@@ -149,13 +150,13 @@ impl Bus {
         if n == 0 {
             return 0;
         }
-        let first = t / self.slot_ns;
+        let first = t / self.slot;
         let mut w = first / 64;
         let mut from = (first % 64) as u32;
         let mut left = n;
         loop {
             let Some(bits) = self.word(w) else {
-                return n * self.slot_ns.get();
+                return n * self.slot.get();
             };
             let mut free = !*bits & (u64::MAX << from);
             let avail = free.count_ones() as u64;
@@ -186,24 +187,55 @@ impl Bus {
     /// The same slots, waits and counters as `lines` calls of `occupy_many`, without a
     /// division per line: a 64 MB pass is two million requests.
     pub fn occupy_paced(&mut self, t: Time, lines: u64, n: u64, pace: Time) -> Time {
+        self.occupy_paced_with(None, t, lines, n, pace)
+    }
+
+    /// [`Bus::occupy_paced`] for a stream that crosses to `other` too (a transfer from a
+    /// cache on the other bus): each request takes its slots on both buses, and waits for
+    /// the later of the two. Both buses must have the same slot length.
+    pub fn occupy_paced_with(
+        &mut self,
+        mut other: Option<&mut Bus>,
+        t: Time,
+        lines: u64,
+        n: u64,
+        pace: Time,
+    ) -> Time {
         if lines == 0 || n == 0 {
             return 0;
         }
-        let s = self.slot_ns.get();
+        let s = self.slot.get();
+        debug_assert!(other
+            .as_ref()
+            .is_none_or(|o| o.slot.get() == self.slot.get()));
         // The request time as slot index and remainder; the pace likewise.
-        let (mut idx, mut rem) = (t / s, t % s);
+        let (mut idx, mut rem) = StrengthReducedU64::div_rem(t, self.slot);
         let (pace_slots, pace_rem) = (pace / s, pace % s);
-        let (mut lost, mut taken) = (0, 0);
+        // Per bus, slots taken and time waited; and the stream's total delay.
+        let (mut taken, mut waited, mut taken_other, mut waited_other, mut lost) = (0, 0, 0, 0, 0);
         for _ in 0..lines {
+            // The request starts when its slots on every bus it crosses have started.
+            let mut start = idx;
             if let Some(end) = self.take_first_free(idx, n) {
                 taken += n;
-                // The request waited when its `n` slots ended later than `n` slots after it.
-                let start = end - n;
-                if start > idx {
-                    lost += (start - idx) * s - rem;
-                    idx = start;
-                    rem = 0;
+                if end - n > idx {
+                    waited += (end - n - idx) * s - rem;
+                    start = end - n;
                 }
+            }
+            if let Some(o) = other.as_deref_mut() {
+                if let Some(end) = o.take_first_free(idx, n) {
+                    taken_other += n;
+                    if end - n > idx {
+                        waited_other += (end - n - idx) * s - rem;
+                        start = start.max(end - n);
+                    }
+                }
+            }
+            if start > idx {
+                lost += (start - idx) * s - rem;
+                idx = start;
+                rem = 0;
             }
             // Both remainders are below a slot: at most one carry.
             rem += pace_rem;
@@ -215,7 +247,12 @@ impl Bus {
         }
         self.stats.transfers += taken;
         self.stats.busy_ns += taken * s;
-        self.stats.queued_ns += lost;
+        self.stats.queued_ns += waited;
+        if let Some(o) = other {
+            o.stats.transfers += taken_other;
+            o.stats.busy_ns += taken_other * s;
+            o.stats.queued_ns += waited_other;
+        }
         lost
     }
 
@@ -247,11 +284,11 @@ impl Bus {
     /// returns the time from `t` to that end.
     #[inline]
     fn taken(&mut self, t: Time, n: u64, end: u64) -> Time {
-        let end = end * self.slot_ns.get();
+        let end = end * self.slot.get();
         self.stats.transfers += n;
-        self.stats.busy_ns += n * self.slot_ns.get();
+        self.stats.busy_ns += n * self.slot.get();
         let span = end.saturating_sub(t);
-        self.stats.queued_ns += span.saturating_sub(n * self.slot_ns.get());
+        self.stats.queued_ns += span.saturating_sub(n * self.slot.get());
         span
     }
 }
@@ -296,13 +333,28 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        for _ in 0..200 {
-            let (mut a, mut b) = (Bus::new(20), Bus::new(20));
-            for _ in 0..(next() % 400) {
-                let t = next() % 200_000;
-                a.occupy(t);
-                b.occupy(t);
+        let same = |x: &Bus, y: &Bus| {
+            assert_eq!(x.stats.transfers, y.stats.transfers);
+            assert_eq!(x.stats.busy_ns, y.stats.busy_ns);
+            assert_eq!(x.stats.queued_ns, y.stats.queued_ns);
+            for w in 0..WORDS {
+                assert_eq!(
+                    (x.ring[w].tag, x.ring[w].bits),
+                    (y.ring[w].tag, y.ring[w].bits)
+                );
             }
+        };
+        for round in 0..400 {
+            // Buses a and c take the requests one by one; b and d the paced stream.
+            let mut buses: Vec<Bus> = (0..4).map(|_| Bus::new(20)).collect();
+            for _ in 0..(next() % 400) {
+                let (t, u) = (next() % 200_000, next() % 200_000);
+                buses[0].occupy(t);
+                buses[1].occupy(t);
+                buses[2].occupy(u);
+                buses[3].occupy(u);
+            }
+            let crossing = round % 2 == 1;
             let (t, lines, n, pace) = (
                 next() % 100_000,
                 next() % 300,
@@ -312,20 +364,20 @@ mod tests {
             let busy = n * 20;
             let (mut at, mut lost) = (t, 0);
             for _ in 0..lines {
-                let q = a.occupy_many(at, n).saturating_sub(busy);
+                let mut q = buses[0].occupy_many(at, n).saturating_sub(busy);
+                if crossing {
+                    q = q.max(buses[2].occupy_many(at, n).saturating_sub(busy));
+                }
                 lost += q;
                 at += q + pace;
             }
-            assert_eq!(b.occupy_paced(t, lines, n, pace), lost);
-            assert_eq!(a.stats.transfers, b.stats.transfers);
-            assert_eq!(a.stats.busy_ns, b.stats.busy_ns);
-            assert_eq!(a.stats.queued_ns, b.stats.queued_ns);
-            for w in 0..WORDS {
-                assert_eq!(
-                    (a.ring[w].tag, a.ring[w].bits),
-                    (b.ring[w].tag, b.ring[w].bits)
-                );
-            }
+            let [a, b, c, d] = &mut buses[..] else {
+                unreachable!()
+            };
+            let paced = b.occupy_paced_with(crossing.then_some(d), t, lines, n, pace);
+            assert_eq!(paced, lost);
+            same(a, b);
+            same(c, d);
         }
     }
 

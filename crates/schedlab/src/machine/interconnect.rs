@@ -21,8 +21,6 @@
 //! written elsewhere: scheduler lines are few and hot, user working sets are the cache
 //! model's ([`super::CacheModel`]).
 
-use std::num::NonZeroUsize;
-
 use crate::engine::Time;
 
 use super::bus::{Bus, BusStats};
@@ -228,8 +226,8 @@ pub struct TrafficStats {
 /// The buses and the directory of a booted machine.
 pub struct Interconnect {
     model: Model,
-    /// Non-zero by type: `bus_of` divides by it on every transfer.
-    cpus_per_bus: NonZeroUsize,
+    /// Each CPU's bus: a lookup, not a division, on every transfer.
+    bus_index: Vec<u16>,
     costs: &'static Costs,
     buses: Vec<Bus>,
     /// Per bus, the CPU ids (of all 64) that `bus_of` puts on it.
@@ -247,7 +245,10 @@ impl Interconnect {
         let nbus = cpus.div_ceil(cpus_per_bus);
         Interconnect {
             model,
-            cpus_per_bus: NonZeroUsize::new(cpus_per_bus).expect("a bus holds a CPU"),
+            bus_index: {
+                assert!(cpus_per_bus > 0, "a bus holds a CPU");
+                (0..cpus).map(|c| (c / cpus_per_bus) as u16).collect()
+            },
             costs,
             buses: (0..nbus).map(|_| Bus::new(costs.bus_slot_ns)).collect(),
             bus_masks: (0..nbus)
@@ -281,7 +282,7 @@ impl Interconnect {
 
     #[inline]
     fn bus_of(&self, cpu: CpuId) -> usize {
-        cpu / self.cpus_per_bus
+        usize::from(self.bus_index[cpu])
     }
 
     /// Counters of each bus.
@@ -390,19 +391,19 @@ impl Interconnect {
         let slots = c.line_slots;
         let busy = slots * self.buses[mine].slot_ns();
         let pace = serve.max(2 * busy);
-        let Some(b) = theirs else {
-            return self.buses[mine].occupy_paced(t, lines, slots, pace);
-        };
-        // Across buses each line needs a slot on both: line by line.
-        let mut at = t;
-        let mut lost = 0;
-        for _ in 0..lines {
-            let q = self.buses[mine].occupy_many(at, slots).saturating_sub(busy);
-            let q = q.max(self.buses[b].occupy_many(at, slots).saturating_sub(busy));
-            lost += q;
-            at += q + pace;
+        match theirs {
+            None => self.buses[mine].occupy_paced(t, lines, slots, pace),
+            // Across buses each line needs its slots on both.
+            Some(b) => {
+                let (lo, hi) = self.buses.split_at_mut(mine.max(b));
+                let (this, that) = if mine < b {
+                    (&mut lo[mine], &mut hi[0])
+                } else {
+                    (&mut hi[0], &mut lo[b])
+                };
+                this.occupy_paced_with(Some(that), t, lines, slots, pace)
+            }
         }
-        lost
     }
 
     /// `cpu` reads task `p`'s scheduler line at `t`: the access's cost.
