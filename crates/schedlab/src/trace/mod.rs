@@ -28,6 +28,7 @@ pub mod ftrace;
 pub mod latency;
 pub mod perfetto;
 pub mod proto;
+pub mod setup;
 pub mod timeline;
 
 use crate::engine::Time;
