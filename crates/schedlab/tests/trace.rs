@@ -76,7 +76,7 @@ fn perfetto_traces_are_continuous_ordered_and_count_what_the_counters_count() {
             c["context_switches"].as_u64().unwrap(),
             "{what}: sched_switch events vs counters.context_switches"
         );
-        assert_eq!(f.cpus, cpus, "{what}: a bundle per CPU");
+        assert!(f.cpus >= 1 && f.cpus <= cpus, "{what}: bundles of {} CPUs", f.cpus);
         let kind = |k: &str| f.by_kind.get(k).copied().unwrap_or(0);
         assert_eq!(kind("sched_migrate_task"), c["migrations"].as_u64().unwrap(), "{what}");
         assert_eq!(kind("sched_wakeup"), c["wakeups"].as_u64().unwrap(), "{what}");
