@@ -254,13 +254,17 @@ fn run(a: RunArgs) -> Result<(), CliError> {
         .finish_trace()
         .map_err(|e| CliError::Failed(format!("writing the trace: {e}")))?;
     for w in written.iter().filter(|w| w.bytes > 0) {
-        eprintln!(
-            "schedlab: wrote {} ({:.1} MB, {} events, {} sched_switch)",
-            w.what,
-            w.bytes as f64 / 1e6,
-            w.events,
-            w.switches
-        );
+        if w.events > 0 {
+            eprintln!(
+                "schedlab: wrote {} ({:.1} MB, {} events, {} sched_switch)",
+                w.what,
+                w.bytes as f64 / 1e6,
+                w.events,
+                w.switches
+            );
+        } else {
+            eprintln!("schedlab: wrote {} ({} KB)", w.what, w.bytes.div_ceil(1000));
+        }
     }
     result?;
     let report = sim.report()?;

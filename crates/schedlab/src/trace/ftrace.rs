@@ -225,12 +225,12 @@ impl Output for FtraceWriter {
     fn finish(&mut self, _end: Time) -> std::io::Result<OutputSummary> {
         self.drain(Time::MAX);
         self.body.flush()?;
-        let mut out = BufWriter::new(File::create(&self.path)?);
+        let mut out = File::create(&self.path)?;
         let h = header(self.lines, self.info.cpus);
         out.write_all(h.as_bytes())?;
         let mut body = File::open(&self.body_path)?;
+        // File to file: the copy stays in the kernel (copy_file_range) where it can.
         std::io::copy(&mut body, &mut out)?;
-        out.flush()?;
         std::fs::remove_file(&self.body_path)?;
         Ok(OutputSummary {
             what: self.path.display().to_string(),

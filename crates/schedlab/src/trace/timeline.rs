@@ -221,7 +221,12 @@ impl Timeline {
         let span = end.saturating_sub(self.origin).max(1);
         let cols = span.div_ceil(self.bin).max(1) as usize;
         let px = plot_w * (self.bin as f64) / (span as f64);
-        let legend_h = 22.0 * (1 + (self.groups.len() + 2) / 6) as f64;
+        let entries = if self.metas.len() <= 9 {
+            self.metas.len() - 1
+        } else {
+            self.groups.len()
+        } + 2;
+        let legend_h = 22.0 * entries.div_ceil(6) as f64 + 8.0;
         let h = top + cpus as f64 * (lane_h + gap) + 34.0 + legend_h;
         let w = left + plot_w + 24.0;
         let mut o = String::new();
@@ -285,7 +290,7 @@ impl Timeline {
                         esc(&m.comm),
                         if k == 0 { String::new() } else { format!("pid {}", m.pid) }
                     );
-                    if k != 0 && wd > 7.5 * m.comm.len() as f64 + 6.0 {
+                    if k != 0 && wd > 6.5 * m.comm.len() as f64 + 4.0 {
                         let _ = write!(
                             o,
                             r##"<text x="{:.2}" y="{:.1}" text-anchor="middle" font-size="11" fill="#ffffff">{}</text>"##,
@@ -354,12 +359,22 @@ impl Timeline {
             t += step;
         }
         // Legend.
-        let mut items: Vec<(String, String)> = self
-            .groups
-            .iter()
-            .enumerate()
-            .map(|(i, (g, n))| (colour(i, 0), format!("{g} ({n})")))
-            .collect();
+        // Few tasks: each in its shade; else one entry per group.
+        let mut items: Vec<(String, String)> = if self.metas.len() <= 9 {
+            self.metas[1..]
+                .iter()
+                .map(|m| (colour(m.group, m.shade), format!("{} (pid {})", m.comm, m.pid)))
+                .collect()
+        } else {
+            self.groups
+                .iter()
+                .enumerate()
+                .map(|(i, (g, n))| {
+                    let s = if *n == 1 { "" } else { "s" };
+                    (colour(i, 0), format!("{g} ({n} task{s})"))
+                })
+                .collect()
+        };
         items.push(("#dddddd".into(), "idle".into()));
         items.push(("#d62728".into(), "spinning".into()));
         for (i, (c, label)) in items.iter().enumerate() {
