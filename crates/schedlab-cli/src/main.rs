@@ -169,6 +169,11 @@ struct NativeArgs {
     /// would: e.g. 0 or 0-1.
     #[arg(long, value_name = "CPUS")]
     pin: Option<String>,
+    /// Record the host kernel's scheduler events during the run through tracefs and write
+    /// them as FILE.perfetto-trace / FILE.pftrace (Perfetto) or FILE.txt (ftrace text);
+    /// where the host does not allow it, one line says what is missing and the run goes on.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
