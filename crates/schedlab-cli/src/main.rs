@@ -90,9 +90,63 @@ struct RunArgs {
     /// Print the host's wall time and events/s to stderr (never part of the result).
     #[arg(long)]
     timing: bool,
+    #[command(flatten)]
+    trace: TraceArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+}
+
+/// What to record of a simulated run besides its report.
+#[derive(clap::Args, Default)]
+struct TraceArgs {
+    /// Write a scheduling trace: FILE.perfetto-trace or FILE.pftrace (Perfetto's protobuf:
+    /// ui.perfetto.dev) or FILE.txt (ftrace text). Streamed to disk.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
+    /// Limit the trace and the timeline to simulated START_MS..END_MS (e.g. 10..12).
+    #[arg(long, value_name = "START_MS..END_MS")]
+    trace_window: Option<String>,
+    /// Print a `perf sched latency` summary after the report: per task group (the comm up
+    /// to its first `:`) or, with `--latency pid`, per task.
+    #[arg(long, value_name = "BY", num_args = 0..=1, default_missing_value = "group")]
+    latency: Option<LatencyBy>,
+    /// Draw a per-CPU timeline of who ran when (SVG), over --trace-window or the whole run.
+    #[arg(long, value_name = "FILE.svg")]
+    timeline: Option<std::path::PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LatencyBy {
+    Group,
+    Pid,
+}
+
+impl TraceArgs {
+    fn request(&self) -> Result<schedlab::trace::setup::Request, CliError> {
+        use schedlab::trace::{latency::By, setup::Format, Window};
+        if let Some(p) = &self.trace {
+            Format::of(p).map_err(CliError::Input)?;
+        }
+        let window = match &self.trace_window {
+            Some(w) => Some(Window::parse(w).map_err(CliError::Input)?),
+            None => None,
+        };
+        if window.is_some() && self.trace.is_none() && self.timeline.is_none() {
+            return Err(CliError::Input(
+                "--trace-window limits a trace or a timeline (accepted: with --trace FILE or --timeline FILE.svg)".into(),
+            ));
+        }
+        Ok(schedlab::trace::setup::Request {
+            file: self.trace.clone(),
+            window,
+            latency: self.latency.map(|b| match b {
+                LatencyBy::Group => By::Group,
+                LatencyBy::Pid => By::Pid,
+            }),
+            timeline: self.timeline.clone(),
+        })
+    }
 }
 
 #[derive(clap::Args)]
@@ -115,6 +169,11 @@ struct NativeArgs {
     /// would: e.g. 0 or 0-1.
     #[arg(long, value_name = "CPUS")]
     pin: Option<String>,
+    /// Record the host kernel's scheduler events during the run through tracefs and write
+    /// them as FILE.perfetto-trace / FILE.pftrace (Perfetto) or FILE.txt (ftrace text);
+    /// where the host does not allow it, one line says what is missing and the run goes on.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -179,7 +238,9 @@ fn run(a: RunArgs) -> Result<(), CliError> {
         workload: a.workload,
         seed: a.seed,
     };
+    let request = a.trace.request()?;
     let mut sim = Simulation::new(config)?;
+    let latency = request.install(&mut sim).map_err(CliError::Input)?;
     let bar = progress_bar();
     let result = sim.run(&mut |t, events| {
         if let Some(b) = &bar {
@@ -193,6 +254,23 @@ fn run(a: RunArgs) -> Result<(), CliError> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    // The trace is closed even when the run failed: it shows what happened until then.
+    let written = sim
+        .finish_trace()
+        .map_err(|e| CliError::Failed(format!("writing the trace: {e}")))?;
+    for w in written.iter().filter(|w| w.bytes > 0) {
+        if w.events > 0 {
+            eprintln!(
+                "schedlab: wrote {} ({:.1} MB, {} events, {} sched_switch)",
+                w.what,
+                w.bytes as f64 / 1e6,
+                w.events,
+                w.switches
+            );
+        } else {
+            eprintln!("schedlab: wrote {} ({} KB)", w.what, w.bytes.div_ceil(1000));
+        }
+    }
     result?;
     let report = sim.report()?;
     if a.timing {
@@ -203,9 +281,19 @@ fn run(a: RunArgs) -> Result<(), CliError> {
             report.sim.events as f64 / secs.max(1e-9) / 1e6
         );
     }
-    match a.format {
-        Format::Json => out(&format!("{}\n", report.to_json())),
-        Format::Text => out(&report.to_text()),
+    let latency = latency.map(|h| h.lock().expect("latency summary").clone());
+    match (a.format, latency) {
+        (Format::Json, None) => out(&format!("{}\n", report.to_json())),
+        (Format::Text, None) => out(&report.to_text()),
+        (Format::Json, Some(l)) => {
+            let mut v = serde_json::to_value(&report).expect("report serializes");
+            v["latency"] = serde_json::to_value(&l).expect("summary serializes");
+            out(&format!(
+                "{}\n",
+                serde_json::to_string_pretty(&v).expect("json")
+            ))
+        }
+        (Format::Text, Some(l)) => out(&format!("{}\n{}", report.to_text(), l.to_text())),
     }
 }
 
@@ -385,7 +473,8 @@ fn list(what: ListWhat) -> String {
 
 const COUNTERS: &str = "\
 result                      the workload's figure, as the original benchmark reported it
-counters.context_switches   context switches, switches to and from idle included (nr_switches)
+counters.context_switches   context switches, switches to and from idle included (nr_switches): every change
+                            of the task a CPU runs; a --trace holds exactly one sched_switch for each
 counters.task_switches      switches whose incoming task is not an idle task
 counters.migrations         times a policy moved a task to another CPU's run queue
 counters.unaffine_switch_pct  % of task switches whose incoming task last ran on another CPU
@@ -402,6 +491,8 @@ counters.affinity_moves     tasks moved off a CPU their new sched_setaffinity ma
 counters.tcp_segments       TCP data segments sent over loopback; several writes share one when Nagle holds them (only when any were)
 counters.tcp_acks           TCP pure ACKs, sent by reads that empty the receive queue (only when any were)
 counters.cpu_time.*         % of all CPU time running tasks, in the scheduler, spinning, idle
+counters.wakeup_latency.*   from a wake-up (try_to_wake_up, or a new task's first) to the task's switch-in:
+                            count, p50_ns and p99_ns (within 0.8 %), max_ns (exact)
 counters.locks.NAME         per lock name: acquisitions, contended_pct (acquisitions that spun),
                             hold_ns_mean, wait_ns_mean (spin per acquisition), trylock_failures
 counters.policy.*           the policy's own counters (see its module documentation)

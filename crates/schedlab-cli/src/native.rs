@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use schedlab_native::{compare, runner, NativeConfig, NATIVE_WORKLOADS};
+use schedlab_native::{compare, runner, trace, NativeConfig, NATIVE_WORKLOADS};
 
 use crate::error::{out, CliError};
 use crate::{Format, NativeArgs};
@@ -48,11 +48,37 @@ pub(crate) fn native(a: NativeArgs) -> Result<(), CliError> {
         runs: a.runs as usize,
         interrupt: Some(runner::interrupt_flag()),
     };
+    if let Some(p) = &a.trace {
+        schedlab::trace::setup::Format::of(p).map_err(CliError::Input)?;
+    }
+    let session = match &a.trace {
+        None => None,
+        Some(p) => match trace::probe().and_then(|dir| trace::Session::start(&dir, p)) {
+            Ok(s) => Some(s),
+            Err(why) => {
+                eprintln!("schedlab: no native trace: {why}");
+                None
+            }
+        },
+    };
     let report = if a.compare {
         compare::compare(&cfg)
     } else {
         schedlab_native::run(&cfg)
-    }?;
+    };
+    if let Some(s) = session {
+        match s.finish() {
+            Ok(w) => eprintln!(
+                "schedlab: wrote {} ({:.1} MB, {} events, {} sched_switch)",
+                w.what,
+                w.bytes as f64 / 1e6,
+                w.events,
+                w.switches
+            ),
+            Err(e) => eprintln!("schedlab: no native trace: {e}"),
+        }
+    }
+    let report = report?;
     match a.format {
         Format::Json => out(&format!("{}\n", report.to_json())),
         Format::Text => out(&report.to_text()),

@@ -24,6 +24,7 @@ pub mod host;
 pub mod report;
 pub mod runner;
 pub mod sys;
+pub mod trace;
 pub mod workload;
 
 use std::sync::atomic::AtomicBool;

@@ -11,7 +11,8 @@
 //! * [`workload`] — the benchmarks as task programs;
 //! * [`spec`] — `NAME:key=value` specifications and option declarations;
 //! * [`sim`] and [`report`] — a run and its result (the report sits above the run);
-//! * [`experiment`] — the published tables as data, scores, the reproduction report.
+//! * [`experiment`] — the published tables as data, scores, the reproduction report;
+//! * [`trace`] — Perfetto and ftrace traces, latency summaries and timelines of a run.
 #![deny(missing_docs)]
 
 pub mod engine;
@@ -22,6 +23,7 @@ pub mod policy;
 pub mod report;
 pub mod sim;
 pub mod spec;
+pub mod trace;
 pub mod workload;
 
 pub use report::run;

@@ -169,6 +169,9 @@ impl Simulation {
                 return Err(SimError::TimeLimit(limit / crate::engine::SEC));
             }
             self.k.now = t;
+            if let Some(tr) = self.k.trace.as_mut() {
+                tr.advance(t);
+            }
             self.k.handle(ev);
             if self.k.stopped {
                 break;
@@ -204,6 +207,22 @@ impl Simulation {
             .cpus
             .iter()
             .any(|c| self.k.tasks[c.curr as usize].state == TaskState::Zombie)
+    }
+
+    /// Install a trace observer (before [`Simulation::run`]): the kernel reports every
+    /// scheduling event to it ([`crate::trace`]). Without one, tracing costs nothing.
+    pub fn set_trace(&mut self, mut sink: Box<dyn crate::trace::TraceSink>) {
+        sink.attach(&self.k, &self.workload_spec.name);
+        self.k.trace = Some(sink);
+    }
+
+    /// Close the trace observer after the run: outputs write what they hold. Returns
+    /// what each output wrote (empty when no trace was installed).
+    pub fn finish_trace(&mut self) -> std::io::Result<Vec<crate::trace::OutputSummary>> {
+        match self.k.trace.take() {
+            Some(mut t) => t.finish(self.k.now),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Kernel and policy invariants.

@@ -14,9 +14,11 @@
 //!
 //! Randomness comes only from [`SimRng`], seeded once per run.
 
+mod hist;
 mod queue;
 mod rng;
 
+pub use hist::Histogram;
 pub use queue::EventQueue;
 pub use rng::SimRng;
 

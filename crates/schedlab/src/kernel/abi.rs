@@ -144,6 +144,14 @@ impl Env<'_> {
 pub trait Program: Send {
     /// The next operation. Called each time the task returns to user mode.
     fn next(&mut self, env: &mut Env<'_>) -> Op;
+
+    /// The task's name (its comm in traces: at most 15 bytes of `[A-Za-z0-9_./:+-]`,
+    /// the part before a `:` naming its group), as the original program's processes
+    /// would be told apart. Asked only when a trace is written, at fork and exec; `None`
+    /// (the default): the child keeps its parent's comm, as `fork()` does.
+    fn comm(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A program from a closure, for small programs and tests.

@@ -54,6 +54,7 @@ impl Kernel {
             rec: Record::default(),
             stopped: false,
             stop_at: None,
+            trace: None,
         };
         for c in 0..n {
             k.boot_cpu(c, tick_ns * c as Time / n as Time);
@@ -109,6 +110,7 @@ impl Kernel {
             wq_regs: Vec::new(),
             stats: TaskStats::default(),
             born_at: 0,
+            woken_at: crate::kernel::task::NOT_WOKEN,
         });
         self.programs.push(None);
         self.cpus.push(Cpu {

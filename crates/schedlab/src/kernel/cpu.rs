@@ -412,7 +412,7 @@ impl Kernel {
                     let wq = self.tasks[pp as usize].wait_chldexit;
                     notify = self.take_waiters(cpu, wq, 0);
                 }
-                None => self.release(prev),
+                None => self.release(cpu, prev),
             }
         }
         self.charge(cpu, cost, Acct::Sched);
@@ -422,9 +422,25 @@ impl Kernel {
         c.curr = next;
         c.last_schedule = now;
         c.nr_switches += 1;
+        // The one place a context switch is counted, and traced: the trace's
+        // `sched_switch` events are `counters.context_switches` by construction.
         self.stats.context_switches += 1;
+        if let Some(t) = self.trace.as_mut() {
+            let prev_state = self.tasks[prev as usize].state;
+            t.event(&crate::trace::KEvent::Switch {
+                cpu,
+                ts: now,
+                prev,
+                next,
+                prev_state,
+            });
+        }
         let n = &mut self.tasks[next as usize];
         n.on_cpu = Some(cpu);
+        if n.woken_at != super::task::NOT_WOKEN {
+            self.stats.wakeup_latency.record(now - n.woken_at);
+            n.woken_at = super::task::NOT_WOKEN;
+        }
         if !n.is_idle {
             self.cpus[cpu].active_mm = n.mm;
             self.stats.task_switches += 1;

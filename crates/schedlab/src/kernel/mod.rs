@@ -181,6 +181,8 @@ pub struct KernelStats {
     pub schedule_ns: Time,
     /// Of which acquiring locks (spinning, the atomic, line transfers).
     pub schedule_lock_ns: Time,
+    /// Wake-up latency: from a task's wake-up (or a new task's first) to its switch-in.
+    pub wakeup_latency: crate::engine::Histogram,
 }
 
 /// The kernel: its state, the scheduling class it calls, and each task's program.
@@ -230,6 +232,8 @@ pub struct Kernel {
     pub(crate) stopped: bool,
     /// When the last task left its CPU (or the workload stopped): the run ends there.
     pub(crate) stop_at: Option<Time>,
+    /// The trace observer, if a trace was asked for (`None`: one check per event point).
+    pub(crate) trace: Option<Box<dyn crate::trace::TraceSink>>,
 }
 
 /// Charge `ns` of work in category `cat` to `cpu`, advancing its clock (and, for running
@@ -388,6 +392,7 @@ impl Kernel {
             &self.machine,
             self.tick_ns,
             cpu,
+            self.trace.as_deref_mut(),
         );
         (self.class.as_mut(), ctx)
     }

@@ -65,7 +65,19 @@ impl Kernel {
             self.next_mm - 1
         };
         let (nice, allowed) = (p.nice, p.cpus_allowed);
+        let comm = self.trace.as_ref().and_then(|_| child.comm());
         let id = self.create_task(Some(parent), child, mm, nice, allowed, cpu);
+        if let Some(t) = self.trace.as_mut() {
+            t.event(&crate::trace::KEvent::Fork {
+                cpu,
+                ts: self.cpus[cpu].clock,
+                parent,
+                child: id,
+                pid: self.tasks[id as usize].pid,
+                thread,
+                comm: comm.as_deref(),
+            });
+        }
         self.tasks[id as usize]
             .kstack
             .extend([Frame::User, Frame::SysExit]);
@@ -111,6 +123,7 @@ impl Kernel {
             wq_regs: Vec::new(),
             stats: TaskStats::default(),
             born_at: self.cpus[cpu].clock,
+            woken_at: super::task::NOT_WOKEN,
         });
         self.programs.push(Some(program));
         if let Some(pp) = parent {
@@ -132,6 +145,15 @@ impl Kernel {
         let mm = self.next_mm;
         self.next_mm += 1;
         self.tasks[task as usize].mm = mm;
+        if let Some(t) = self.trace.as_mut() {
+            let comm = program.comm();
+            t.event(&crate::trace::KEvent::Exec {
+                cpu,
+                ts: self.cpus[cpu].clock,
+                p: task,
+                comm: comm.as_deref(),
+            });
+        }
         self.programs[task as usize] = Some(program);
         Outcome::Done(0)
     }
@@ -141,6 +163,10 @@ impl Kernel {
         self.charge(cpu, ns, Acct::Running);
         self.tasks[task as usize].state = TaskState::Zombie;
         self.live_tasks -= 1;
+        if let Some(t) = self.trace.as_mut() {
+            let ts = self.cpus[cpu].clock;
+            t.event(&crate::trace::KEvent::Exit { cpu, ts, p: task });
+        }
         // Orphans: reparented to nobody; a zombie orphan is released at once.
         let children = std::mem::take(&mut self.tasks[task as usize].children);
         self.tasks[task as usize].zombies.clear();
@@ -149,7 +175,7 @@ impl Kernel {
             if self.tasks[c as usize].state == TaskState::Zombie
                 && self.tasks[c as usize].on_cpu.is_none()
             {
-                self.release(c);
+                self.release(cpu, c);
             }
         }
         // The run stops once the last task has also left its CPU (see `context_switch`).
@@ -166,7 +192,7 @@ impl Kernel {
                 children.swap_remove(i);
             }
             let pid = self.tasks[z as usize].pid;
-            self.release(z);
+            self.release(cpu, z);
             return Outcome::Done(pid as i64);
         }
         if self.tasks[task as usize].children.is_empty() {
@@ -177,8 +203,13 @@ impl Kernel {
         Outcome::Block(Sys::Wait)
     }
 
-    /// A reaped (or parentless) zombie becomes dead; its cache lines are forgotten.
-    pub(crate) fn release(&mut self, p: TaskId) {
+    /// A reaped (or parentless) zombie becomes dead, on `cpu`; its cache lines are
+    /// forgotten.
+    pub(crate) fn release(&mut self, cpu: CpuId, p: TaskId) {
+        if let Some(t) = self.trace.as_mut() {
+            let ts = self.cpus[cpu].clock;
+            t.event(&crate::trace::KEvent::Free { cpu, ts, p });
+        }
         let t = &mut self.tasks[p as usize];
         debug_assert_eq!(t.state, TaskState::Zombie);
         t.state = TaskState::Dead;

@@ -102,7 +102,13 @@ pub struct Task {
     pub stats: TaskStats,
     /// When the task was created.
     pub born_at: Time,
+    /// When it was last woken (or first woken after fork), until it is switched in;
+    /// [`NOT_WOKEN`] otherwise (for `counters.wakeup_latency_*`).
+    pub woken_at: Time,
 }
+
+/// [`Task::woken_at`] of a task not waiting to run after a wake-up.
+pub const NOT_WOKEN: Time = Time::MAX;
 
 impl Task {
     /// True when `need_resched` is set and this task's CPU, whose clock reads `clock`,

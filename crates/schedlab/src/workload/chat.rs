@@ -226,6 +226,18 @@ impl Program for ServerSend {
 /// Server thread `k`: the receive (even `k`) or send thread of user `k / 2`, given the
 /// server ends of the connections and the users' queues.
 fn server_thread(s: Shape, conns: &[Fd], queues: &[Fd], k: u64) -> Box<dyn Program> {
+    let role = if k.is_multiple_of(2) { "sr" } else { "ss" };
+    super::toolkit::named(thread_comm(s, role, k), server_thread_of(s, conns, queues, k))
+}
+
+/// The comm of thread `k` of a user: `roomR:<role>U` (room and user 1-based), so traces
+/// group a room's threads.
+fn thread_comm(s: Shape, role: &str, k: u64) -> String {
+    let user = k / 2;
+    format!("room{}:{role}{}", user / s.users + 1, user % s.users + 1)
+}
+
+fn server_thread_of(s: Shape, conns: &[Fd], queues: &[Fd], k: u64) -> Box<dyn Program> {
     let i = (k / 2) as usize;
     if k.is_multiple_of(2) {
         let first = (i as u64 / s.users * s.users) as usize;
@@ -300,6 +312,11 @@ impl Program for Server {
 
 /// Client thread `k`: the send (even `k`) or receive thread of user `k / 2`.
 fn client_thread(s: Shape, go: Fd, conns: &[Fd], k: u64) -> Box<dyn Program> {
+    let role = if k.is_multiple_of(2) { "cs" } else { "cr" };
+    super::toolkit::named(thread_comm(s, role, k), client_thread_of(s, go, conns, k))
+}
+
+fn client_thread_of(s: Shape, go: Fd, conns: &[Fd], k: u64) -> Box<dyn Program> {
     let conn = conns[(k / 2) as usize];
     if k.is_multiple_of(2) {
         Box::new(ClientSend {
@@ -361,7 +378,7 @@ impl Program for Client {
                 3 => {
                     let (s, gate, conns) = (self.s, self.gate(), self.conns.fds());
                     step!(self.server.step(env, |_, _| {
-                        Box::new(Server {
+                        super::toolkit::named("chat_s", Box::new(Server {
                             phase: 0,
                             s,
                             conns: conns.iter().map(|&c| c + 1).collect(),
@@ -373,7 +390,7 @@ impl Program for Client {
                                 format!("chat: server: clone() of thread {} refused ({ret})", i + 1)
                             }),
                             reap: Reap::all(),
-                        })
+                        }))
                     }));
                 }
                 4 => {
@@ -412,7 +429,7 @@ impl Program for Client {
 impl Workload for Chat {
     fn root(&self) -> Box<dyn Program> {
         let n = self.s.connections();
-        Box::new(Client {
+        super::toolkit::named("chat_c", Box::new(Client {
             phase: 0,
             s: self.s,
             pipes: Open::pipes(2, |_, ret| format!("chat: pipe() failed ({ret})")),
@@ -424,7 +441,7 @@ impl Workload for Chat {
                 format!("chat: clone() of client thread {} failed ({ret})", i + 1)
             }),
             reap: Reap::all(),
-        })
+        }))
     }
 
     fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {

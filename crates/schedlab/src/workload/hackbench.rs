@@ -185,7 +185,8 @@ impl HackbenchInfo {
         if j < s.fds {
             let n = s.per_child();
             // fds[0] to the receiver, fds[1] to the senders (as hackbench).
-            return Box::new(Receiver {
+            let comm = format!("receiver:{}.{}", g + 1, j + 1);
+            return super::toolkit::named(comm, Box::new(Receiver {
                 start: gate
                     .arrive(|_, ret| format!("hackbench: receiver: ready write returned {ret}")),
                 msgs: Reads::new(group[j as usize], s.datasize, n, move |done, ret| {
@@ -195,15 +196,20 @@ impl HackbenchInfo {
                     )
                 }),
                 datasize: s.datasize,
-            });
+            }));
         }
         let out: Arc<[Fd]> = group[..s.fds as usize].iter().map(|&fd| fd + 1).collect();
-        Box::new(Sender {
-            start: gate.arrive(|_, ret| format!("hackbench: sender: ready write returned {ret}")),
-            sends: Writes::new(out, s.datasize, s.loops, |_, ret| {
-                format!("hackbench: sender: write returned {ret}")
+        let comm = format!("sender:{}.{}", g + 1, j - s.fds + 1);
+        super::toolkit::named(
+            comm,
+            Box::new(Sender {
+                start: gate
+                    .arrive(|_, ret| format!("hackbench: sender: ready write returned {ret}")),
+                sends: Writes::new(out, s.datasize, s.loops, |_, ret| {
+                    format!("hackbench: sender: write returned {ret}")
+                }),
             }),
-        })
+        )
     }
 
     fn channel_failed(&self, what: &str, ret: i64) -> String {

@@ -347,6 +347,10 @@ fn tool(f: File, p1: Fd, p2: Fd, i: u64, env: &mut Env<'_>) -> Box<dyn Program> 
 }
 
 impl Program for Gcc {
+    fn comm(&self) -> Option<String> {
+        Some("gcc".into())
+    }
+
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         loop {
             match self.phase {
@@ -400,6 +404,10 @@ struct Cpp {
 }
 
 impl Program for Cpp {
+    fn comm(&self) -> Option<String> {
+        Some("cpp".into())
+    }
+
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         if self.io {
             self.io = false;
@@ -464,6 +472,10 @@ impl Cc1 {
 }
 
 impl Program for Cc1 {
+    fn comm(&self) -> Option<String> {
+        Some("cc1".into())
+    }
+
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         match self.last {
             Stage::Read => {
@@ -525,6 +537,10 @@ struct As {
 }
 
 impl Program for As {
+    fn comm(&self) -> Option<String> {
+        Some("as".into())
+    }
+
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         if self.closed {
             return Op::Exit;
@@ -638,6 +654,10 @@ fn step_job(b: &Build, dir: usize, js: Fd, i: usize, env: &mut Env<'_>) -> Box<d
 }
 
 impl Program for Make {
+    fn comm(&self) -> Option<String> {
+        Some("make".into())
+    }
+
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         let subs = self.b.children[self.dir].len() as u64;
         let files = TREE[self.dir].files as u64;

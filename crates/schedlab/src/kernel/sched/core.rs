@@ -52,6 +52,7 @@ impl Kernel {
             return;
         }
         let fixed = self.machine.costs().wakeup_ns;
+        let waking = self.cpus[cpu].clock;
         let (class, ctx) = self.sched(cpu);
         let mut ctx = ctx.in_irq(irq);
         wake_task(class, &mut ctx, p, Wake { sync, fork: false });
@@ -59,11 +60,13 @@ impl Kernel {
         self.assert_unlocked(cpu, "try_to_wake_up");
         self.tasks[p as usize].state = TaskState::Running;
         self.stats.wakeups += 1;
+        self.woken(cpu, waking, p, false);
     }
 
     /// `wake_up_new_task`: the class's fork bookkeeping, then the first placement of the
     /// new task `p`, forked by `parent` (`None` at boot) on `cpu`.
     pub(crate) fn wake_up_new_task(&mut self, cpu: CpuId, p: TaskId, parent: Option<TaskId>) {
+        let waking = self.cpus[cpu].clock;
         let (class, mut ctx) = self.sched(cpu);
         class.task_fork(&mut ctx, p, parent);
         // Boot's init is woken as 2.4's `wake_up_process` would, not as a fork.
@@ -74,6 +77,26 @@ impl Kernel {
         wake_task(class, &mut ctx, p, wake);
         self.assert_unlocked(cpu, "wake_up_new_task");
         self.tasks[p as usize].state = TaskState::Running;
+        self.woken(cpu, waking, p, true);
+    }
+
+    /// `p` was made runnable by `cpu`, from `waking` to now: the wake-up latency starts,
+    /// and the trace hears of it.
+    #[inline]
+    fn woken(&mut self, cpu: CpuId, waking: crate::engine::Time, p: TaskId, new: bool) {
+        let ts = self.cpus[cpu].clock;
+        self.tasks[p as usize].woken_at = ts;
+        if let Some(t) = self.trace.as_mut() {
+            t.event(&crate::trace::KEvent::Wakeup {
+                cpu,
+                waking,
+                ts,
+                waker: self.cpus[cpu].curr,
+                p,
+                target: self.tasks[p as usize].processor,
+                new,
+            });
+        }
     }
 
     /// The scheduler's part of the timer interrupt on `cpu` for `curr`.
@@ -93,6 +116,9 @@ impl Kernel {
 
     /// `sys_sched_yield` by `p` on `cpu`.
     pub(crate) fn sched_yield(&mut self, cpu: CpuId, p: TaskId) {
+        if let Some(t) = self.trace.as_mut() {
+            t.event(&crate::trace::KEvent::Yield { p });
+        }
         let (class, mut ctx) = self.sched(cpu);
         class.yield_task(&mut ctx, cpu, p);
         self.assert_unlocked(cpu, "yield_task");
@@ -100,6 +126,10 @@ impl Kernel {
 
     /// `set_user_nice`: `p`'s nice value changed.
     pub(crate) fn set_user_nice(&mut self, cpu: CpuId, p: TaskId) {
+        if let Some(t) = self.trace.as_mut() {
+            let nice = self.tasks[p as usize].nice;
+            t.event(&crate::trace::KEvent::Nice { p, nice });
+        }
         let (class, mut ctx) = self.sched(cpu);
         class.prio_changed(&mut ctx, p);
         self.assert_unlocked(cpu, "prio_changed");

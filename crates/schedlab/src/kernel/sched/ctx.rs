@@ -26,6 +26,7 @@ pub struct SchedCtx<'a> {
     cpu: CpuId,
     cat: Acct,
     irq: bool,
+    trace: Option<&'a mut (dyn crate::trace::TraceSink + 'static)>,
     /// Time spent acquiring locks with `lock()` (spin, atomic, line transfer).
     pub(crate) lock_ns: Time,
 }
@@ -46,6 +47,7 @@ impl<'a> SchedCtx<'a> {
         machine: &'a Machine,
         tick_ns: Time,
         cpu: CpuId,
+        trace: Option<&'a mut (dyn crate::trace::TraceSink + 'static)>,
     ) -> Self {
         SchedCtx {
             tasks,
@@ -60,6 +62,7 @@ impl<'a> SchedCtx<'a> {
             cpu,
             cat: Acct::Sched,
             irq: false,
+            trace,
             lock_ns: 0,
         }
     }
@@ -279,6 +282,15 @@ impl<'a> SchedCtx<'a> {
         let spin = start - now;
         if spin > 0 {
             charge(self.cpus, self.tasks, self.cpu, spin, Acct::Spin);
+            if let Some(t) = self.trace.as_deref_mut() {
+                t.event(&crate::trace::KEvent::LockWait {
+                    cpu: self.cpu,
+                    curr: self.cpus[self.cpu].curr,
+                    from: now,
+                    to: start,
+                    lock: lk.name,
+                });
+            }
         }
         if spin > 0 && self.machine.model.lock == LockKind::Ttas {
             self.ttas_handoff(l, now);
@@ -428,6 +440,14 @@ impl<'a> SchedCtx<'a> {
         let costs = self.costs();
         self.charge(costs.ipi_send_ns);
         self.stats.ipis += 1;
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.event(&crate::trace::KEvent::Ipi {
+                cpu: self.cpu,
+                curr: self.cpus[self.cpu].curr,
+                ts: self.cpus[self.cpu].clock,
+                target: cpu,
+            });
+        }
         let at = self.now() + costs.ipi_latency_ns;
         self.queue.push(at, Event::Ipi { cpu: cpu as u16 });
     }
@@ -453,8 +473,18 @@ impl<'a> SchedCtx<'a> {
     pub fn set_task_cpu(&mut self, p: TaskId, cpu: CpuId) {
         let t = &mut self.tasks[p as usize];
         if t.processor != cpu {
+            let from = t.processor;
             t.processor = cpu;
             self.stats.migrations += 1;
+            if let Some(tr) = self.trace.as_deref_mut() {
+                tr.event(&crate::trace::KEvent::Migrate {
+                    cpu: self.cpu,
+                    ts: self.cpus[self.cpu].clock,
+                    p,
+                    from,
+                    to: cpu,
+                });
+            }
         }
     }
 }

@@ -178,3 +178,31 @@ pub(crate) mod testing {
         (r, sim)
     }
 }
+
+/// A program with a name: its comm in traces ([`Program::comm`]).
+struct Named {
+    comm: String,
+    inner: Box<dyn crate::kernel::abi::Program>,
+}
+
+impl crate::kernel::abi::Program for Named {
+    #[inline]
+    fn next(&mut self, env: &mut Env<'_>) -> Op {
+        self.inner.next(env)
+    }
+
+    fn comm(&self) -> Option<String> {
+        Some(self.comm.clone())
+    }
+}
+
+/// `program`, named `comm` in traces (`group:index`: the part before `:` is its group).
+pub fn named(
+    comm: impl Into<String>,
+    program: Box<dyn crate::kernel::abi::Program>,
+) -> Box<dyn crate::kernel::abi::Program> {
+    Box::new(Named {
+        comm: comm.into(),
+        inner: program,
+    })
+}
