@@ -50,7 +50,7 @@
 
 use std::sync::Arc;
 
-use crate::kernel::abi::{Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
@@ -367,10 +367,14 @@ impl Program for Client {
                             conns: conns.iter().map(|&c| c + 1).collect(),
                             ready_out: gate.ready + 1,
                             queues: Open::new(Chan::SocketPair, s.connections(), |_, ret| {
-                                format!("chat: server: socketpair() failed ({ret})")
+                                format!("chat: server: socketpair() failed ({})", errno_name(ret))
                             }),
                             threads: Spawn::clones(2 * s.connections(), |i, ret| {
-                                format!("chat: server: clone() of thread {} refused ({ret})", i + 1)
+                                format!(
+                                    "chat: server: clone() of thread {} refused ({})",
+                                    i + 1,
+                                    errno_name(ret)
+                                )
                             }),
                             reap: Reap::all(),
                         })
@@ -392,8 +396,10 @@ impl Program for Client {
                 }
                 6 => {
                     if env.ret < 0 {
-                        let msg =
-                            format!("chat: read of the server's ready byte failed ({})", env.ret);
+                        let msg = format!(
+                            "chat: read of the server's ready byte failed ({})",
+                            errno_name(env.ret)
+                        );
                         return fail(env, msg);
                     }
                     env.mark("start");
@@ -415,13 +421,25 @@ impl Workload for Chat {
         Box::new(Client {
             phase: 0,
             s: self.s,
-            pipes: Open::pipes(2, |_, ret| format!("chat: pipe() failed ({ret})")),
-            conns: Open::new(Chan::Tcp, n, |i, ret| {
-                format!("chat: TCP connection of user {} failed ({ret})", i + 1)
+            pipes: Open::pipes(2, |_, ret| {
+                format!("chat: pipe() failed ({})", errno_name(ret))
             }),
-            server: Spawn::forks(1, |_, ret| format!("chat: fork() of chat_s failed ({ret})")),
+            conns: Open::new(Chan::Tcp, n, |i, ret| {
+                format!(
+                    "chat: TCP connection of user {} failed ({})",
+                    i + 1,
+                    errno_name(ret)
+                )
+            }),
+            server: Spawn::forks(1, |_, ret| {
+                format!("chat: fork() of chat_s failed ({})", errno_name(ret))
+            }),
             threads: Spawn::clones(2 * n, |i, ret| {
-                format!("chat: clone() of client thread {} failed ({ret})", i + 1)
+                format!(
+                    "chat: clone() of client thread {} failed ({})",
+                    i + 1,
+                    errno_name(ret)
+                )
             }),
             reap: Reap::all(),
         })
