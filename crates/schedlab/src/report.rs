@@ -24,6 +24,10 @@ pub struct MachineReport {
     pub l2_kb: u64,
     /// The model's mechanisms as switched for this run (`--machine NAME:bus=off,...`).
     pub model: crate::machine::Model,
+    /// The kernel's resource limits, only when raised from the preset's
+    /// (`--machine NAME:file_max=N,nproc=N,ram_mb=N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::machine::Limits>,
 }
 
 /// A name with options.
@@ -293,6 +297,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             mhz: preset.costs.cpu_mhz,
             l2_kb: preset.costs.l2_bytes / 1024,
             model: k.machine.model,
+            limits: (k.machine.limits != preset.limits).then(|| k.machine.limits.clone()),
         },
         cpus: k.cpus.len(),
         policy: Named {

@@ -45,6 +45,9 @@ pub enum SimError {
     /// The simulated time limit passed before the workload finished.
     #[error("the workload did not finish within {0} s of simulated time")]
     TimeLimit(u64),
+    /// The caller's event budget ([`Simulation::set_event_limit`]) ran out first.
+    #[error("the run was stopped after {0} events (its event budget)")]
+    EventLimit(u64),
 }
 
 impl SimError {
@@ -64,9 +67,16 @@ pub struct Simulation {
     policy_spec: Spec,
     workload_spec: Spec,
     wall_ms: u64,
+    event_limit: Option<u64>,
 }
 
 impl Simulation {
+    /// Stop [`Simulation::run`] with [`SimError::EventLimit`] after `events` events (for
+    /// tests that only need a run to get going, whatever its length).
+    pub fn set_event_limit(&mut self, events: u64) {
+        self.event_limit = Some(events);
+    }
+
     /// Validate the configuration and boot.
     pub fn new(config: RunConfig) -> Result<Simulation, SimError> {
         let machine = boot_machine(&config)?;
@@ -108,6 +118,9 @@ impl Simulation {
     ) -> Result<Simulation, SimError> {
         let workload_spec = Spec::parse("workload", &config.workload).map_err(input)?;
         let (workload, params) = workload::build(&workload_spec, &machine).map_err(input)?;
+        // A run the kernel would certainly refuse stops here, naming the limit.
+        crate::kernel::limits::Limit::check(&machine, workload.needs())
+            .map_err(|e| SimError::Workload(format!("{}: {e}", workload_spec)))?;
         let mut sim = Self::boot(machine, class, workload, config, policy_spec, workload_spec);
         sim.workload_params = params.to_map();
         Ok(sim)
@@ -150,6 +163,7 @@ impl Simulation {
             policy_spec,
             workload_spec,
             wall_ms: 0,
+            event_limit: None,
         }
     }
 
@@ -177,6 +191,9 @@ impl Simulation {
                 break;
             }
             let events = self.k.queue.popped();
+            if self.event_limit.is_some_and(|n| events >= n) {
+                return Err(SimError::EventLimit(events));
+            }
             if events & ((1 << 20) - 1) == 0 {
                 progress(t, events);
             }
@@ -186,7 +203,12 @@ impl Simulation {
             }
         }
         if let Some(e) = &self.k.rec.error {
-            return Err(SimError::Workload(e.clone()));
+            // A call the kernel refused at a limit: name the limit, its value and the
+            // option that raises it after the workload's own words.
+            return Err(SimError::Workload(match self.k.limit_hit {
+                Some(l) => format!("{e}: {}", l.describe(&self.k.machine)),
+                None => e.clone(),
+            }));
         }
         let end = self.k.stop_at.unwrap_or(self.k.now).max(self.k.now);
         for c in &mut self.k.cpus {

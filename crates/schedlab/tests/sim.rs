@@ -994,3 +994,181 @@ fn two_task_reflex_on_2_4_is_stable_when_fixed_costs_move() {
         );
     }
 }
+
+// ---- limits and ranges (issue 17, items 4 and 5) ----------------------------------------
+
+/// A raw errno in a message: "(-23)", "error -11", "returned -23" is allowed only for
+/// reads and writes that report what they got.
+fn has_raw_errno(msg: &str) -> bool {
+    let b = msg.as_bytes();
+    (0..b.len().saturating_sub(2)).any(|i| {
+        (b[i] == b'(' || msg[..i].ends_with("error "))
+            && b[i + 1] == b'-'
+            && b[i + 2].is_ascii_digit()
+    })
+}
+
+/// See: issue 17 item 4. A call the simulated kernel refuses names the limit, its value
+/// and the option that raises it — and the option does raise it.
+#[test]
+fn a_refused_call_names_the_limit_its_value_and_the_option() {
+    // file-max: chat's TCP pairs run out of files at run time.
+    let mut sim =
+        Simulation::new(cfg("piii700-1m", 2, "fifo", "chat:rooms=300,messages=1")).unwrap();
+    let e = sim.run(&mut |_, _| {}).unwrap_err().to_string();
+    assert!(!has_raw_errno(&e), "{e}");
+    assert!(
+        e.contains("(ENFILE)")
+            && e.contains("fs.file-max = 8192 was reached on piii700-1m")
+            && e.contains("raise it with --machine piii700-1m:file_max=N"),
+        "{e}"
+    );
+    // RLIMIT_NPROC, lowered: lat_ctx's 100 members cannot all be forked.
+    let mut sim = Simulation::new(cfg(
+        "piii700-1m:nproc=50",
+        2,
+        "fifo",
+        "lat_ctx:procs=100,rounds=1,warmup=0,ovr_iters=1",
+    ))
+    .unwrap();
+    let e = sim.run(&mut |_, _| {}).unwrap_err().to_string();
+    assert!(!has_raw_errno(&e), "{e}");
+    assert!(
+        e.contains("(EAGAIN)")
+            && e.contains("RLIMIT_NPROC = 50 was reached on piii700-1m")
+            && e.contains("--machine piii700-1m:nproc=N"),
+        "{e}"
+    );
+    // A need stated up front is refused before the run; raised, the run goes.
+    let e = Simulation::new(cfg("piii700-1m", 2, "fifo", "sched_yield:threads=9000"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("needs at least 9001 tasks")
+            && e.contains("RLIMIT_NPROC = 8192 on piii700-1m")
+            && e.contains("piii700-1m:nproc=N"),
+        "{e}"
+    );
+    let mut sim = Simulation::new(cfg(
+        "piii700-1m:nproc=10000",
+        2,
+        "fifo",
+        "sched_yield:threads=9000,duration_ms=1,warmup_ms=0",
+    ))
+    .unwrap();
+    sim.set_event_limit(20_000);
+    assert!(matches!(
+        sim.run(&mut |_, _| {}),
+        Err(SimError::EventLimit(_))
+    ));
+    // The raised limits are reported; the preset's are not (the contract's bytes).
+    let j = run_json(cfg(
+        "piii700-1m:file_max=9000",
+        2,
+        "fifo",
+        "lat_pipe:rounds=20",
+    ));
+    assert_eq!(j["machine"]["limits"]["file_max"], 9000);
+    let j = run_json(cfg("piii700-1m", 2, "fifo", "lat_pipe:rounds=20"));
+    assert!(j["machine"].get("limits").is_none());
+}
+
+/// The value of `p` to try at its bounds: min and max, each choice, on and off.
+fn extremes(p: &schedlab::spec::ParamSpec) -> Vec<String> {
+    use schedlab::spec::Kind;
+    match p.kind {
+        Kind::Int { min, max } => vec![min.to_string(), max.to_string()],
+        Kind::Float { min, max } => vec![min.to_string(), max.to_string()],
+        Kind::Bool => vec!["off".into(), "on".into()],
+        Kind::Choice(c) => c.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// `base` with `key=value` set (replacing a value `base` gives).
+fn with_param(base: &str, key: &str, value: &str) -> String {
+    let spec = schedlab::spec::Spec::parse("x", base).unwrap();
+    let mut args: Vec<(String, String)> = spec.args.into_iter().filter(|(k, _)| k != key).collect();
+    args.push((key.into(), value.into()));
+    schedlab::spec::Spec {
+        name: spec.name,
+        args,
+    }
+    .to_string()
+}
+
+/// How one run at an extreme ended: `Ok` when it ran (or was still running at the event
+/// budget), else why it is not acceptable.
+fn ran_or_named_a_limit(c: RunConfig) -> Result<(), String> {
+    let what = format!("{} {} on {}", c.policy, c.workload, c.machine);
+    let outcome = std::panic::catch_unwind(|| {
+        let mut sim = Simulation::new(c)?;
+        sim.set_event_limit(60_000);
+        sim.run(&mut |_, _| {})?;
+        sim.report().map(|_| ())
+    });
+    match outcome {
+        Err(_) => Err(format!("{what}: panicked")),
+        Ok(Ok(())) | Ok(Err(SimError::EventLimit(_))) => Ok(()),
+        Ok(Err(e)) => {
+            let m = e.to_string();
+            let limit = ["fs.file-max", "RLIMIT_NPROC", "max_threads", "PID_MAX"]
+                .iter()
+                .any(|l| m.contains(l));
+            if has_raw_errno(&m) {
+                Err(format!("{what}: raw errno in {m:?}"))
+            } else if limit || (matches!(e, SimError::Input(_)) && !m.contains('\n')) {
+                // Refused in one line naming the limit, or the parameters' relation.
+                Ok(())
+            } else {
+                Err(format!("{what}: neither ran nor named a limit: {m}"))
+            }
+        }
+    }
+}
+
+/// See: issue 17 item 5. Every declared parameter of every workload and policy, at each
+/// end of its advertised range (the others at a small instance's values), either runs or
+/// stops with one line naming the limit — never a panic, never a raw errno.
+#[test]
+fn every_advertised_extreme_runs_or_names_its_limit() {
+    let mut bad = Vec::new();
+    let mut runs = 0;
+    for (wi, w) in WORKLOADS.iter().enumerate() {
+        let base = w.small[0];
+        for p in w.params {
+            for v in extremes(p) {
+                let policy = POLICIES[(wi + runs) % POLICIES.len()].name;
+                runs += 1;
+                let spec = with_param(base, p.name, &v);
+                if let Err(e) = ran_or_named_a_limit(cfg("piii700-1m", 2, policy, &spec)) {
+                    bad.push(e);
+                }
+            }
+        }
+    }
+    for pol in POLICIES {
+        for p in pol.params {
+            for v in extremes(p) {
+                runs += 1;
+                let spec = with_param(pol.name, p.name, &v);
+                let c = cfg(
+                    "piii700-1m",
+                    2,
+                    &spec,
+                    "reflex:tasks=4,warmup_ms=1,duration_ms=2",
+                );
+                if let Err(e) = ran_or_named_a_limit(c) {
+                    bad.push(e);
+                }
+            }
+        }
+    }
+    assert!(runs > 100, "{runs} runs");
+    assert!(
+        bad.is_empty(),
+        "{} of {runs} extremes:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}

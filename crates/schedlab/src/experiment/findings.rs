@@ -1,5 +1,14 @@
 //! The five seed findings of `system.md`, each shown with the numbers that show it, from
 //! the cells of the calibration tables.
+//!
+//! A finding is *reproduced* only when two criteria hold:
+//!
+//! 1. **direction** — the simulation moves the way the published numbers move (2.4 falls
+//!    from 4 to 8 CPUs while O(1) does not, …);
+//! 2. **magnitude** — the size of the effect (a ratio between cells, or the published
+//!    values themselves) is within [`MAGNITUDE_FACTOR`] of the published one.
+//!
+//! Otherwise the verdict names the criterion that failed ([`Finding::verdict`]).
 
 use serde::Serialize;
 
@@ -16,8 +25,81 @@ pub struct Finding {
     pub published: String,
     /// What the simulation gives.
     pub simulated: String,
-    /// Whether the simulation shows the effect (`None`: cells missing).
+    /// Whether the simulation shows the effect: direction and magnitude both hold
+    /// (`None`: cells missing).
     pub reproduced: Option<bool>,
+    /// The direction criterion holds (`None`: cells missing).
+    pub direction: Option<bool>,
+    /// The magnitude criterion holds (`None`: cells missing).
+    pub magnitude: Option<bool>,
+    /// What the magnitude criterion compares.
+    pub magnitude_rule: String,
+}
+
+/// How far a simulated effect may be from the published one, as a factor either way, for
+/// the magnitude criterion. model: the calibration target of the tables' magnitudes is
+/// 1.25; an effect (a ratio of two cells) compounds two cells' errors, hence 1.5.
+pub const MAGNITUDE_FACTOR: f64 = 1.5;
+
+/// `sim` within [`MAGNITUDE_FACTOR`] of `published` (both positive).
+fn within(sim: Option<f64>, published: Option<f64>) -> Option<bool> {
+    match (sim, published) {
+        (Some(s), Some(p)) if s > 0.0 && p > 0.0 => Some((s / p).max(p / s) <= MAGNITUDE_FACTOR),
+        _ => None,
+    }
+}
+
+/// All of `v` hold (`None` if any is unknown).
+fn all(v: &[Option<bool>]) -> Option<bool> {
+    v.iter().try_fold(true, |acc, x| x.map(|x| acc && x))
+}
+
+impl Finding {
+    fn new(
+        number: u32,
+        title: &str,
+        published: String,
+        simulated: String,
+        direction: Option<bool>,
+        magnitude: Option<bool>,
+        magnitude_rule: String,
+    ) -> Finding {
+        Finding {
+            number,
+            title: title.into(),
+            published,
+            simulated,
+            reproduced: match (direction, magnitude) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            },
+            direction,
+            magnitude,
+            magnitude_rule,
+        }
+    }
+
+    /// "reproduced", or "NOT reproduced" with the criterion that failed, or "cells
+    /// missing".
+    pub fn verdict(&self) -> String {
+        match (self.direction, self.magnitude) {
+            (Some(true), Some(true)) => "reproduced".into(),
+            (Some(true), Some(false)) => format!(
+                "NOT reproduced: the direction holds, the magnitude does not ({})",
+                self.magnitude_rule
+            ),
+            (Some(false), Some(true)) => {
+                "NOT reproduced: the direction fails (the magnitude holds)".into()
+            }
+            (Some(false), Some(false)) => format!(
+                "NOT reproduced: the direction fails, and the magnitude ({})",
+                self.magnitude_rule
+            ),
+            (Some(false), None) => "NOT reproduced: the direction fails".into(),
+            _ => "cells missing".into(),
+        }
+    }
 }
 
 struct Lookup<'a> {
@@ -113,11 +195,10 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
     let (p8, s8, r8) = l.get("V2", "linux-2.4", w, 8);
     let (q4, o4, _) = l.get("V2", "o1-d1", w, 4);
     let (q8, o8, _) = l.get("V2", "o1-d1", w, 8);
-    out.push(Finding {
-        number: 1,
-        title: "runqueue-lock collapse: 2.4 gets slower from 4 to 8 CPUs, per-CPU queues do not"
-            .into(),
-        published: format!(
+    out.push(Finding::new(
+        1,
+        "runqueue-lock collapse: 2.4 gets slower from 4 to 8 CPUs, per-CPU queues do not",
+        format!(
             "chat 20 rooms, msg/s: 2.4 {} (4 CPUs) -> {} (8 CPUs), {}; O(1) {} -> {}",
             f(p4),
             f(p8),
@@ -125,7 +206,7 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             f(q4),
             f(q8)
         ),
-        simulated: format!(
+        format!(
             "2.4 {} -> {}, {}; O(1) {} -> {}. 2.4, 4 -> 8 CPUs: {}",
             f(s4),
             f(s8),
@@ -134,21 +215,27 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             f(o8),
             collapse_counters(r4, r8)
         ),
-        reproduced: match (s4, s8, o4, o8) {
+        match (s4, s8, o4, o8) {
             (Some(a), Some(b), Some(c), Some(d)) => Some(b < a && d > 0.9 * c),
             _ => None,
         },
-    });
+        within(ratio(s8, s4), ratio(p8, p4)),
+        format!(
+            "2.4's 8/4-CPU ratio {} within {MAGNITUDE_FACTOR}x of the published {}",
+            fx(ratio(s8, s4)),
+            fx(ratio(p8, p4))
+        ),
+    ));
 
     // 2. O(n) selection: 2.4's µs/round grows with runnable tasks, O(1)'s does not.
     let (p2, s2, _) = l.get("V1", "linux-2.4", "reflex:tasks=2", 8);
     let (p128, s128, _) = l.get("V1", "linux-2.4", "reflex:tasks=128", 8);
     let (q16, o16, _) = l.get("V1", "o1-d1", "reflex:tasks=16", 8);
     let (q128, o128, _) = l.get("V1", "o1-d1", "reflex:tasks=128", 8);
-    out.push(Finding {
-        number: 2,
-        title: "O(n) selection: 2.4 pays per runnable task, O(1) a constant".into(),
-        published: format!(
+    out.push(Finding::new(
+        2,
+        "O(n) selection: 2.4 pays per runnable task, O(1) a constant",
+        format!(
             "reflex 8 CPUs, us/round: 2.4 {} (2 tasks) -> {} (128 tasks), {}; O(1) {} (16) -> {} (128)",
             f(p2),
             f(p128),
@@ -156,7 +243,7 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             f(q16),
             f(q128)
         ),
-        simulated: format!(
+        format!(
             "2.4 {} -> {}, {}; O(1) {} -> {}",
             f(s2),
             f(s128),
@@ -164,16 +251,23 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             f(o16),
             f(o128)
         ),
-        reproduced: match (s2, s128, o16, o128) {
+        match (s2, s128, o16, o128) {
             (Some(a), Some(b), Some(c), Some(d)) => Some(b > 1.5 * a && d < 1.5 * c),
             _ => None,
         },
-    });
+        within(ratio(s128, s2), ratio(p128, p2)),
+        format!(
+            "2.4's 128/2-task ratio {} within {MAGNITUDE_FACTOR}x of the published {}",
+            fx(ratio(s128, s2)),
+            fx(ratio(p128, p2))
+        ),
+    ));
 
     // 3. Affinity vs latency: 2-task reflex ~2x slower on O(1) and haMQ than on 2.4.
     let mut pubs = Vec::new();
     let mut sims = Vec::new();
-    let mut all = Some(true);
+    let mut dir = Vec::new();
+    let mut mag = Vec::new();
     for cpus in [2, 4, 8] {
         let (pv, sv, _) = l.get("V1", "linux-2.4", "reflex:tasks=2", cpus);
         let (po, so, _) = l.get("V1", "o1-d1", "reflex:tasks=2", cpus);
@@ -188,30 +282,32 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             fx(ratio(so, sv)),
             fx(ratio(sh, sv))
         ));
-        all = match (all, ratio(so, sv), ratio(sh, sv)) {
-            (Some(ok), Some(a), Some(b)) => Some(ok && a > 1.4 && b > 1.4),
+        dir.push(match (ratio(so, sv), ratio(sh, sv)) {
+            (Some(a), Some(b)) => Some(a > 1.4 && b > 1.4),
             _ => None,
-        };
+        });
+        mag.push(within(ratio(so, sv), ratio(po, pv)));
+        mag.push(within(ratio(sh, sv), ratio(ph, pv)));
     }
-    out.push(Finding {
-        number: 3,
-        title: "affinity vs latency: a 2-task token ping-pong is slower when the pair is split"
-            .into(),
-        published: pubs.join("; "),
-        simulated: sims.join("; "),
-        reproduced: all,
-    });
+    out.push(Finding::new(
+        3,
+        "affinity vs latency: a 2-task token ping-pong is slower when the pair is split",
+        pubs.join("; "),
+        sims.join("; "),
+        all(&dir),
+        all(&mag),
+        format!("every O(1)/2.4 and haMQ/2.4 ratio within {MAGNITUDE_FACTOR}x of the published"),
+    ));
 
     // 4. __wake_up_sync: bw_pipe collapses without sync wake-ups, lat_pipe does not move.
     let (bp_off, bs_off, _) = l.get("V3b", "o1-d1:sync_wakeups=off", "bw_pipe", 4);
     let (bp_on, bs_on, _) = l.get("V3b", "o1-d1:sync_wakeups=on", "bw_pipe", 4);
     let (lp_off, ls_off, _) = l.get("V3a", "o1-d1:sync_wakeups=off", "lat_pipe", 4);
     let (lp_on, ls_on, _) = l.get("V3a", "o1-d1:sync_wakeups=on", "lat_pipe", 4);
-    out.push(Finding {
-        number: 4,
-        title: "__wake_up_sync keeps a pipe pair on one CPU: bandwidth restored, latency unchanged"
-            .into(),
-        published: format!(
+    out.push(Finding::new(
+        4,
+        "__wake_up_sync keeps a pipe pair on one CPU: bandwidth restored, latency unchanged",
+        format!(
             "bw_pipe MB/s off {} on {} ({}); lat_pipe us off {} on {}",
             f(bp_off),
             f(bp_on),
@@ -219,7 +315,7 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             f(lp_off),
             f(lp_on)
         ),
-        simulated: format!(
+        format!(
             "bw_pipe off {} on {} ({}); lat_pipe off {} on {}",
             f(bs_off),
             f(bs_on),
@@ -227,11 +323,17 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             f(ls_off),
             f(ls_on)
         ),
-        reproduced: match (ratio(bs_on, bs_off), ratio(ls_on, ls_off)) {
+        match (ratio(bs_on, bs_off), ratio(ls_on, ls_off)) {
             (Some(b), Some(lr)) => Some(b > 3.0 && (0.85..=1.15).contains(&lr)),
             _ => None,
         },
-    });
+        within(ratio(bs_on, bs_off), ratio(bp_on, bp_off)),
+        format!(
+            "the bw_pipe on/off ratio {} within {MAGNITUDE_FACTOR}x of the published {}",
+            fx(ratio(bs_on, bs_off)),
+            fx(ratio(bp_on, bp_off))
+        ),
+    ));
 
     // 5. PROC_CHANGE_PENALTY: a higher penalty isolates MQ's queues.
     let w = "reflex:tasks=16,sets=8";
@@ -258,32 +360,41 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
                 .and_then(|c| c.value)
         })
     };
-    out.push(Finding {
-        number: 5,
-        title: "PROC_CHANGE_PENALTY: a higher penalty means fewer migrations in MQ".into(),
-        published: format!(
+    out.push(Finding::new(
+        5,
+        "PROC_CHANGE_PENALTY: a higher penalty means fewer migrations in MQ",
+        format!(
             "reflex 8 runnable on 8 CPUs: remote still better after lock {}% (pcp 6) -> {}% (pcp 40)",
             f(pub_c3("6")),
             f(pub_c3("40"))
         ),
-        simulated: format!(
+        format!(
             "{}% -> {}%; migrations {} -> {}",
             f(c3(r6)),
             f(c3(r40)),
             f(m6),
             f(m40)
         ),
-        reproduced: match (m6, m40, c3(r6), c3(r40)) {
+        match (m6, m40, c3(r6), c3(r40)) {
             (Some(a), Some(b), Some(c), Some(d)) => Some(b < a && d <= c),
             _ => None,
         },
-    });
+        all(&[within(c3(r6), pub_c3("6")), within(c3(r40), pub_c3("40"))]),
+        format!(
+            "\"remote still better\" {}% and {}% within {MAGNITUDE_FACTOR}x of the published {}% and {}%",
+            f(c3(r6)),
+            f(c3(r40)),
+            f(pub_c3("6")),
+            f(pub_c3("40"))
+        ),
+    ));
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Cell;
 
     fn report(spin: f64, hold_ns: f64, c2c: f64, buses: &[f64]) -> serde_json::Value {
         serde_json::json!({ "counters": {
@@ -305,5 +416,88 @@ mod tests {
         // The buses' mean: one bus at 4 CPUs, two at 8.
         assert!(s.contains("bus busy 11.00 -> 13.00 %"), "{s}");
         assert!(collapse_counters(None, Some(&r8)).contains("n/a -> 57.50"));
+    }
+
+    /// Table V2's four finding-1 cells, published and simulated msg/s (2.4 at 4 and 8
+    /// CPUs, O(1) at 4 and 8).
+    fn v2(published: [f64; 4], simulated: [f64; 4]) -> (Vec<Table>, Vec<Vec<CellResult>>) {
+        let w = "chat:rooms=20,messages=200";
+        let cells: Vec<Cell> = [
+            ("linux-2.4", 4),
+            ("linux-2.4", 8),
+            ("o1-d1", 4),
+            ("o1-d1", 8),
+        ]
+        .iter()
+        .zip(published)
+        .map(|(&(p, cpus), v)| Cell {
+            cpus,
+            policy: p.into(),
+            workload: w.into(),
+            value: Some(v),
+            row: format!("{cpus}"),
+            metric: None,
+        })
+        .collect();
+        let results = simulated
+            .iter()
+            .enumerate()
+            .map(|(index, &v)| CellResult {
+                table: "V2-chat-2002".into(),
+                index,
+                simulated: Ok(v),
+                simulated_ns: 0,
+                events: 0,
+                wall_ms: 0,
+                report: None,
+            })
+            .collect();
+        let t = Table {
+            id: "V2-chat-2002".into(),
+            title: String::new(),
+            source: String::new(),
+            held_out: false,
+            unit: "msg/s".into(),
+            better: "higher".into(),
+            machine: "piii700-1m".into(),
+            note: String::new(),
+            cells,
+        };
+        (vec![t], vec![results])
+    }
+
+    /// See: issue 17 item 9. Direction alone is not enough: the verdict names the
+    /// magnitude criterion that failed.
+    #[test]
+    fn a_finding_needs_direction_and_magnitude() {
+        let published = [177854.0, 68697.0, 200000.0, 400000.0]; // 2.4 falls to x0.39
+                                                                 // The direction holds (2.4 falls, O(1) does not) but only to x0.95.
+        let (t, r) = v2(published, [100000.0, 95000.0, 200000.0, 390000.0]);
+        let f1 = &findings(&t, &r)[0];
+        assert_eq!(f1.number, 1);
+        assert_eq!((f1.direction, f1.magnitude), (Some(true), Some(false)));
+        assert_eq!(f1.reproduced, Some(false));
+        let v = f1.verdict();
+        assert!(
+            v.starts_with("NOT reproduced: the direction holds, the magnitude does not")
+                && v.contains("x0.95 within 1.5x of the published x0.39"),
+            "{v}"
+        );
+        // Both hold: reproduced.
+        let (t, r) = v2(published, [100000.0, 45000.0, 200000.0, 390000.0]);
+        let f1 = &findings(&t, &r)[0];
+        assert_eq!(f1.reproduced, Some(true));
+        assert_eq!(f1.verdict(), "reproduced");
+        // The wrong way: the direction fails, whatever the size.
+        let (t, r) = v2(published, [100000.0, 250000.0, 200000.0, 390000.0]);
+        let f1 = &findings(&t, &r)[0];
+        assert_eq!(f1.direction, Some(false));
+        assert!(
+            f1.verdict().contains("the direction fails"),
+            "{}",
+            f1.verdict()
+        );
+        // Other findings' cells are missing.
+        assert_eq!(findings(&t, &r)[1].verdict(), "cells missing");
     }
 }

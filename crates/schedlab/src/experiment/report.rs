@@ -293,11 +293,7 @@ impl Reproduction {
             }
         );
         for f in &self.findings {
-            let verdict = match f.reproduced {
-                Some(true) => "reproduced",
-                Some(false) => "NOT reproduced",
-                None => "cells missing",
-            };
+            let verdict = f.verdict();
             if md {
                 let _ = writeln!(
                     o,

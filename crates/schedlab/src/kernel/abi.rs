@@ -67,6 +67,21 @@ pub const EINVAL: i64 = -22;
 /// `EPIPE`.
 pub const EPIPE: i64 = -32;
 
+/// The name of the error a negative system-call return stands for (`ENFILE` for −23), or
+/// the number itself when the ABI defines no name for it: messages name errors, never a
+/// raw errno.
+pub fn errno_name(ret: i64) -> String {
+    match ret {
+        EBADF => "EBADF".into(),
+        ECHILD => "ECHILD".into(),
+        EAGAIN => "EAGAIN".into(),
+        ENFILE => "ENFILE".into(),
+        EINVAL => "EINVAL".into(),
+        EPIPE => "EPIPE".into(),
+        r => format!("return value {r}"),
+    }
+}
+
 /// What a run records for its workload's result.
 #[derive(Default, Debug, Clone)]
 pub struct Record {

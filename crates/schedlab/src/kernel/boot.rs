@@ -52,6 +52,7 @@ impl Kernel {
             class,
             programs: Vec::new(),
             rec: Record::default(),
+            limit_hit: None,
             stopped: false,
             stop_at: None,
             trace: None,

@@ -45,6 +45,7 @@ mod boot;
 pub mod chan;
 mod cpu;
 pub(crate) mod frame;
+pub mod limits;
 mod pipe;
 mod process;
 pub mod sched;
@@ -228,6 +229,8 @@ pub struct Kernel {
     pub(crate) programs: Vec<Option<Box<dyn Program>>>,
     /// What the programs recorded.
     pub rec: Record,
+    /// The first resource limit that refused a call, to name it in the run's error.
+    pub limit_hit: Option<limits::Limit>,
     /// The workload asked to stop, or failed: no more frames run.
     pub(crate) stopped: bool,
     /// When the last task left its CPU (or the workload stopped): the run ends there.

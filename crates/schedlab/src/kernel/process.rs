@@ -21,6 +21,7 @@ impl Kernel {
         thread: bool,
     ) -> Outcome {
         if !self.fork_allowed() {
+            self.refused_by_limit();
             return Outcome::Done(EAGAIN);
         }
         let costs = self.machine.costs();
@@ -39,9 +40,15 @@ impl Kernel {
 
     /// `RLIMIT_NPROC`, `max_threads` and `PID_MAX` (benchmarks.md §1.4).
     pub(super) fn fork_allowed(&self) -> bool {
-        let limits = &self.machine.preset.limits;
-        let live = self.live_tasks;
-        live < limits.nproc && live < limits.max_threads && (self.next_pid as u64) < 32768
+        super::limits::Limit::for_fork(&self.machine, self.live_tasks, self.next_pid as u64)
+            .is_none()
+    }
+
+    /// Remember the first limit that refused a fork, for the run's error.
+    fn refused_by_limit(&mut self) {
+        let hit =
+            super::limits::Limit::for_fork(&self.machine, self.live_tasks, self.next_pid as u64);
+        self.limit_hit = self.limit_hit.or(hit);
     }
 
     /// `do_fork`, second half (synced): create the child, let the class split the
@@ -54,6 +61,7 @@ impl Kernel {
         thread: bool,
     ) {
         if !self.fork_allowed() {
+            self.refused_by_limit();
             self.tasks[parent as usize].ret = EAGAIN;
             return;
         }

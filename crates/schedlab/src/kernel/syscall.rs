@@ -220,7 +220,8 @@ impl Kernel {
 
     fn sys_open(&mut self, cpu: CpuId, kind: StreamKind) -> Outcome {
         let costs = self.machine.costs();
-        if self.open_files + 2 > self.machine.preset.limits.file_max {
+        if self.open_files + 2 > self.machine.limits.file_max {
+            self.limit_hit = self.limit_hit.or(Some(super::limits::Limit::FileMax));
             return Outcome::Done(ENFILE);
         }
         let fd = self.files.len() as Fd;

@@ -37,10 +37,34 @@ crate::options! {
         coherence: bool = flag("on")
             .help("scheduler lines written by another CPU cost a cache-to-cache transfer")
             .source("benchmarks.md §6.3");
+        ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
+            .help("RAM, which sets max_threads (and RLIMIT_NPROC's default); auto: the preset's")
+            .source("the preset (schedlab list machines)");
+        nproc: Option<u64> = int("auto", 1, 1 << 20).unit("tasks")
+            .help("RLIMIT_NPROC (ulimit -u); auto: max_threads / 2, as 2.4.16 set it")
+            .source("benchmarks.md §1.4");
+        file_max: Option<u64> = int("auto", 16, 1 << 24).unit("files")
+            .help("fs.file-max, open files system-wide; auto: NR_FILE = 8192 of 2.4.16")
+            .source("benchmarks.md §1.4");
     }
 }
 
 impl ModelOptions {
+    /// The kernel limits these options select on `preset` (the preset's unless raised).
+    pub fn limits(&self, preset: &Preset) -> Limits {
+        let mut l = match self.ram_mb {
+            Some(mb) => Limits::for_ram(mb),
+            None => preset.limits.clone(),
+        };
+        if let Some(n) = self.nproc {
+            l.nproc = n;
+        }
+        if let Some(f) = self.file_max {
+            l.file_max = f;
+        }
+        l
+    }
+
     /// The model these options select.
     pub fn model(&self) -> Model {
         Model {
@@ -69,6 +93,9 @@ pub struct Machine {
     pub cpus: usize,
     /// The mechanisms switched on.
     pub model: Model,
+    /// The kernel's resource limits: the preset's, unless raised on the command line
+    /// (`--machine piii700-1m:file_max=16384,nproc=16384`).
+    pub limits: Limits,
 }
 
 impl Machine {
@@ -82,7 +109,9 @@ impl Machine {
         })?;
         let params = crate::spec::resolve("machine", &spec, MODEL_PARAMS)?;
         let mut m = Machine::boot(preset, cpus).map_err(crate::spec::SpecError::Invalid)?;
-        m.model = ModelOptions::from_params(&params).model();
+        let opts = ModelOptions::from_params(&params);
+        m.model = opts.model();
+        m.limits = opts.limits(preset);
         Ok(m)
     }
 
@@ -99,6 +128,7 @@ impl Machine {
             preset,
             cpus: n,
             model: Model::default(),
+            limits: preset.limits.clone(),
         })
     }
 

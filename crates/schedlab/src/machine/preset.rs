@@ -170,7 +170,7 @@ pub struct Costs {
 }
 
 /// Kernel resource limits of the preset's 2.4 kernel (B§1.4).
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Limits {
     /// Physical memory in MB (sets the thread limits below).
     pub ram_mb: u64,
@@ -183,7 +183,8 @@ pub struct Limits {
 }
 
 impl Limits {
-    const fn for_ram(ram_mb: u64) -> Limits {
+    /// The limits a 2.4.16 kernel derives from `ram_mb` of RAM.
+    pub const fn for_ram(ram_mb: u64) -> Limits {
         let pages = ram_mb * 256;
         let max_threads = pages / 2 / 8;
         Limits {

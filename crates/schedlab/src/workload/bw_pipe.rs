@@ -15,7 +15,7 @@
 //! the timed read completes.
 
 use crate::engine::{Time, MS};
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
@@ -151,8 +151,12 @@ impl Workload for BwPipe {
     fn root(&self) -> Box<dyn Program> {
         Box::new(Reader {
             phase: 0,
-            pipe: Open::pipes(1, |_, ret| format!("bw_pipe: pipe() failed ({ret})")),
-            writer: Spawn::forks(1, |_, ret| format!("bw_pipe: fork() failed ({ret})")),
+            pipe: Open::pipes(1, |_, ret| {
+                format!("bw_pipe: pipe() failed ({})", errno_name(ret))
+            }),
+            writer: Spawn::forks(1, |_, ret| {
+                format!("bw_pipe: fork() failed ({})", errno_name(ret))
+            }),
             reading: false,
             got: 0,
             first_read: None,

@@ -34,7 +34,7 @@
 
 use std::sync::Arc;
 
-use crate::kernel::abi::{Env, Op, Program, Record, EAGAIN, ENFILE};
+use crate::kernel::abi::{errno_name, Env, Op, Program, Record, EAGAIN, ENFILE};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
@@ -76,9 +76,8 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     build,
 };
 
-fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+fn build(p: &Params, _: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let o = Options::from_params(p);
-    let limits = &m.preset.limits;
     Ok(Box::new(Hackbench {
         shape: Shape {
             groups: o.groups,
@@ -88,13 +87,6 @@ fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
             pipe: o.pipe,
             threads: o.threads,
         },
-        machine: m.preset.name,
-        ram_mb: limits.ram_mb,
-        // The smallest of the three task limits of sys_fork (B§1.4): RLIMIT_NPROC,
-        // max_threads and PID_MAX.
-        task_limit: limits.nproc.min(limits.max_threads).min(32768),
-        nproc_binds: limits.nproc <= limits.max_threads.min(32768),
-        file_max: limits.file_max,
     }))
 }
 
@@ -122,11 +114,6 @@ impl Shape {
 /// The hackbench workload.
 pub struct Hackbench {
     shape: Shape,
-    machine: &'static str,
-    ram_mb: u64,
-    task_limit: u64,
-    nproc_binds: bool,
-    file_max: u64,
 }
 
 /// A receiver: `fds · loops` messages of `datasize` bytes from its channel.
@@ -168,11 +155,6 @@ impl Program for Sender {
 #[derive(Clone, Copy)]
 struct HackbenchInfo {
     s: Shape,
-    machine: &'static str,
-    ram_mb: u64,
-    task_limit: u64,
-    nproc_binds: bool,
-    file_max: u64,
 }
 
 impl HackbenchInfo {
@@ -186,17 +168,21 @@ impl HackbenchInfo {
             let n = s.per_child();
             // fds[0] to the receiver, fds[1] to the senders (as hackbench).
             let comm = format!("receiver:{}.{}", g + 1, j + 1);
-            return super::toolkit::named(comm, Box::new(Receiver {
-                start: gate
-                    .arrive(|_, ret| format!("hackbench: receiver: ready write returned {ret}")),
-                msgs: Reads::new(group[j as usize], s.datasize, n, move |done, ret| {
-                    format!(
-                        "hackbench: receiver: read returned {ret} with {} messages to go",
-                        n - done
-                    )
+            return super::toolkit::named(
+                comm,
+                Box::new(Receiver {
+                    start: gate.arrive(|_, ret| {
+                        format!("hackbench: receiver: ready write returned {ret}")
+                    }),
+                    msgs: Reads::new(group[j as usize], s.datasize, n, move |done, ret| {
+                        format!(
+                            "hackbench: receiver: read returned {ret} with {} messages to go",
+                            n - done
+                        )
+                    }),
+                    datasize: s.datasize,
                 }),
-                datasize: s.datasize,
-            }));
+            );
         }
         let out: Arc<[Fd]> = group[..s.fds as usize].iter().map(|&fd| fd + 1).collect();
         let comm = format!("sender:{}.{}", g + 1, j - s.fds + 1);
@@ -212,53 +198,42 @@ impl HackbenchInfo {
         )
     }
 
+    /// The error of a refused channel: the call, the error and what the groups need (the
+    /// run's error adds the limit that was hit: [`crate::kernel::limits`]).
     fn channel_failed(&self, what: &str, ret: i64) -> String {
         let s = &self.s;
+        let mut m = format!("hackbench: {what} failed ({})", errno_name(ret));
         if ret == ENFILE {
-            format!(
-                "hackbench: {what} failed with ENFILE: file-max = {} open files reached on {} \
-                 (2.4.16 NR_FILE); {} groups need {} files (4 + 2 x {} x {} groups)",
-                self.file_max,
-                self.machine,
+            m += &format!(
+                "; {} groups need {} files (4 + 2 x {} x {} groups)",
                 s.groups,
                 4 + 2 * s.fds * s.groups,
                 s.fds,
                 s.groups
-            )
-        } else {
-            format!("hackbench: {what} failed ({ret})")
+            );
         }
+        m
     }
 
     /// The error of child `i`'s refused fork.
     fn fork_failed(&self, i: u64, ret: i64) -> String {
         let s = &self.s;
         let call = if s.threads { "clone()" } else { "fork()" };
+        let mut m = format!(
+            "hackbench: {call} of child {} refused ({})",
+            i + 1,
+            errno_name(ret)
+        );
         if ret == EAGAIN {
-            let limit = if self.nproc_binds {
-                format!(
-                    "RLIMIT_NPROC = {} tasks per user reached on {} (2.4 default: max_threads / 2 \
-                     for {} MB of RAM)",
-                    self.task_limit, self.machine, self.ram_mb
-                )
-            } else {
-                format!(
-                    "the task limit of {} ({}) was reached",
-                    self.machine, self.task_limit
-                )
-            };
-            format!(
-                "hackbench: {call} of child {} refused with EAGAIN: {limit}; {} groups need {} \
-                 tasks ({} per group of fds={}, plus the parent)",
-                i + 1,
+            m += &format!(
+                "; {} groups need {} tasks ({} per group of fds={}, plus the parent)",
                 s.groups,
                 s.children() + 1,
                 2 * s.fds,
                 s.fds
-            )
-        } else {
-            format!("hackbench: {call} failed ({ret})")
+            );
         }
+        m
     }
 }
 
@@ -370,18 +345,20 @@ impl Program for Parent {
 
 impl Hackbench {
     fn info(&self) -> HackbenchInfo {
-        HackbenchInfo {
-            s: self.shape,
-            machine: self.machine,
-            ram_mb: self.ram_mb,
-            task_limit: self.task_limit,
-            nproc_binds: self.nproc_binds,
-            file_max: self.file_max,
-        }
+        HackbenchInfo { s: self.shape }
     }
 }
 
 impl Workload for Hackbench {
+    fn needs(&self) -> super::Needs {
+        // The two barrier pipes and one channel per receiver; every child and the parent.
+        let s = &self.shape;
+        super::Needs {
+            tasks: s.children() + 1,
+            files: 4 + 2 * s.fds * s.groups,
+        }
+    }
+
     fn root(&self) -> Box<dyn Program> {
         Box::new(Parent::new(self.info()))
     }
@@ -480,20 +457,24 @@ mod tests {
     }
 
     #[test]
-    fn too_many_groups_fail_at_setup_with_enfile() {
-        // piii700-1m: file-max 8192 (B§1.4): 204 groups fit, the 205th runs out of files.
-        let mut s = sim(8, "hackbench:groups=205,loops=1");
-        let e = s.run(&mut |_, _| {}).unwrap_err();
+    fn too_many_groups_are_refused_naming_file_max() {
+        // piii700-1m: file-max 8192 (B§1.4): 204 groups fit, 205 need 8204 files.
+        let e = Simulation::new(RunConfig {
+            machine: "piii700-1m".into(),
+            cpus: Some(8),
+            policy: "fifo".into(),
+            workload: "hackbench:groups=205,loops=1".into(),
+            seed: 1,
+        })
+        .err()
+        .expect("refused before the run");
         assert!(matches!(e, SimError::Workload(_)));
-        let e = e.to_string();
-        assert!(
-            e.starts_with(
-                "workload failed: hackbench: socketpair() for receiver 15 of group 205 failed with ENFILE"
-            ) && e.contains("file-max = 8192")
-                && e.contains("piii700-1m"),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            "workload failed: hackbench:groups=205,loops=1: it needs at least 8204 open files at \
+             once, over the system-wide open-file limit fs.file-max = 8192 on piii700-1m (2.4.16 \
+             NR_FILE); raise it with --machine piii700-1m:file_max=N"
         );
-        assert!(s.k.rec.first("start").is_none(), "the run failed before go");
     }
 
     #[test]
@@ -507,18 +488,12 @@ mod tests {
                 pipe: false,
                 threads: false,
             },
-            machine: "piii700-1m",
-            ram_mb: 1024,
-            task_limit: 8192,
-            nproc_binds: true,
-            file_max: 1 << 20,
         };
         let e = hb.info().fork_failed(8191, EAGAIN);
         assert_eq!(
             e,
-            "hackbench: fork() of child 8192 refused with EAGAIN: RLIMIT_NPROC = 8192 tasks \
-             per user reached on piii700-1m (2.4 default: max_threads / 2 for 1024 MB of RAM); \
-             300 groups need 12001 tasks (40 per group of fds=20, plus the parent)"
+            "hackbench: fork() of child 8192 refused (EAGAIN); 300 groups need 12001 tasks \
+             (40 per group of fds=20, plus the parent)"
         );
     }
 }

@@ -30,7 +30,7 @@
 //!   member exits after the last trip, and the parent reaps them after the timed part.
 
 use crate::engine::Time;
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
@@ -314,9 +314,11 @@ impl Workload for LatCtx {
             w,
             ph: Ph::Sum(0),
             pipes: Open::pipes(self.procs as u64, |_, ret| {
-                format!("lat_ctx: pipe() failed ({ret})")
+                format!("lat_ctx: pipe() failed ({})", errno_name(ret))
             }),
-            members: Spawn::forks(members, |_, ret| format!("lat_ctx: fork failed ({ret})")),
+            members: Spawn::forks(members, |_, ret| {
+                format!("lat_ctx: fork failed ({})", errno_name(ret))
+            }),
             reap: Reap::n(members, |_, ret| format!("lat_ctx: wait returned {ret}")),
         })
     }

@@ -6,7 +6,7 @@
 //! two context switches and four pipe system calls). The model runs `warmup` untimed round
 //! trips, then `rounds` timed ones; the child exits when the parent is done.
 
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::spec::{Params, SpecError};
 
@@ -130,8 +130,12 @@ impl Workload for LatPipe {
     fn root(&self) -> Box<dyn Program> {
         Box::new(Parent {
             phase: 0,
-            pipes: Open::pipes(2, |_, ret| format!("lat_pipe: pipe() failed ({ret})")),
-            child: Spawn::forks(1, |_, ret| format!("lat_pipe: fork() failed ({ret})")),
+            pipes: Open::pipes(2, |_, ret| {
+                format!("lat_pipe: pipe() failed ({})", errno_name(ret))
+            }),
+            child: Spawn::forks(1, |_, ret| {
+                format!("lat_pipe: fork() failed ({})", errno_name(ret))
+            }),
             i: 0,
             reading: false,
             reap: Reap::n(1, |_, ret| format!("lat_pipe: wait() returned {ret}")),

@@ -19,7 +19,7 @@
 //! * `hello`'s one `write()` to a closed fd (EBADF, a null system call) is left out: the
 //!   program just exits.
 
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, program, Env, Op, Program, Record};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
@@ -98,7 +98,7 @@ impl Program for Parent {
             // Returned from fork: wait for that child (`while (wait(0) != pid)`).
             self.forking = false;
             if env.ret <= 0 {
-                env.fail(format!("lat_proc: fork failed ({})", env.ret));
+                env.fail(format!("lat_proc: fork failed ({})", errno_name(env.ret)));
                 return Op::Exit;
             }
             self.pid = env.ret;

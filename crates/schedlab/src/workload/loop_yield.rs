@@ -27,7 +27,7 @@
 //! What it counts: `ctxt_start`, `ctxt_end` (the samples), `instances` (forked).
 
 use crate::engine::{Time, MS};
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, program, Env, Op, Program, Record};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
@@ -118,11 +118,22 @@ impl Program for Vmstat {
 }
 
 impl Workload for LoopYield {
+    fn needs(&self) -> super::Needs {
+        super::Needs {
+            tasks: self.instances + 1,
+            files: 0,
+        }
+    }
+
     fn root(&self) -> Box<dyn Program> {
         Box::new(Vmstat {
             phase: 0,
             yielders: Spawn::forks(self.instances, |i, ret| {
-                format!("loop_yield: fork() of instance {} refused ({ret})", i + 1)
+                format!(
+                    "loop_yield: fork() of instance {} refused ({})",
+                    i + 1,
+                    errno_name(ret)
+                )
             }),
             duration: self.duration,
             warmup: self.warmup,

@@ -75,7 +75,7 @@
 use std::sync::Arc;
 
 use crate::engine::{Time, MS, SEC};
-use crate::kernel::abi::{Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
@@ -302,8 +302,12 @@ impl Gcc {
             token_w,
             phase: 0,
             file: File::default(),
-            pipes: Open::pipes(2, |_, ret| format!("mkbench: pipe() refused ({ret})")),
-            tools: Spawn::forks(3, |_, ret| format!("mkbench: fork refused ({ret})")),
+            pipes: Open::pipes(2, |_, ret| {
+                format!("mkbench: pipe() refused ({})", errno_name(ret))
+            }),
+            tools: Spawn::forks(3, |_, ret| {
+                format!("mkbench: fork refused ({})", errno_name(ret))
+            }),
             reap: Reap::n(3, |_, ret| format!("mkbench: wait returned {ret}")),
         }
     }
@@ -598,8 +602,12 @@ impl Make {
             js,
             // A sub-make starts by parsing its makefiles.
             phase: if dir == 0 { 0 } else { 3 },
-            jobserver: Open::pipes(1, |_, ret| format!("mkbench: pipe() refused ({ret})")),
-            children: Spawn::forks(subs, |_, ret| format!("mkbench: fork refused ({ret})")),
+            jobserver: Open::pipes(1, |_, ret| {
+                format!("mkbench: pipe() refused ({})", errno_name(ret))
+            }),
+            children: Spawn::forks(subs, |_, ret| {
+                format!("mkbench: fork refused ({})", errno_name(ret))
+            }),
             reap: Reap::n(subs, |_, ret| format!("mkbench: wait returned {ret}")),
             taking: false,
         }
@@ -770,7 +778,7 @@ impl Workload for Mkbench {
             }),
             jobs: self.jobs,
             makes: Spawn::forks(self.makes as u64, |_, ret| {
-                format!("mkbench: fork refused ({ret})")
+                format!("mkbench: fork refused ({})", errno_name(ret))
             }),
             reap: Reap::all(),
         })

@@ -44,6 +44,24 @@ pub trait Workload: Send {
     fn resolved(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+
+    /// What the workload certainly needs of the kernel's limits at once (a lower bound),
+    /// so that a run the kernel would refuse stops before it starts, naming the limit —
+    /// rather than after a long setup (e.g. thousands of forks competing with yielders).
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
+}
+
+/// A lower bound on the kernel resources a workload holds at once (see
+/// [`Workload::needs`]); zero means "not stated". Limits hit beyond it are still named
+/// when the kernel refuses the call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Tasks alive together, init included.
+    pub tasks: u64,
+    /// Files open together.
+    pub files: u64,
 }
 
 /// Constructor of a workload from validated parameters.

@@ -52,7 +52,7 @@
 //! perturbation (uniform ±5 %) and the compute's working set (none: a register busy loop).
 
 use crate::engine::{Time, MS};
-use crate::kernel::abi::{Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
@@ -249,14 +249,17 @@ impl Ring {
         let j = i - first;
         let succ = first + (j + 1) % k;
         let comm = format!("reflex:{i}");
-        super::toolkit::named(comm, Box::new(Thread {
-            st: ThreadSt::Read,
-            own: pipes[i as usize],
-            succ: pipes[succ as usize] + 1,
-            rounds: (j == k - 1).then(|| self.rounds.clone()),
-            delay_ns: self.delay_ns,
-            yield_p: self.yield_p,
-        }))
+        super::toolkit::named(
+            comm,
+            Box::new(Thread {
+                st: ThreadSt::Read,
+                own: pipes[i as usize],
+                succ: pipes[succ as usize] + 1,
+                rounds: (j == k - 1).then(|| self.rounds.clone()),
+                delay_ns: self.delay_ns,
+                yield_p: self.yield_p,
+            }),
+        )
     }
 }
 
@@ -301,6 +304,14 @@ impl Program for Parent {
 }
 
 impl Workload for Reflex {
+    fn needs(&self) -> super::Needs {
+        // One pipe per thread (its token's way in).
+        super::Needs {
+            tasks: self.tasks + 1,
+            files: 2 * self.tasks,
+        }
+    }
+
     fn root(&self) -> Box<dyn Program> {
         Box::new(Parent {
             phase: 0,
@@ -314,10 +325,18 @@ impl Workload for Reflex {
                 },
             },
             pipes: Open::pipes(self.tasks, |i, ret| {
-                format!("reflex: pipe() for thread {} failed ({ret})", i + 1)
+                format!(
+                    "reflex: pipe() for thread {} failed ({})",
+                    i + 1,
+                    errno_name(ret)
+                )
             }),
             threads: Spawn::clones(self.tasks, |i, ret| {
-                format!("reflex: clone() of thread {} refused ({ret})", i + 1)
+                format!(
+                    "reflex: clone() of thread {} refused ({})",
+                    i + 1,
+                    errno_name(ret)
+                )
             }),
             injected: 0,
         })

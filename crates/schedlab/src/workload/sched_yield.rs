@@ -33,7 +33,7 @@
 //! closes), `threads` (cloned).
 
 use crate::engine::{Time, MS};
-use crate::kernel::abi::{Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, Env, Op, Program, Record};
 use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
@@ -146,12 +146,25 @@ impl Program for Main {
 }
 
 impl Workload for SchedYield {
+    fn needs(&self) -> super::Needs {
+        super::Needs {
+            tasks: self.threads + 1,
+            files: 2,
+        }
+    }
+
     fn root(&self) -> Box<dyn Program> {
         Box::new(Main {
             phase: 0,
-            pipe: Open::pipes(1, |_, ret| format!("sched_yield: pipe() failed ({ret})")),
+            pipe: Open::pipes(1, |_, ret| {
+                format!("sched_yield: pipe() failed ({})", errno_name(ret))
+            }),
             threads: Spawn::clones(self.threads, |i, ret| {
-                format!("sched_yield: clone() of thread {} refused ({ret})", i + 1)
+                format!(
+                    "sched_yield: clone() of thread {} refused ({})",
+                    i + 1,
+                    errno_name(ret)
+                )
             }),
             window: Window::new(self.warmup, self.duration, KEYS),
         })

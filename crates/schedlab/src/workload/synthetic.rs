@@ -9,7 +9,7 @@
 //! Result: rounds completed per simulated second.
 
 use crate::engine::{Time, MS, US};
-use crate::kernel::abi::{program, Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
@@ -193,12 +193,14 @@ impl Workload for Synthetic {
             ws: self.ws,
             pipes: Open::pipes(0, move |i, ret| {
                 format!(
-                    "synthetic: pipe() refused (error {ret}) after {} of {pairs} pairs: \
-                     file-max reached",
+                    "synthetic: pipe() refused ({}) after {} of {pairs} pairs",
+                    errno_name(ret),
                     i / 2
                 )
             }),
-            members: Spawn::forks(0, |_, ret| format!("synthetic: fork() refused ({ret})")),
+            members: Spawn::forks(0, |_, ret| {
+                format!("synthetic: fork() refused ({})", errno_name(ret))
+            }),
             reap: Reap::n(2 * pairs, |_, ret| {
                 format!("synthetic: wait() returned {ret}")
             }),

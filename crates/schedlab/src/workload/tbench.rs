@@ -51,7 +51,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use crate::kernel::abi::{Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
@@ -456,9 +456,7 @@ fn client(fd: Fd, gate: Gate, hdrs: Headers, ops: u64) -> Box<dyn Program> {
 
 /// A refused call's error: a process or file limit.
 fn refused(what: &'static str) -> impl Fn(u64, i64) -> String + Send + 'static {
-    move |_, ret| {
-        format!("tbench: {what} refused ({ret}): the kernel's process or file limit was reached")
-    }
+    move |_, ret| format!("tbench: {what} refused ({})", errno_name(ret))
 }
 
 impl Workload for Tbench {

@@ -1,0 +1,101 @@
+//! The 2.4 resource limits the simulated kernel enforces, and how a refusal is named.
+//!
+//! A call the real kernel would have refused is refused here with the same error
+//! (`EAGAIN` for a fork, `ENFILE` for a file), and the kernel remembers which limit it was
+//! ([`Kernel::limit_hit`](super::Kernel)), so that the run's error names the limit, its
+//! value and the option that raises it — never a bare errno. A workload that states what
+//! it needs ([`crate::workload::Workload::needs`]) is refused before it starts
+//! ([`Limit::check`]).
+
+use crate::machine::Machine;
+use crate::workload::Needs;
+
+/// `PID_MAX` of 2.4 (`0x8000`): fixed at compile time.
+pub const PID_MAX: u64 = 32768;
+
+/// A limit the kernel enforced when it refused a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// `fs.file-max`: open files system-wide (`ENFILE`).
+    FileMax,
+    /// `RLIMIT_NPROC`: tasks per user (`EAGAIN` from fork/clone).
+    Nproc,
+    /// `max_threads`: tasks system-wide, set from RAM (`EAGAIN`).
+    MaxThreads,
+    /// `PID_MAX`: the model never reuses a pid, so it bounds every task ever created.
+    PidMax,
+}
+
+impl Limit {
+    /// (the limit and its value, where the value comes from, how to raise it) on `m`.
+    fn parts(self, m: &Machine) -> (String, String, String) {
+        let (l, name) = (&m.limits, m.preset.name);
+        let raise = |key: &str| format!("raise it with --machine {name}:{key}=N");
+        match self {
+            Limit::FileMax => (
+                format!(
+                    "the system-wide open-file limit fs.file-max = {}",
+                    l.file_max
+                ),
+                "2.4.16 NR_FILE".into(),
+                raise("file_max"),
+            ),
+            Limit::Nproc => (
+                format!("the per-user task limit RLIMIT_NPROC = {}", l.nproc),
+                "2.4: max_threads / 2".into(),
+                raise("nproc"),
+            ),
+            Limit::MaxThreads => (
+                format!("the system-wide task limit max_threads = {}", l.max_threads),
+                format!("set by {} MB of RAM", l.ram_mb),
+                raise("ram_mb"),
+            ),
+            Limit::PidMax => (
+                format!("PID_MAX = {PID_MAX}"),
+                "fixed in 2.4, and the model never reuses a pid".into(),
+                "no option raises it: create fewer tasks in one run".into(),
+            ),
+        }
+    }
+
+    /// The limit, its value on `m`, and how to raise it, for a call it refused.
+    pub fn describe(self, m: &Machine) -> String {
+        let (what, why, raise) = self.parts(m);
+        format!("{what} was reached on {} ({why}); {raise}", m.preset.name)
+    }
+
+    /// The first limit `needs` exceeds on `m`, described with what the workload needs.
+    pub fn check(m: &Machine, needs: Needs) -> Result<(), String> {
+        let l = &m.limits;
+        let (limit, need) = if needs.files > l.file_max {
+            (Limit::FileMax, format!("{} open files", needs.files))
+        } else if needs.tasks > l.nproc {
+            (Limit::Nproc, format!("{} tasks", needs.tasks))
+        } else if needs.tasks > l.max_threads {
+            (Limit::MaxThreads, format!("{} tasks", needs.tasks))
+        } else if needs.tasks >= PID_MAX {
+            (Limit::PidMax, format!("{} tasks", needs.tasks))
+        } else {
+            return Ok(());
+        };
+        let (what, why, raise) = limit.parts(m);
+        Err(format!(
+            "it needs at least {need} at once, over {what} on {} ({why}); {raise}",
+            m.preset.name
+        ))
+    }
+
+    /// The limit a fork would hit with `live` tasks alive and `next_pid` the next pid.
+    pub fn for_fork(m: &Machine, live: u64, next_pid: u64) -> Option<Limit> {
+        let l = &m.limits;
+        if live >= l.nproc {
+            Some(Limit::Nproc)
+        } else if live >= l.max_threads {
+            Some(Limit::MaxThreads)
+        } else if next_pid >= PID_MAX {
+            Some(Limit::PidMax)
+        } else {
+            None
+        }
+    }
+}
