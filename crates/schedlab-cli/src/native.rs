@@ -68,13 +68,18 @@ pub(crate) fn native(a: NativeArgs) -> Result<(), CliError> {
     };
     if let Some(s) = session {
         match s.finish() {
-            Ok(w) => eprintln!(
-                "schedlab: wrote {} ({:.1} MB, {} events, {} sched_switch)",
-                w.what,
-                w.bytes as f64 / 1e6,
-                w.events,
-                w.switches
-            ),
+            Ok((w, note)) => {
+                eprintln!(
+                    "schedlab: wrote {} ({:.1} MB, {} events, {} sched_switch)",
+                    w.what,
+                    w.bytes as f64 / 1e6,
+                    w.events,
+                    w.switches
+                );
+                if let Some(n) = note {
+                    eprintln!("schedlab: {n}");
+                }
+            }
             Err(e) => eprintln!("schedlab: no native trace: {e}"),
         }
     }

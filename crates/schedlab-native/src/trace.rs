@@ -79,7 +79,13 @@ pub struct Session {
     /// Events enabled by us (restored to 0 at the end).
     enabled: Vec<PathBuf>,
     was_on: bool,
+    /// `buffer_size_kb` before the session.
+    buffer_kb: Option<String>,
 }
+
+/// Per-CPU ring buffer asked for during a session, KB (the kernel's default, 1408 KB,
+/// holds about 15 000 events per CPU: a second of hackbench).
+pub const BUFFER_KB: u64 = 32 * 1024;
 
 fn write(p: &Path, v: &str) -> Result<(), String> {
     fs::write(p, v).map_err(|e| format!("cannot write {}: {e}", p.display()))
@@ -95,6 +101,9 @@ impl Session {
         let was_on = fs::read_to_string(dir.join("tracing_on")).is_ok_and(|s| s.trim() == "1");
         write(&dir.join("tracing_on"), "0")?;
         write(&dir.join("current_tracer"), "nop")?;
+        let buffer_kb = fs::read_to_string(dir.join("buffer_size_kb")).ok();
+        // Best effort: a kernel that refuses keeps its own size.
+        let _ = write(&dir.join("buffer_size_kb"), &BUFFER_KB.to_string());
         // Opening `trace` for writing with truncation clears the buffer.
         write(&dir.join("trace"), "")?;
         let mut enabled = Vec::new();
@@ -112,16 +121,19 @@ impl Session {
             format,
             enabled,
             was_on,
+            buffer_kb,
         })
     }
 
-    /// Stop, restore what was changed and write the trace.
-    pub fn finish(self) -> Result<OutputSummary, String> {
+    /// Stop, restore what was changed and write the trace. The note, if any, says that
+    /// the ring buffer overflowed (the oldest events were overwritten).
+    pub fn finish(self) -> Result<(OutputSummary, Option<String>), String> {
         let _ = write(&self.dir.join("tracing_on"), "0");
         for p in &self.enabled {
             let _ = write(p, "0");
         }
         let src = self.dir.join("trace");
+        let note = overflow(&src);
         let input =
             fs::File::open(&src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -129,11 +141,33 @@ impl Session {
             Format::Text => copy_text(BufReader::new(input), &self.out),
             Format::Perfetto => convert(BufReader::new(input), &self.out, cpus),
         };
+        if let Some(kb) = &self.buffer_kb {
+            let _ = write(&self.dir.join("buffer_size_kb"), kb.trim());
+        }
         if self.was_on {
             let _ = write(&self.dir.join("tracing_on"), "1");
         }
-        res
+        res.map(|s| (s, note))
     }
+}
+
+/// From the header of the kernel's trace: a note when fewer entries are in the buffer
+/// than were written.
+fn overflow(trace: &Path) -> Option<String> {
+    let f = fs::File::open(trace).ok()?;
+    let line = BufReader::new(f)
+        .lines()
+        .take(8)
+        .map_while(Result::ok)
+        .find(|l| l.contains("entries-in-buffer/entries-written:"))?;
+    let nums = line.split(':').nth(1)?.split_whitespace().next()?;
+    let (kept, written) = nums.split_once('/')?;
+    let (kept, written): (u64, u64) = (kept.parse().ok()?, written.parse().ok()?);
+    (kept < written).then(|| {
+        format!(
+            "the kernel's trace buffer overflowed: {kept} of {written} events kept, the oldest were overwritten (buffer_size_kb)"
+        )
+    })
 }
 
 fn copy_text(input: impl BufRead, out: &Path) -> Result<OutputSummary, String> {
