@@ -399,7 +399,100 @@ fn native_sigint_kills_and_reaps_everything() {
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
-    assert!(err.contains("interrupted; stopped "), "{err}");
+    assert!(
+        err.contains("interrupted; stopped ") && err.contains("(SIGINT)"),
+        "{err}"
+    );
+    assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
+}
+
+/// See: issue 17 item 14. The exit status follows the signal, not the message:
+/// 128 + SIGTERM = 143, 128 + SIGHUP = 129.
+#[test]
+fn native_exit_status_follows_the_signal() {
+    for (sig, code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let mark = format!("sig{sig}-{}", std::process::id());
+        let child = native_cmd(&["sched_yield:threads=2,duration_ms=60000"], &mark)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = std::time::Instant::now();
+        while marked(&mark).len() < 2 && t.elapsed().as_secs() < 30 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "signal {sig}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
+    }
+}
+
+/// The live processes carrying `mark` whose command is one of `comm` (the command is read
+/// first: reading a busy process's environment slows it down).
+fn marked_named(mark: &str, comm: &[&str]) -> Vec<i32> {
+    let needle = format!("SCHEDLAB_TEST_MARK={mark}");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let named = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|c| comm.contains(&c.trim_end()));
+        if named
+            && std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// See: issue 17 item 14. SIGKILL of `native --compare`, when no code of ours can run,
+/// still takes the real tool and the children it forked.
+#[test]
+fn a_killed_compare_leaves_no_tool_behind() {
+    if !on_path("hackbench") && !on_path("perf") {
+        eprintln!("skipped: neither rt-tests hackbench nor perf is installed");
+        return;
+    }
+    let mark = format!("compare-kill-{}", std::process::id());
+    let mut child = native_cmd(
+        &[
+            "hackbench:groups=2,loops=4000",
+            "--compare",
+            "--runs",
+            "3",
+            "--timeout",
+            "120",
+        ],
+        &mark,
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    // Wait for a tool with its workers.
+    let t = std::time::Instant::now();
+    while marked_named(&mark, &["perf", "hackbench"]).len() < 10 && t.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        marked_named(&mark, &["perf", "hackbench"]).len() >= 10,
+        "no tool started"
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // Well before the tool would have finished by itself.
+    let t = std::time::Instant::now();
+    while !marked(&mark).is_empty() && t.elapsed().as_millis() < 1500 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
 }
 
