@@ -496,6 +496,50 @@ fn a_killed_compare_leaves_no_tool_behind() {
     assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
 }
 
+/// Forks on the whole host since boot (`processes` of `/proc/stat`).
+fn host_forks() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("processes "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+/// See: issue 17 item 13. A run beyond the host's limits is refused in one line naming the
+/// limit, before anything is forked (the thousands of forks, or the panic of a thread
+/// whose signal stack cannot be mapped, never happen).
+#[test]
+fn native_refuses_a_run_beyond_the_host_limits_before_forking() {
+    for spec in [
+        "hackbench:groups=100000",
+        "chat:rooms=1000,users=1000",
+        "reflex:tasks=16384",
+    ] {
+        let before = host_forks();
+        let t = std::time::Instant::now();
+        let o = schedlab(&["native", spec]);
+        let forks = host_forks() - before;
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{spec}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{spec}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "schedlab: native run failed: {spec} cannot run on this host: it needs"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        // Other builders fork too; the refused run would have forked thousands.
+        assert!(forks < 500, "{spec}: {forks} forks on the host meanwhile");
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "{spec}: refused only after {:?}",
+            t.elapsed()
+        );
+    }
+}
+
 #[test]
 fn native_resource_failure_names_the_limit() {
     use std::os::unix::process::CommandExt;
@@ -517,7 +561,8 @@ fn native_resource_failure_names_the_limit() {
     assert_eq!(o.status.code(), Some(1), "a failed run exits 1: {err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(
-        err.contains("Too many open files") && err.contains("RLIMIT_NOFILE = 24"),
+        (err.contains("Too many open files") || err.contains("open-file limit"))
+            && err.contains("RLIMIT_NOFILE = 24"),
         "{err}"
     );
     assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");

@@ -266,6 +266,8 @@ fn watch_tool(
 /// native runs with the tools' rows in `compare`.
 pub fn compare(cfg: &NativeConfig) -> Result<NativeReport, NativeError> {
     let (w, _, p) = parse(&cfg.workload).map_err(NativeError::Spec)?;
+    crate::limits::check(&cfg.workload, w.name, &p)
+        .map_err(|e| NativeError::Run(RunError::Failed(e)))?;
     let tools = tools_for(w.name, &p).map_err(|m| NativeError::Spec(SpecError::Invalid(m)))?;
     let opts = RunOptions {
         timeout: cfg.timeout,
