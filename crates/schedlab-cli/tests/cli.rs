@@ -688,3 +688,74 @@ fn reproduce_writes_the_report_plots_and_results() {
         "unknown table 'V9' (accepted: V1-reflex-2002",
     );
 }
+
+// ---- the documentation ------------------------------------------------------------------
+
+/// Every file of the repository, as paths relative to its root.
+fn repo_files(root: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().to_string();
+            if name == "target" || name == ".git" {
+                continue;
+            }
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().to_string_lossy().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// See: issue 17 item 11. README and docs/ cite only files that exist in the repository
+/// (a path may be given relative to a crate's `src/`), show how to put `schedlab` on PATH,
+/// and never print a seed as "000".
+#[test]
+fn docs_cite_only_files_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let files = repo_files(&root);
+    // What `reproduce --out` writes is cited as output, not as a file of ours.
+    let outputs = ["report.md", "results.json"];
+    let mut docs = vec!["README.md".to_string()];
+    docs.extend(
+        files
+            .iter()
+            .filter(|f| f.starts_with("docs/") && f.ends_with(".md"))
+            .cloned(),
+    );
+    let mut dangling = Vec::new();
+    for doc in &docs {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let words = line.split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c)));
+            for w in words {
+                let w = w.trim_start_matches("./").trim_end_matches('.');
+                let cited = [".md", ".rs", ".json", ".toml"]
+                    .iter()
+                    .any(|e| w.len() > e.len() && w.ends_with(e));
+                if !cited || outputs.contains(&w) {
+                    continue;
+                }
+                if !files
+                    .iter()
+                    .any(|f| f == w || f.ends_with(&format!("/{w}")))
+                {
+                    dangling.push(format!("{doc}:{}: {w}", n + 1));
+                }
+            }
+        }
+        assert!(!text.contains("seed 000"), "{doc} prints a seed as 000");
+    }
+    assert!(
+        dangling.is_empty(),
+        "cited but absent:\n{}",
+        dangling.join("\n")
+    );
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains("cargo install --path crates/schedlab-cli"));
+}

@@ -1176,7 +1176,7 @@ fn every_advertised_extreme_runs_or_names_its_limit() {
 // ---- property tests: the parsers and random valid combinations (issue 17 item 15) --------
 //
 // The case counts keep `cargo test` quick; for a long run set PROPTEST_CASES, e.g.
-// `PROPTEST_CASES=100000 cargo test --release -p schedlab --test sim -- specs_`.
+// `PROPTEST_CASES=100000 cargo test --release -p schedlab --test sim -- specs_of_any_text`.
 
 /// `PROPTEST_CASES` when set, else `default`.
 fn cases(default: u32) -> u32 {
