@@ -240,6 +240,22 @@ fn reproduce(
     if let Some(dir) = &out_dir {
         check_writable(dir)?;
     }
+    // So is every cell: its machine (with --model), policy and workload, and the limits
+    // its workload states, by booting it without running it.
+    for t in &tables {
+        for (i, c) in t.cells.iter().enumerate() {
+            Simulation::new(experiment::config(t, c)).map_err(|e| {
+                CliError::Input(format!(
+                    "table {} cell {} ({} on {} CPUs, {}): {e}",
+                    t.id,
+                    i + 1,
+                    c.workload,
+                    c.cpus,
+                    c.policy
+                ))
+            })?;
+        }
+    }
     let total: usize = tables.iter().map(|t| t.cells.len()).sum();
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(total as u64);

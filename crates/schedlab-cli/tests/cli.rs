@@ -629,6 +629,51 @@ fn reproduce_refuses_an_unwritable_out_before_any_work() {
     assert!(o.stdout.is_empty(), "nothing was simulated");
 }
 
+/// See: issue 17 item 3. Every table id, option and cell is checked before any
+/// simulation: one line, exit 2, no table finished, nothing on stdout.
+#[test]
+fn reproduce_checks_every_table_and_cell_before_any_work() {
+    for (args, needle) in [
+        (
+            &["reproduce", "BOGUS_TABLE"][..],
+            "unknown table 'BOGUS_TABLE'",
+        ),
+        (
+            &["reproduce", "V1", "--model", "bad=x"][..],
+            "unknown option 'bad'",
+        ),
+        (
+            &["reproduce", "V1", "--model", "file_max=16"][..],
+            "fs.file-max = 16",
+        ),
+        (&["reproduce", "V1", "--jobs", "0"][..], "--jobs 0"),
+    ] {
+        let o = schedlab(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("schedlab: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains(" done ("), "{args:?}: a table ran: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    for (machine, policy, needle) in [
+        ("nope", "fifo", "unknown machine 'nope'"),
+        (
+            "piii700-1m",
+            "linux-2.4:bogus=1",
+            "unknown option 'bogus' for policy linux-2.4",
+        ),
+    ] {
+        let mut a = RUN.to_vec();
+        a[2] = machine;
+        a[6] = policy;
+        one_line_error(&a, needle);
+    }
+}
+
 #[test]
 fn list_tables_names_every_table_with_its_source() {
     let o = schedlab(&["list", "tables"]);
