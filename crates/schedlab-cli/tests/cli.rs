@@ -674,6 +674,49 @@ fn reproduce_checks_every_table_and_cell_before_any_work() {
     }
 }
 
+/// system.md contract: with `--repeat N` the run uses seeds 1..N, `result.value` is the
+/// median and `result.repeats` lists all N values; without it, no `repeats`.
+#[test]
+fn run_repeat_reports_the_median_and_every_value() {
+    let args = [
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "4",
+        "--policy",
+        "linux-2.4",
+        "--workload",
+        "synthetic:tasks=20,ops=10",
+        "--format",
+        "json",
+    ];
+    let json = |extra: &[&str]| {
+        let mut a = args.to_vec();
+        a.extend_from_slice(extra);
+        let o = schedlab(&a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let v = json(&["--repeat", "3"]);
+    let reps: Vec<f64> = v["result"]["repeats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(reps.len(), 3);
+    let mut sorted = reps.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(v["result"]["value"].as_f64(), Some(sorted[1]));
+    // Seed s of the repeats is the run --seed s gives.
+    for (i, r) in reps.iter().enumerate() {
+        let one = json(&["--seed", &(i + 1).to_string()]);
+        assert_eq!(one["result"]["value"].as_f64(), Some(*r), "seed {}", i + 1);
+        assert!(one["result"].get("repeats").is_none());
+    }
+}
+
 #[test]
 fn list_tables_names_every_table_with_its_source() {
     let o = schedlab(&["list", "tables"]);
