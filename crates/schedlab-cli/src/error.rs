@@ -5,7 +5,7 @@
 //! | [`CliError::Usage`] | 2 | the arguments do not parse (clap's whole message) |
 //! | [`CliError::Input`] | 2 | an unknown name, a bad value, an unusable path: nothing ran |
 //! | [`CliError::Failed`] | 1 | the run started and failed (a workload error, a limit, a timeout, a write) |
-//! | [`CliError::Interrupted`] | 130 | SIGINT, SIGTERM or SIGHUP stopped a native run |
+//! | [`CliError::Interrupted`] | 128 + signal | SIGINT (130), SIGTERM (143) or SIGHUP (129) stopped a native run |
 
 use std::process::ExitCode;
 
@@ -26,9 +26,9 @@ pub(crate) enum CliError {
     /// The run failed.
     #[error("{0}")]
     Failed(String),
-    /// A signal stopped the run.
+    /// A signal stopped the run: the message and the signal's number.
     #[error("{0}")]
-    Interrupted(String),
+    Interrupted(String, i32),
     /// Whoever read our stdout stopped reading (`| head`): end quietly, successfully.
     #[error("stdout closed")]
     ClosedStdout,
@@ -41,8 +41,8 @@ impl CliError {
             CliError::ClosedStdout => 0,
             CliError::Usage(_) | CliError::Input(_) => 2,
             CliError::Failed(_) => 1,
-            // 128 + SIGINT, as a shell reports an interrupted command.
-            CliError::Interrupted(_) => 130,
+            // 128 + the signal, as a shell reports a command the signal ended.
+            CliError::Interrupted(_, signal) => (128 + signal).clamp(129, 255) as u8,
         })
     }
 
@@ -78,7 +78,9 @@ impl From<NativeError> for CliError {
     fn from(e: NativeError) -> Self {
         match &e {
             NativeError::Spec(_) => CliError::Input(e.to_string()),
-            NativeError::Run(RunError::Interrupted { .. }) => CliError::Interrupted(e.to_string()),
+            NativeError::Run(RunError::Interrupted { signal, .. }) => {
+                CliError::Interrupted(e.to_string(), *signal)
+            }
             NativeError::Run(_) => CliError::Failed(e.to_string()),
         }
     }

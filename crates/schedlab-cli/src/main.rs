@@ -87,6 +87,10 @@ struct RunArgs {
     /// Seed of the run's random source.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Run N times, with seeds S..S+N-1 (S = --seed); `result.value` is the median and
+    /// `result.repeats` lists every run's value (the rest of the report is the first run's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: Option<u32>,
     /// Print the host's wall time and events/s to stderr (never part of the result).
     #[arg(long)]
     timing: bool,
@@ -232,12 +236,15 @@ fn main() -> ExitCode {
 
 fn run(a: RunArgs) -> Result<(), CliError> {
     let config = RunConfig {
-        machine: a.machine,
+        machine: a.machine.clone(),
         cpus: a.cpus,
-        policy: a.policy,
-        workload: a.workload,
+        policy: a.policy.clone(),
+        workload: a.workload.clone(),
         seed: a.seed,
     };
+    if let Some(n) = a.repeat {
+        return repeat(config, n, a.format);
+    }
     let request = a.trace.request()?;
     let mut sim = Simulation::new(config)?;
     let latency = request.install(&mut sim).map_err(CliError::Input)?;
@@ -297,6 +304,46 @@ fn run(a: RunArgs) -> Result<(), CliError> {
     }
 }
 
+/// `run --repeat N`: seeds `config.seed ..`, the median as the result, every value listed.
+fn repeat(config: RunConfig, n: u32, format: Format) -> Result<(), CliError> {
+    let seeds: Vec<u64> = (0..n as u64).map(|i| config.seed.wrapping_add(i)).collect();
+    // Every run is checked before any is simulated.
+    Simulation::new(config.clone())?;
+    let mut first = None;
+    let mut values = Vec::new();
+    for &seed in &seeds {
+        let report = schedlab::run(RunConfig {
+            seed,
+            ..config.clone()
+        })?;
+        values.push(report.result.value);
+        first.get_or_insert(report);
+    }
+    let mut report = first.expect("at least one run");
+    let median = schedlab::experiment::score::median(values.clone()).unwrap_or(f64::NAN);
+    report.result.value = median;
+    match format {
+        Format::Json => {
+            let mut v = serde_json::to_value(&report).expect("report serializes");
+            v["result"]["repeats"] = serde_json::json!(values);
+            out(&format!(
+                "{}\n",
+                serde_json::to_string_pretty(&v).expect("json")
+            ))
+        }
+        Format::Text => {
+            let list: Vec<String> = values.iter().map(|v| format!("{v}")).collect();
+            out(&format!(
+                "{}  repeats     {n} runs, seeds {}..={}: {} (result: the median)\n",
+                report.to_text(),
+                seeds[0],
+                seeds[seeds.len() - 1],
+                list.join(" ")
+            ))
+        }
+    }
+}
+
 fn reproduce(
     ids: Vec<String>,
     out_dir: Option<std::path::PathBuf>,
@@ -327,6 +374,22 @@ fn reproduce(
     // Every output path is checked before any work starts.
     if let Some(dir) = &out_dir {
         check_writable(dir)?;
+    }
+    // So is every cell: its machine (with --model), policy and workload, and the limits
+    // its workload states, by booting it without running it.
+    for t in &tables {
+        for (i, c) in t.cells.iter().enumerate() {
+            Simulation::new(experiment::config(t, c)).map_err(|e| {
+                CliError::Input(format!(
+                    "table {} cell {} ({} on {} CPUs, {}): {e}",
+                    t.id,
+                    i + 1,
+                    c.workload,
+                    c.cpus,
+                    c.policy
+                ))
+            })?;
+        }
     }
     let total: usize = tables.iter().map(|t| t.cells.len()).sum();
     let bar = std::io::stderr().is_terminal().then(|| {

@@ -399,8 +399,145 @@ fn native_sigint_kills_and_reaps_everything() {
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
-    assert!(err.contains("interrupted; stopped "), "{err}");
+    assert!(
+        err.contains("interrupted; stopped ") && err.contains("(SIGINT)"),
+        "{err}"
+    );
     assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
+}
+
+/// See: issue 17 item 14. The exit status follows the signal, not the message:
+/// 128 + SIGTERM = 143, 128 + SIGHUP = 129.
+#[test]
+fn native_exit_status_follows_the_signal() {
+    for (sig, code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let mark = format!("sig{sig}-{}", std::process::id());
+        let child = native_cmd(&["sched_yield:threads=2,duration_ms=60000"], &mark)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = std::time::Instant::now();
+        while marked(&mark).len() < 2 && t.elapsed().as_secs() < 30 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "signal {sig}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
+    }
+}
+
+/// The live processes carrying `mark` whose command is one of `comm` (the command is read
+/// first: reading a busy process's environment slows it down).
+fn marked_named(mark: &str, comm: &[&str]) -> Vec<i32> {
+    let needle = format!("SCHEDLAB_TEST_MARK={mark}");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let named = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|c| comm.contains(&c.trim_end()));
+        if named
+            && std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// See: issue 17 item 14. SIGKILL of `native --compare`, when no code of ours can run,
+/// still takes the real tool and the children it forked.
+#[test]
+fn a_killed_compare_leaves_no_tool_behind() {
+    if !on_path("hackbench") && !on_path("perf") {
+        eprintln!("skipped: neither rt-tests hackbench nor perf is installed");
+        return;
+    }
+    let mark = format!("compare-kill-{}", std::process::id());
+    let mut child = native_cmd(
+        &[
+            "hackbench:groups=2,loops=4000",
+            "--compare",
+            "--runs",
+            "3",
+            "--timeout",
+            "120",
+        ],
+        &mark,
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    // Wait for a tool with its workers.
+    let t = std::time::Instant::now();
+    while marked_named(&mark, &["perf", "hackbench"]).len() < 10 && t.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        marked_named(&mark, &["perf", "hackbench"]).len() >= 10,
+        "no tool started"
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // Well before the tool would have finished by itself.
+    let t = std::time::Instant::now();
+    while !marked(&mark).is_empty() && t.elapsed().as_millis() < 1500 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
+}
+
+/// Forks on the whole host since boot (`processes` of `/proc/stat`).
+fn host_forks() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("processes "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+/// See: issue 17 item 13. A run beyond the host's limits is refused in one line naming the
+/// limit, before anything is forked (the thousands of forks, or the panic of a thread
+/// whose signal stack cannot be mapped, never happen).
+#[test]
+fn native_refuses_a_run_beyond_the_host_limits_before_forking() {
+    for spec in [
+        "hackbench:groups=100000",
+        "chat:rooms=1000,users=1000",
+        "reflex:tasks=16384",
+    ] {
+        let before = host_forks();
+        let t = std::time::Instant::now();
+        let o = schedlab(&["native", spec]);
+        let forks = host_forks() - before;
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{spec}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{spec}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "schedlab: native run failed: {spec} cannot run on this host: it needs"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        // Other builders fork too; the refused run would have forked thousands.
+        assert!(forks < 500, "{spec}: {forks} forks on the host meanwhile");
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "{spec}: refused only after {:?}",
+            t.elapsed()
+        );
+    }
 }
 
 #[test]
@@ -424,7 +561,8 @@ fn native_resource_failure_names_the_limit() {
     assert_eq!(o.status.code(), Some(1), "a failed run exits 1: {err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(
-        err.contains("Too many open files") && err.contains("RLIMIT_NOFILE = 24"),
+        (err.contains("Too many open files") || err.contains("open-file limit"))
+            && err.contains("RLIMIT_NOFILE = 24"),
         "{err}"
     );
     assert_eq!(marked(&mark), Vec::<i32>::new(), "processes left behind");
@@ -491,6 +629,94 @@ fn reproduce_refuses_an_unwritable_out_before_any_work() {
     assert!(o.stdout.is_empty(), "nothing was simulated");
 }
 
+/// See: issue 17 item 3. Every table id, option and cell is checked before any
+/// simulation: one line, exit 2, no table finished, nothing on stdout.
+#[test]
+fn reproduce_checks_every_table_and_cell_before_any_work() {
+    for (args, needle) in [
+        (
+            &["reproduce", "BOGUS_TABLE"][..],
+            "unknown table 'BOGUS_TABLE'",
+        ),
+        (
+            &["reproduce", "V1", "--model", "bad=x"][..],
+            "unknown option 'bad'",
+        ),
+        (
+            &["reproduce", "V1", "--model", "file_max=16"][..],
+            "fs.file-max = 16",
+        ),
+        (&["reproduce", "V1", "--jobs", "0"][..], "--jobs 0"),
+    ] {
+        let o = schedlab(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("schedlab: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains(" done ("), "{args:?}: a table ran: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    for (machine, policy, needle) in [
+        ("nope", "fifo", "unknown machine 'nope'"),
+        (
+            "piii700-1m",
+            "linux-2.4:bogus=1",
+            "unknown option 'bogus' for policy linux-2.4",
+        ),
+    ] {
+        let mut a = RUN.to_vec();
+        a[2] = machine;
+        a[6] = policy;
+        one_line_error(&a, needle);
+    }
+}
+
+/// system.md contract: with `--repeat N` the run uses seeds 1..N, `result.value` is the
+/// median and `result.repeats` lists all N values; without it, no `repeats`.
+#[test]
+fn run_repeat_reports_the_median_and_every_value() {
+    let args = [
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "4",
+        "--policy",
+        "linux-2.4",
+        "--workload",
+        "synthetic:tasks=20,ops=10",
+        "--format",
+        "json",
+    ];
+    let json = |extra: &[&str]| {
+        let mut a = args.to_vec();
+        a.extend_from_slice(extra);
+        let o = schedlab(&a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let v = json(&["--repeat", "3"]);
+    let reps: Vec<f64> = v["result"]["repeats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(reps.len(), 3);
+    let mut sorted = reps.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(v["result"]["value"].as_f64(), Some(sorted[1]));
+    // Seed s of the repeats is the run --seed s gives.
+    for (i, r) in reps.iter().enumerate() {
+        let one = json(&["--seed", &(i + 1).to_string()]);
+        assert_eq!(one["result"]["value"].as_f64(), Some(*r), "seed {}", i + 1);
+        assert!(one["result"].get("repeats").is_none());
+    }
+}
+
 #[test]
 fn list_tables_names_every_table_with_its_source() {
     let o = schedlab(&["list", "tables"]);
@@ -549,4 +775,75 @@ fn reproduce_writes_the_report_plots_and_results() {
         &["reproduce", "V9"],
         "unknown table 'V9' (accepted: V1-reflex-2002",
     );
+}
+
+// ---- the documentation ------------------------------------------------------------------
+
+/// Every file of the repository, as paths relative to its root.
+fn repo_files(root: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().to_string();
+            if name == "target" || name == ".git" {
+                continue;
+            }
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().to_string_lossy().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// See: issue 17 item 11. README and docs/ cite only files that exist in the repository
+/// (a path may be given relative to a crate's `src/`), show how to put `schedlab` on PATH,
+/// and never print a seed as "000".
+#[test]
+fn docs_cite_only_files_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let files = repo_files(&root);
+    // What `reproduce --out` writes is cited as output, not as a file of ours.
+    let outputs = ["report.md", "results.json"];
+    let mut docs = vec!["README.md".to_string()];
+    docs.extend(
+        files
+            .iter()
+            .filter(|f| f.starts_with("docs/") && f.ends_with(".md"))
+            .cloned(),
+    );
+    let mut dangling = Vec::new();
+    for doc in &docs {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let words = line.split(|c: char| !(c.is_ascii_alphanumeric() || "_./-".contains(c)));
+            for w in words {
+                let w = w.trim_start_matches("./").trim_end_matches('.');
+                let cited = [".md", ".rs", ".json", ".toml"]
+                    .iter()
+                    .any(|e| w.len() > e.len() && w.ends_with(e));
+                if !cited || outputs.contains(&w) {
+                    continue;
+                }
+                if !files
+                    .iter()
+                    .any(|f| f == w || f.ends_with(&format!("/{w}")))
+                {
+                    dangling.push(format!("{doc}:{}: {w}", n + 1));
+                }
+            }
+        }
+        assert!(!text.contains("seed 000"), "{doc} prints a seed as 000");
+    }
+    assert!(
+        dangling.is_empty(),
+        "cited but absent:\n{}",
+        dangling.join("\n")
+    );
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains("cargo install --path crates/schedlab-cli"));
 }

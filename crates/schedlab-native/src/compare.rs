@@ -24,7 +24,9 @@ use schedlab::report::round;
 use schedlab::spec::{Params, SpecError};
 
 use crate::report::{NativeReport, ToolRow};
-use crate::runner::{kill_group, RunError, RunOptions};
+use crate::runner::{
+    guard_group, interrupt_signal, kill_group, release_group, RunError, RunOptions,
+};
 use crate::{median, parse, report, run_once, NativeConfig, NativeError};
 
 /// A real tool to run beside a workload.
@@ -156,14 +158,45 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
 
 /// Run a tool once, supervised like a native run; its figure or why not.
 pub fn run_tool(t: &Tool, opts: &RunOptions) -> Result<f64, RunError> {
-    let mut child = Command::new(t.program)
-        .args(&t.args)
+    let mut cmd = Command::new(t.program);
+    cmd.args(&t.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
+        .process_group(0);
+    // SAFETY: prctl and getppid are async-signal-safe. The tool dies with us, even by
+    // SIGKILL; its own children go with its group ([`guard_group`]).
+    unsafe {
+        let parent = libc::getpid();
+        cmd.pre_exec(move || {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .spawn()
         .map_err(|e| RunError::Failed(format!("{}: cannot start: {e}", t.program)))?;
+    let pid = child.id() as libc::pid_t;
+    guard_group(pid);
+    let result = watch_tool(t, opts, &mut child);
+    release_group(pid);
+    result
+}
+
+fn watch_tool(
+    t: &Tool,
+    opts: &RunOptions,
+    child: &mut std::process::Child,
+) -> Result<f64, RunError> {
     let pid = child.id() as libc::pid_t;
     let mut so = child.stdout.take().expect("piped");
     let mut se = child.stderr.take().expect("piped");
@@ -186,6 +219,7 @@ pub fn run_tool(t: &Tool, opts: &RunOptions) -> Result<f64, RunError> {
         {
             return Err(RunError::Interrupted {
                 stopped: kill_group(pid),
+                signal: interrupt_signal(),
             });
         }
         if let Some(to) = opts.timeout {
@@ -232,6 +266,8 @@ pub fn run_tool(t: &Tool, opts: &RunOptions) -> Result<f64, RunError> {
 /// native runs with the tools' rows in `compare`.
 pub fn compare(cfg: &NativeConfig) -> Result<NativeReport, NativeError> {
     let (w, _, p) = parse(&cfg.workload).map_err(NativeError::Spec)?;
+    crate::limits::check(&cfg.workload, w.name, &p)
+        .map_err(|e| NativeError::Run(RunError::Failed(e)))?;
     let tools = tools_for(w.name, &p).map_err(|m| NativeError::Spec(SpecError::Invalid(m)))?;
     let opts = RunOptions {
         timeout: cfg.timeout,

@@ -21,6 +21,7 @@
 
 pub mod compare;
 pub mod host;
+pub mod limits;
 pub mod report;
 pub mod runner;
 pub mod sys;
@@ -109,6 +110,8 @@ pub fn run_once(
 /// Run `cfg.runs` repetitions and report the median one.
 pub fn run(cfg: &NativeConfig) -> Result<NativeReport, NativeError> {
     let (w, _, p) = parse(&cfg.workload).map_err(NativeError::Spec)?;
+    // Nothing is forked for a run the host's limits would stop.
+    limits::check(&cfg.workload, w.name, &p).map_err(|e| NativeError::Run(RunError::Failed(e)))?;
     let opts = RunOptions {
         timeout: cfg.timeout,
         interrupt: cfg.interrupt.clone(),

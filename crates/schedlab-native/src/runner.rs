@@ -355,6 +355,8 @@ pub enum RunError {
     Interrupted {
         /// Processes stopped.
         stopped: u64,
+        /// The signal that arrived (the caller's exit status is 128 + it).
+        signal: i32,
     },
     /// The workload failed (one line).
     Failed(String),
@@ -367,8 +369,12 @@ impl std::fmt::Display for RunError {
                 f,
                 "timed out after {secs} s (--timeout); stopped {stopped} processes"
             ),
-            RunError::Interrupted { stopped } => {
-                write!(f, "interrupted; stopped {stopped} processes")
+            RunError::Interrupted { stopped, signal } => {
+                write!(
+                    f,
+                    "interrupted; stopped {stopped} processes ({})",
+                    signal_name(*signal)
+                )
             }
             RunError::Failed(m) => f.write_str(m),
         }
@@ -386,18 +392,147 @@ pub struct RunOptions {
     pub interrupt: Option<Arc<AtomicBool>>,
 }
 
+/// The last of `SIGINT`, `SIGTERM`, `SIGHUP` that arrived since [`interrupt_flag`]
+/// installed its handlers (0: none).
+static LAST_SIGNAL: std::sync::OnceLock<Arc<std::sync::atomic::AtomicUsize>> =
+    std::sync::OnceLock::new();
+
 /// Install `SIGINT`, `SIGTERM` and `SIGHUP` handlers that set the returned flag (pass it
-/// in [`RunOptions::interrupt`]).
+/// in [`RunOptions::interrupt`]) and record which signal it was ([`interrupt_signal`]).
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
+    let last = LAST_SIGNAL.get_or_init(Default::default);
     for sig in [
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ] {
+        // The signal number first, then the flag: whoever sees the flag sees the number.
+        let _ = signal_hook::flag::register_usize(sig, Arc::clone(last), sig as usize);
         let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
     }
     flag
+}
+
+/// The signal that set the interrupt flag: `SIGINT` unless the handlers recorded another.
+pub fn interrupt_signal() -> i32 {
+    match LAST_SIGNAL.get().map(|l| l.load(Ordering::SeqCst)) {
+        Some(s) if s > 0 => s as i32,
+        _ => libc::SIGINT,
+    }
+}
+
+/// `SIGINT`, `SIGTERM`, `SIGHUP` or `signal N`.
+pub fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        s => format!("signal {s}"),
+    }
+}
+
+/// The guard's write end, once started (see [`guard_group`]).
+static GUARD: std::sync::Mutex<Option<RawFd>> = std::sync::Mutex::new(None);
+
+/// Have process group `pgid` killed if this process dies before [`release_group`] —
+/// by any signal, `SIGKILL` included, when no code of ours runs.
+///
+/// model: `PR_SET_PDEATHSIG` reaches only a direct child; a real tool's own children
+/// (`perf bench` forks its workers) would outlive it. So a *guard* process, forked once,
+/// holds the read end of a pipe whose only write end is ours: when we die, the kernel
+/// closes it, the guard reads end-of-file and sends `SIGKILL` to every group still
+/// registered. Records are 5 bytes (`+` or `-`, then the pgid), atomic on a pipe.
+pub fn guard_group(pgid: libc::pid_t) {
+    guard_send(b'+', pgid);
+}
+
+/// The group is gone (killed and reaped): the guard forgets it.
+pub fn release_group(pgid: libc::pid_t) {
+    guard_send(b'-', pgid);
+}
+
+fn guard_send(op: u8, pgid: libc::pid_t) {
+    let mut g = GUARD.lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_none() {
+        *g = start_guard();
+    }
+    if let Some(fd) = *g {
+        let mut rec = [op, 0, 0, 0, 0];
+        rec[1..].copy_from_slice(&pgid.to_ne_bytes());
+        let _ = sys::write(fd, &rec);
+    }
+}
+
+fn start_guard() -> Option<RawFd> {
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return None;
+    }
+    let (r, w) = (fds[0], fds[1]);
+    // SAFETY: the child only makes async-signal-safe calls and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        sys::close(r);
+        sys::close(w);
+        return None;
+    }
+    if pid == 0 {
+        // SAFETY: our own descriptors and dispositions; no allocation from here on.
+        unsafe {
+            libc::close(w);
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+                libc::signal(s, libc::SIG_IGN);
+            }
+            // Out of the caller's group: a signal to that group must not take the guard.
+            libc::setpgid(0, 0);
+        }
+        guard_loop(r);
+    }
+    sys::close(r);
+    Some(w)
+}
+
+fn guard_loop(r: RawFd) -> ! {
+    let mut groups = [0 as libc::pid_t; 256];
+    loop {
+        let mut rec = [0u8; 5];
+        let mut got = 0;
+        while got < rec.len() {
+            // SAFETY: reading into our own buffer.
+            let n = unsafe {
+                libc::read(
+                    r,
+                    rec[got..].as_mut_ptr() as *mut libc::c_void,
+                    rec.len() - got,
+                )
+            };
+            if n > 0 {
+                got += n as usize;
+            } else if n < 0 && sys::errno() == libc::EINTR {
+                continue;
+            } else {
+                // End of file: our parent is gone. Kill what it left.
+                for &g in groups.iter().filter(|&&g| g > 0) {
+                    // SAFETY: signalling process groups.
+                    unsafe {
+                        libc::kill(-g, libc::SIGKILL);
+                    }
+                }
+                // SAFETY: ends the guard.
+                unsafe { libc::_exit(0) }
+            }
+        }
+        let pgid = libc::pid_t::from_ne_bytes([rec[1], rec[2], rec[3], rec[4]]);
+        if rec[0] == b'+' {
+            if let Some(slot) = groups.iter_mut().find(|g| **g == 0) {
+                *slot = pgid;
+            }
+        } else if let Some(slot) = groups.iter_mut().find(|g| **g == pgid) {
+            *slot = 0;
+        }
+    }
 }
 
 /// A finished run.
@@ -534,6 +669,7 @@ fn watch(
         {
             return Err(RunError::Interrupted {
                 stopped: kill_group(pid),
+                signal: interrupt_signal(),
             });
         }
         let now = sys::now_ns();

@@ -398,3 +398,69 @@ fn resource_failures_name_the_limit() {
     let f = sys::explain("pipe", libc::ENFILE).0;
     assert!(f.contains("fs.file-max"), "{f}");
 }
+
+// ---- property test: the native spec parser (issue 17 item 15) ----------------------------
+
+mod parser {
+    use proptest::prelude::*;
+    use schedlab_native::{limits, parse, NATIVE_WORKLOADS};
+
+    fn cases(default: u32) -> u32 {
+        std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    fn word() -> impl Strategy<Value = String> {
+        let mut known: Vec<String> = Vec::new();
+        for w in NATIVE_WORKLOADS {
+            known.push(w.name.into());
+            known.extend(w.params.iter().map(|p| p.name.to_string()));
+        }
+        for v in [
+            "",
+            "0",
+            "-1",
+            "1",
+            "auto",
+            "on",
+            "off",
+            "1e309",
+            "NaN",
+            "18446744073709551616",
+        ] {
+            known.push(v.into());
+        }
+        prop_oneof![
+            prop::sample::select(known),
+            "\\PC{0,10}",
+            any::<i64>().prop_map(|n| n.to_string()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(3000), ..ProptestConfig::default() })]
+
+        /// Any text: a workload with parameters, or one line naming what is wrong; and
+        /// the host check of whatever parses answers without a panic. Nothing is run.
+        /// `PROPTEST_CASES=100000 cargo test --release -p schedlab-native --test native parser`
+        #[test]
+        fn any_text_parses_or_names_the_problem(
+            name in word(),
+            kv in prop::collection::vec((word(), word()), 0..5),
+        ) {
+            let mut s = name;
+            for (i, (k, v)) in kv.iter().enumerate() {
+                s += if i == 0 { ":" } else { "," };
+                s += &format!("{k}={v}");
+            }
+            match parse(&s) {
+                Ok((w, _, p)) => {
+                    let _ = limits::check(&s, w.name, &p);
+                }
+                Err(e) => prop_assert!(!e.to_string().contains('\n'), "{}", e),
+            }
+        }
+    }
+}
