@@ -243,12 +243,12 @@ fn main() -> ExitCode {
         } => match trace_dir {
             None => reproduce(ids, out, jobs, model, format),
             // Cells and directory are checked before any work starts.
-            Some(dir) => chosen_cells(&ids, model.as_deref(), &trace_cell, &dir).and_then(
-                |cells| {
+            Some(dir) => {
+                chosen_cells(&ids, model.as_deref(), &trace_cell, &dir).and_then(|cells| {
                     reproduce(ids, out, jobs, model, format)?;
                     trace_cells(&dir, &cells, trace_format)
-                },
-            ),
+                })
+            }
         },
         Cmd::Native(a) => native::native(a),
     };
@@ -470,10 +470,21 @@ fn trace_cells(
             let c = &t.cells[i];
             let clean = |s: &str| -> String {
                 s.chars()
-                    .map(|ch| if ch.is_ascii_alphanumeric() || ch == '-' || ch == '.' { ch } else { '_' })
+                    .map(|ch| {
+                        if ch.is_ascii_alphanumeric() || ch == '-' || ch == '.' {
+                            ch
+                        } else {
+                            '_'
+                        }
+                    })
                     .collect()
             };
-            let name = format!("{}-{i:02}-{}-{}cpu.{ext}", clean(&t.id), clean(&c.policy), c.cpus);
+            let name = format!(
+                "{}-{i:02}-{}-{}cpu.{ext}",
+                clean(&t.id),
+                clean(&c.policy),
+                c.cpus
+            );
             let path = dir.join(name);
             let mut sim = Simulation::new(experiment::config(t, c)).map_err(|e| e.to_string())?;
             let req = schedlab::trace::setup::Request {

@@ -96,7 +96,8 @@ impl Session {
     pub fn start(dir: &Path, out: &Path) -> Result<Session, String> {
         let format = Format::of(out)?;
         // The output must be writable before anything is switched on.
-        fs::File::create(out).map_err(|e| format!("cannot write the trace {}: {e}", out.display()))?;
+        fs::File::create(out)
+            .map_err(|e| format!("cannot write the trace {}: {e}", out.display()))?;
         let was_on = fs::read_to_string(dir.join("tracing_on")).is_ok_and(|s| s.trim() == "1");
         write(&dir.join("tracing_on"), "0")?;
         write(&dir.join("current_tracer"), "nop")?;
@@ -133,7 +134,8 @@ impl Session {
         }
         let src = self.dir.join("trace");
         let note = overflow(&src);
-        let input = fs::File::open(&src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+        let input =
+            fs::File::open(&src).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let res = match self.format {
             Format::Text => copy_text(BufReader::new(input), &self.out),
@@ -227,7 +229,9 @@ pub fn parse_line(l: &str) -> Option<Line<'_>> {
     let frac_ns: u64 = format!("{frac:0<9}")[..9].parse().ok()?;
     let ts = secs.parse::<u64>().ok()? * 1_000_000_000 + frac_ns;
     let rest = &rest[colon + 2..];
-    let (event, args) = rest.split_once(": ").unwrap_or((rest.trim_end_matches(':'), ""));
+    let (event, args) = rest
+        .split_once(": ")
+        .unwrap_or((rest.trim_end_matches(':'), ""));
     let args = args
         .split_whitespace()
         .filter_map(|kv| kv.split_once('='))
@@ -308,8 +312,16 @@ pub fn convert(input: impl BufRead, out: &Path, cpus: usize) -> Result<OutputSum
         let num = |k: &str| get(k).and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
         match l.event {
             "sched_switch" => {
-                let prev = task(get("prev_comm").unwrap_or(""), get("prev_pid").unwrap_or("0"), get("prev_prio"));
-                let next = task(get("next_comm").unwrap_or(""), get("next_pid").unwrap_or("0"), get("next_prio"));
+                let prev = task(
+                    get("prev_comm").unwrap_or(""),
+                    get("prev_pid").unwrap_or("0"),
+                    get("prev_prio"),
+                );
+                let next = task(
+                    get("next_comm").unwrap_or(""),
+                    get("next_pid").unwrap_or("0"),
+                    get("next_prio"),
+                );
                 let st = state_value(get("prev_state").unwrap_or("R"));
                 w.record(&Rec {
                     by: &prev,
@@ -321,7 +333,11 @@ pub fn convert(input: impl BufRead, out: &Path, cpus: usize) -> Result<OutputSum
                 });
             }
             "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => {
-                let p = task(get("comm").unwrap_or(""), get("pid").unwrap_or("0"), get("prio"));
+                let p = task(
+                    get("comm").unwrap_or(""),
+                    get("pid").unwrap_or("0"),
+                    get("prio"),
+                );
                 let target = num("target_cpu");
                 let kind = match l.event {
                     "sched_waking" => Kind::Waking { p: &p, target },
@@ -334,19 +350,31 @@ pub fn convert(input: impl BufRead, out: &Path, cpus: usize) -> Result<OutputSum
                 w.record(&rec(kind));
             }
             "sched_migrate_task" => {
-                let p = task(get("comm").unwrap_or(""), get("pid").unwrap_or("0"), get("prio"));
+                let p = task(
+                    get("comm").unwrap_or(""),
+                    get("pid").unwrap_or("0"),
+                    get("prio"),
+                );
                 let (from, to) = (num("orig_cpu"), num("dest_cpu"));
                 w.record(&rec(Kind::Migrate { p: &p, from, to }));
             }
             "sched_process_fork" => {
-                let child = task(get("child_comm").unwrap_or(""), get("child_pid").unwrap_or("0"), None);
+                let child = task(
+                    get("child_comm").unwrap_or(""),
+                    get("child_pid").unwrap_or("0"),
+                    None,
+                );
                 w.record(&rec(Kind::Fork {
                     child: &child,
                     thread: false,
                 }));
             }
             "sched_process_exit" | "sched_process_free" => {
-                let p = task(get("comm").unwrap_or(""), get("pid").unwrap_or("0"), get("prio"));
+                let p = task(
+                    get("comm").unwrap_or(""),
+                    get("pid").unwrap_or("0"),
+                    get("prio"),
+                );
                 let kind = if l.event == "sched_process_exit" {
                     Kind::Exit { p: &p }
                 } else {

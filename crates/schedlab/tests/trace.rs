@@ -60,11 +60,19 @@ fn perfetto_traces_are_continuous_ordered_and_count_what_the_counters_count() {
         (2, "o1-d1", "reflex:tasks=2,duration_ms=20,warmup_ms=5"),
         (4, "mq", "hackbench:groups=2,loops=3,fds=5"),
         (4, "o1-2.6", "chat:rooms=2,users=4,messages=4"),
-        (2, "hamq", "hackbench:groups=1,loops=3,fds=4,pipe=on,threads=on"),
+        (
+            2,
+            "hamq",
+            "hackbench:groups=1,loops=3,fds=4,pipe=on,threads=on",
+        ),
         (2, "o1-g1", "lat_proc:op=exec"),
     ] {
         let what = format!("{workload} under {policy} on {cpus} CPUs");
-        let name = format!("{}-{}.perfetto-trace", policy, workload.split(':').next().unwrap());
+        let name = format!(
+            "{}-{}.perfetto-trace",
+            policy,
+            workload.split(':').next().unwrap()
+        );
         let (r, path) = trace_file(cfg(cpus, policy, workload), &name);
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes[0], 0x0a, "{what}: a Perfetto trace starts with 0a");
@@ -76,13 +84,29 @@ fn perfetto_traces_are_continuous_ordered_and_count_what_the_counters_count() {
             c["context_switches"].as_u64().unwrap(),
             "{what}: sched_switch events vs counters.context_switches"
         );
-        assert!(f.cpus >= 1 && f.cpus <= cpus, "{what}: bundles of {} CPUs", f.cpus);
+        assert!(
+            f.cpus >= 1 && f.cpus <= cpus,
+            "{what}: bundles of {} CPUs",
+            f.cpus
+        );
         let kind = |k: &str| f.by_kind.get(k).copied().unwrap_or(0);
-        assert_eq!(kind("sched_migrate_task"), c["migrations"].as_u64().unwrap(), "{what}");
-        assert_eq!(kind("sched_wakeup"), c["wakeups"].as_u64().unwrap(), "{what}");
+        assert_eq!(
+            kind("sched_migrate_task"),
+            c["migrations"].as_u64().unwrap(),
+            "{what}"
+        );
+        assert_eq!(
+            kind("sched_wakeup"),
+            c["wakeups"].as_u64().unwrap(),
+            "{what}"
+        );
         assert_eq!(kind("sched_waking"), kind("sched_wakeup"), "{what}");
         assert_eq!(kind("task_newtask"), c["forks"].as_u64().unwrap(), "{what}");
-        assert_eq!(kind("sched_wakeup_new"), c["forks"].as_u64().unwrap(), "{what}");
+        assert_eq!(
+            kind("sched_wakeup_new"),
+            c["forks"].as_u64().unwrap(),
+            "{what}"
+        );
         assert!(f.named > 0 && f.track_events > 0, "{what}: {f:?}");
         std::fs::remove_file(&path).unwrap();
     }
@@ -110,7 +134,13 @@ fn tasks_are_named_as_their_programs() {
             }
         }
     }
-    for want in ["hackbench", "receiver:1.1", "receiver:2.3", "sender:1.1", "sender:2.3"] {
+    for want in [
+        "hackbench",
+        "receiver:1.1",
+        "receiver:2.3",
+        "sender:1.1",
+        "sender:2.3",
+    ] {
         assert!(comms.contains(want), "{want} not in {comms:?}");
     }
     std::fs::remove_file(&path).unwrap();
@@ -122,7 +152,10 @@ fn traces_are_byte_identical_for_equal_runs() {
     for ext in ["perfetto-trace", "txt"] {
         let (_, a) = trace_file(cfg(4, "linux-2.4", w), &format!("det-a.{ext}"));
         let (_, b) = trace_file(cfg(4, "linux-2.4", w), &format!("det-b.{ext}"));
-        assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "{ext}");
+        assert!(
+            std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+            "{ext}"
+        );
     }
 }
 
@@ -161,10 +194,7 @@ impl Workload for Tiny {
                     let child = program(move |_env: &mut Env<'_>| {
                         n += 1;
                         if n == 1 {
-                            Op::Compute {
-                                ns: 20 * US,
-                                ws: 0,
-                            }
+                            Op::Compute { ns: 20 * US, ws: 0 }
                         } else {
                             Op::Exit
                         }
@@ -199,9 +229,18 @@ fn ftrace_text_of_a_tiny_run_is_golden() {
         std::fs::write(&golden, &got).unwrap();
     }
     let want = std::fs::read_to_string(&golden).expect("golden file (SCHEDLAB_BLESS=1 writes it)");
-    assert_eq!(got, want, "ftrace text changed (SCHEDLAB_BLESS=1 rewrites the golden file)");
-    let switches = got.lines().filter(|l| l.contains(": sched_switch: ")).count() as u64;
-    assert_eq!(switches, r["counters"]["context_switches"].as_u64().unwrap());
+    assert_eq!(
+        got, want,
+        "ftrace text changed (SCHEDLAB_BLESS=1 rewrites the golden file)"
+    );
+    let switches = got
+        .lines()
+        .filter(|l| l.contains(": sched_switch: "))
+        .count() as u64;
+    assert_eq!(
+        switches,
+        r["counters"]["context_switches"].as_u64().unwrap()
+    );
 }
 
 #[test]
@@ -214,12 +253,21 @@ fn the_latency_summary_accounts_for_every_switch_in() {
     let (r, s) = traced(Simulation::new(c).unwrap(), &req);
     let s = s.unwrap();
     let names: Vec<&str> = s.rows.iter().map(|r| r.task.as_str()).collect();
-    assert!(names.contains(&"sender:(10)") && names.contains(&"receiver:(10)"), "{names:?}");
+    assert!(
+        names.contains(&"sender:(10)") && names.contains(&"receiver:(10)"),
+        "{names:?}"
+    );
     // Every switch-in of a task follows its becoming runnable: one delay each.
-    assert_eq!(s.total_count, r["counters"]["task_switches"].as_u64().unwrap());
+    assert_eq!(
+        s.total_count,
+        r["counters"]["task_switches"].as_u64().unwrap()
+    );
     for row in &s.rows {
         assert!(row.max_delay_ns as f64 >= row.avg_delay_ns, "{row:?}");
-        assert_eq!(row.max_delay_end_ns - row.max_delay_start_ns, row.max_delay_ns);
+        assert_eq!(
+            row.max_delay_end_ns - row.max_delay_start_ns,
+            row.max_delay_ns
+        );
     }
     let wl = &r["counters"]["wakeup_latency"];
     assert!(wl["count"].as_u64().unwrap() > 0);
@@ -244,7 +292,10 @@ fn the_timeline_is_well_formed_svg_with_one_lane_per_cpu() {
         .filter(|n| n.attribute("class") == Some("lane"))
         .count();
     assert_eq!(lanes, 4);
-    assert!(svg.contains("reflex:0") && svg.contains("reflex:1"), "tasks labelled");
+    assert!(
+        svg.contains("reflex:0") && svg.contains("reflex:1"),
+        "tasks labelled"
+    );
 }
 
 #[test]

@@ -92,7 +92,19 @@ mod tests {
     #[test]
     fn buckets_cover_every_value_in_order() {
         let mut last = 0;
-        for v in [0u64, 1, 127, 128, 129, 255, 256, 1000, 65_537, 1 << 40, u64::MAX / 3] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            129,
+            255,
+            256,
+            1000,
+            65_537,
+            1 << 40,
+            u64::MAX / 3,
+        ] {
             let i = index(v);
             assert!(i >= last, "{v}");
             last = i;

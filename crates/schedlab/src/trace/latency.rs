@@ -177,8 +177,7 @@ impl Output for Latency {
             m.runtime_ns += a.row.runtime_ns;
             m.count += a.row.count;
             m.sum_delay += a.row.sum_delay;
-            if a.row.count > 0 && (a.row.max_delay_ns > m.max_delay_ns || m.count == a.row.count)
-            {
+            if a.row.count > 0 && (a.row.max_delay_ns > m.max_delay_ns || m.count == a.row.count) {
                 m.max_delay_ns = a.row.max_delay_ns;
                 m.max_delay_start_ns = a.row.max_delay_start_ns;
                 m.max_delay_end_ns = a.row.max_delay_end_ns;

@@ -440,11 +440,11 @@ impl Tracer {
             let a = &mut self.outs[i];
             a.out.begin(start, &alive, &running);
             a.open = true;
-            for rq in 0..self.cpus {
+            for (rq, by) in running.iter().enumerate() {
                 let r = Rec {
                     cpu: rq,
                     ts: start,
-                    by: running[rq],
+                    by,
                     kind: Kind::RqLen { rq, n: self.nr[rq] },
                 };
                 a.out.record(&r);

@@ -288,7 +288,11 @@ impl Timeline {
                         o,
                         r##"<rect x="{x:.2}" y="{y:.1}" width="{wd:.2}" height="{lane_h}" fill="{fill}"><title>{} {}</title></rect>"##,
                         esc(&m.comm),
-                        if k == 0 { String::new() } else { format!("pid {}", m.pid) }
+                        if k == 0 {
+                            String::new()
+                        } else {
+                            format!("pid {}", m.pid)
+                        }
                     );
                     if k != 0 && wd > 6.5 * m.comm.len() as f64 + 4.0 {
                         let _ = write!(
@@ -363,7 +367,12 @@ impl Timeline {
         let mut items: Vec<(String, String)> = if self.metas.len() <= 9 {
             self.metas[1..]
                 .iter()
-                .map(|m| (colour(m.group, m.shade), format!("{} (pid {})", m.comm, m.pid)))
+                .map(|m| {
+                    (
+                        colour(m.group, m.shade),
+                        format!("{} (pid {})", m.comm, m.pid),
+                    )
+                })
                 .collect()
         } else {
             self.groups

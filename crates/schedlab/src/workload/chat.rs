@@ -227,7 +227,10 @@ impl Program for ServerSend {
 /// server ends of the connections and the users' queues.
 fn server_thread(s: Shape, conns: &[Fd], queues: &[Fd], k: u64) -> Box<dyn Program> {
     let role = if k.is_multiple_of(2) { "sr" } else { "ss" };
-    super::toolkit::named(thread_comm(s, role, k), server_thread_of(s, conns, queues, k))
+    super::toolkit::named(
+        thread_comm(s, role, k),
+        server_thread_of(s, conns, queues, k),
+    )
 }
 
 /// The comm of thread `k` of a user: `roomR:<role>U` (room and user 1-based), so traces
@@ -378,19 +381,25 @@ impl Program for Client {
                 3 => {
                     let (s, gate, conns) = (self.s, self.gate(), self.conns.fds());
                     step!(self.server.step(env, |_, _| {
-                        super::toolkit::named("chat_s", Box::new(Server {
-                            phase: 0,
-                            s,
-                            conns: conns.iter().map(|&c| c + 1).collect(),
-                            ready_out: gate.ready + 1,
-                            queues: Open::new(Chan::SocketPair, s.connections(), |_, ret| {
-                                format!("chat: server: socketpair() failed ({ret})")
+                        super::toolkit::named(
+                            "chat_s",
+                            Box::new(Server {
+                                phase: 0,
+                                s,
+                                conns: conns.iter().map(|&c| c + 1).collect(),
+                                ready_out: gate.ready + 1,
+                                queues: Open::new(Chan::SocketPair, s.connections(), |_, ret| {
+                                    format!("chat: server: socketpair() failed ({ret})")
+                                }),
+                                threads: Spawn::clones(2 * s.connections(), |i, ret| {
+                                    format!(
+                                        "chat: server: clone() of thread {} refused ({ret})",
+                                        i + 1
+                                    )
+                                }),
+                                reap: Reap::all(),
                             }),
-                            threads: Spawn::clones(2 * s.connections(), |i, ret| {
-                                format!("chat: server: clone() of thread {} refused ({ret})", i + 1)
-                            }),
-                            reap: Reap::all(),
-                        }))
+                        )
                     }));
                 }
                 4 => {
@@ -429,19 +438,22 @@ impl Program for Client {
 impl Workload for Chat {
     fn root(&self) -> Box<dyn Program> {
         let n = self.s.connections();
-        super::toolkit::named("chat_c", Box::new(Client {
-            phase: 0,
-            s: self.s,
-            pipes: Open::pipes(2, |_, ret| format!("chat: pipe() failed ({ret})")),
-            conns: Open::new(Chan::Tcp, n, |i, ret| {
-                format!("chat: TCP connection of user {} failed ({ret})", i + 1)
+        super::toolkit::named(
+            "chat_c",
+            Box::new(Client {
+                phase: 0,
+                s: self.s,
+                pipes: Open::pipes(2, |_, ret| format!("chat: pipe() failed ({ret})")),
+                conns: Open::new(Chan::Tcp, n, |i, ret| {
+                    format!("chat: TCP connection of user {} failed ({ret})", i + 1)
+                }),
+                server: Spawn::forks(1, |_, ret| format!("chat: fork() of chat_s failed ({ret})")),
+                threads: Spawn::clones(2 * n, |i, ret| {
+                    format!("chat: clone() of client thread {} failed ({ret})", i + 1)
+                }),
+                reap: Reap::all(),
             }),
-            server: Spawn::forks(1, |_, ret| format!("chat: fork() of chat_s failed ({ret})")),
-            threads: Spawn::clones(2 * n, |i, ret| {
-                format!("chat: clone() of client thread {} failed ({ret})", i + 1)
-            }),
-            reap: Reap::all(),
-        }))
+        )
     }
 
     fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {

@@ -186,17 +186,21 @@ impl HackbenchInfo {
             let n = s.per_child();
             // fds[0] to the receiver, fds[1] to the senders (as hackbench).
             let comm = format!("receiver:{}.{}", g + 1, j + 1);
-            return super::toolkit::named(comm, Box::new(Receiver {
-                start: gate
-                    .arrive(|_, ret| format!("hackbench: receiver: ready write returned {ret}")),
-                msgs: Reads::new(group[j as usize], s.datasize, n, move |done, ret| {
-                    format!(
-                        "hackbench: receiver: read returned {ret} with {} messages to go",
-                        n - done
-                    )
+            return super::toolkit::named(
+                comm,
+                Box::new(Receiver {
+                    start: gate.arrive(|_, ret| {
+                        format!("hackbench: receiver: ready write returned {ret}")
+                    }),
+                    msgs: Reads::new(group[j as usize], s.datasize, n, move |done, ret| {
+                        format!(
+                            "hackbench: receiver: read returned {ret} with {} messages to go",
+                            n - done
+                        )
+                    }),
+                    datasize: s.datasize,
                 }),
-                datasize: s.datasize,
-            }));
+            );
         }
         let out: Arc<[Fd]> = group[..s.fds as usize].iter().map(|&fd| fd + 1).collect();
         let comm = format!("sender:{}.{}", g + 1, j - s.fds + 1);

@@ -249,14 +249,17 @@ impl Ring {
         let j = i - first;
         let succ = first + (j + 1) % k;
         let comm = format!("reflex:{i}");
-        super::toolkit::named(comm, Box::new(Thread {
-            st: ThreadSt::Read,
-            own: pipes[i as usize],
-            succ: pipes[succ as usize] + 1,
-            rounds: (j == k - 1).then(|| self.rounds.clone()),
-            delay_ns: self.delay_ns,
-            yield_p: self.yield_p,
-        }))
+        super::toolkit::named(
+            comm,
+            Box::new(Thread {
+                st: ThreadSt::Read,
+                own: pipes[i as usize],
+                succ: pipes[succ as usize] + 1,
+                rounds: (j == k - 1).then(|| self.rounds.clone()),
+                delay_ns: self.delay_ns,
+                yield_p: self.yield_p,
+            }),
+        )
     }
 }
 

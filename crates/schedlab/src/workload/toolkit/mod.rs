@@ -82,6 +82,34 @@ macro_rules! step {
 }
 pub(crate) use step;
 
+/// A program with a name: its comm in traces ([`Program::comm`]).
+struct Named {
+    comm: String,
+    inner: Box<dyn crate::kernel::abi::Program>,
+}
+
+impl crate::kernel::abi::Program for Named {
+    #[inline]
+    fn next(&mut self, env: &mut Env<'_>) -> Op {
+        self.inner.next(env)
+    }
+
+    fn comm(&self) -> Option<String> {
+        Some(self.comm.clone())
+    }
+}
+
+/// `program`, named `comm` in traces (`group:index`: the part before `:` is its group).
+pub fn named(
+    comm: impl Into<String>,
+    program: Box<dyn crate::kernel::abi::Program>,
+) -> Box<dyn crate::kernel::abi::Program> {
+    Box::new(Named {
+        comm: comm.into(),
+        inner: program,
+    })
+}
+
 /// Helpers for the pieces' tests: drive a piece by hand, or run a program in a simulation.
 #[cfg(test)]
 pub(crate) mod testing {
@@ -177,32 +205,4 @@ pub(crate) mod testing {
         let r = sim.run(&mut |_, _| {});
         (r, sim)
     }
-}
-
-/// A program with a name: its comm in traces ([`Program::comm`]).
-struct Named {
-    comm: String,
-    inner: Box<dyn crate::kernel::abi::Program>,
-}
-
-impl crate::kernel::abi::Program for Named {
-    #[inline]
-    fn next(&mut self, env: &mut Env<'_>) -> Op {
-        self.inner.next(env)
-    }
-
-    fn comm(&self) -> Option<String> {
-        Some(self.comm.clone())
-    }
-}
-
-/// `program`, named `comm` in traces (`group:index`: the part before `:` is its group).
-pub fn named(
-    comm: impl Into<String>,
-    program: Box<dyn crate::kernel::abi::Program>,
-) -> Box<dyn crate::kernel::abi::Program> {
-    Box::new(Named {
-        comm: comm.into(),
-        inner: program,
-    })
 }
