@@ -488,6 +488,8 @@ impl TraceSink for Tracer {
             self.ensure(id as TaskId);
             let comm = if t.is_idle {
                 format!("swapper/{}", t.processor)
+            } else if let Some(c) = k.programs[id].as_ref().and_then(|p| p.comm()) {
+                sanitize_comm(&c)
             } else if t.parent.is_none() && t.pid == 1 {
                 root_comm(workload)
             } else {
