@@ -56,6 +56,17 @@ enum Cmd {
         /// Output format on stdout.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Also write a scheduling trace of chosen cells into DIR (one file per cell,
+        /// `TABLE-NN-POLICY-NCPU.perfetto-trace`); the cells are chosen with --trace-cell.
+        #[arg(long, value_name = "DIR")]
+        trace_dir: Option<std::path::PathBuf>,
+        /// A cell to trace: TABLE_ID#N (the table's N-th cell, from 0) or text found in
+        /// "TABLE_ID POLICY WORKLOAD cpus=N"; repeatable. Default: every cell selected.
+        #[arg(long, value_name = "SELECT")]
+        trace_cell: Vec<String>,
+        /// Trace format of --trace-dir.
+        #[arg(long, value_enum, default_value_t = TraceFormat::Perfetto)]
+        trace_format: TraceFormat,
     },
     /// Run a workload for real on this host: processes, threads, pipes, sockets.
     Native(NativeArgs),
@@ -118,6 +129,14 @@ struct TraceArgs {
     /// Draw a per-CPU timeline of who ran when (SVG), over --trace-window or the whole run.
     #[arg(long, value_name = "FILE.svg")]
     timeline: Option<std::path::PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TraceFormat {
+    /// Perfetto protobuf (`.perfetto-trace`).
+    Perfetto,
+    /// ftrace text (`.txt`).
+    Txt,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -222,7 +241,19 @@ fn main() -> ExitCode {
             jobs,
             model,
             format,
-        } => reproduce(ids, out, jobs, model, format),
+            trace_dir,
+            trace_cell,
+            trace_format,
+        } => match trace_dir {
+            None => reproduce(ids, out, jobs, model, format),
+            // Cells and directory are checked before any work starts.
+            Some(dir) => {
+                chosen_cells(&ids, model.as_deref(), &trace_cell, &dir).and_then(|cells| {
+                    reproduce(ids, out, jobs, model, format)?;
+                    trace_cells(&dir, &cells, trace_format)
+                })
+            }
+        },
         Cmd::Native(a) => native::native(a),
     };
     match res {
@@ -445,6 +476,105 @@ fn reproduce(
         )),
         Format::Text => out(&rep.text()),
     }
+}
+
+/// The cells `reproduce --trace-dir` traces: those of the selected tables that `select`
+/// names (all when empty), with `--model` applied; `dir` must be writable.
+fn chosen_cells(
+    ids: &[String],
+    model: Option<&str>,
+    select: &[String],
+    dir: &std::path::Path,
+) -> Result<Vec<(schedlab::experiment::Table, usize)>, CliError> {
+    use schedlab::experiment;
+    let mut tables = experiment::select(experiment::all_tables(), ids).map_err(CliError::Input)?;
+    if let Some(m) = model {
+        for t in &mut tables {
+            t.machine = format!("{}:{m}", t.machine);
+        }
+    }
+    let mut cells = Vec::new();
+    for t in &tables {
+        for (i, c) in t.cells.iter().enumerate() {
+            let text = format!("{} {} {} cpus={}", t.id, c.policy, c.workload, c.cpus);
+            let by_index = format!("{}#{i}", t.id);
+            if select.is_empty() || select.iter().any(|s| *s == by_index || text.contains(s)) {
+                cells.push((t.clone(), i));
+            }
+        }
+    }
+    if cells.is_empty() {
+        return Err(CliError::Input(format!(
+            "--trace-cell {}: no cell of the selected tables matches (accepted: TABLE_ID#N or text of \"TABLE_ID POLICY WORKLOAD cpus=N\")",
+            select.join(" ")
+        )));
+    }
+    check_writable(dir)?;
+    Ok(cells)
+}
+
+/// `reproduce --trace-dir`: rerun the chosen cells with a trace each (the same seeded
+/// runs as the reproduction, so the same results).
+fn trace_cells(
+    dir: &std::path::Path,
+    cells: &[(schedlab::experiment::Table, usize)],
+    format: TraceFormat,
+) -> Result<(), CliError> {
+    use rayon::prelude::*;
+    use schedlab::experiment;
+    let ext = match format {
+        TraceFormat::Perfetto => "perfetto-trace",
+        TraceFormat::Txt => "txt",
+    };
+    let written: Vec<Result<String, String>> = cells
+        .par_iter()
+        .map(|(t, i)| {
+            let (t, i) = (t, *i);
+            let c = &t.cells[i];
+            let clean = |s: &str| -> String {
+                s.chars()
+                    .map(|ch| {
+                        if ch.is_ascii_alphanumeric() || ch == '-' || ch == '.' {
+                            ch
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect()
+            };
+            let name = format!(
+                "{}-{i:02}-{}-{}cpu.{ext}",
+                clean(&t.id),
+                clean(&c.policy),
+                c.cpus
+            );
+            let path = dir.join(name);
+            let mut sim = Simulation::new(experiment::config(t, c)).map_err(|e| e.to_string())?;
+            let req = schedlab::trace::setup::Request {
+                file: Some(path.clone()),
+                ..Default::default()
+            };
+            req.install(&mut sim)?;
+            let res = sim.run(&mut |_, _| {});
+            sim.finish_trace().map_err(|e| e.to_string())?;
+            res.map_err(|e| e.to_string())?;
+            Ok(path.display().to_string())
+        })
+        .collect();
+    let mut failed = 0;
+    for w in &written {
+        match w {
+            Ok(p) => eprintln!("schedlab: wrote {p}"),
+            Err(e) => {
+                failed += 1;
+                eprintln!("schedlab: trace failed: {e}");
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(CliError::Failed(format!("{failed} traced cells failed")));
+    }
+    Ok(())
 }
 
 /// Refuse an output directory that cannot be created or written, before any work.

@@ -847,3 +847,87 @@ fn docs_cite_only_files_that_exist() {
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     assert!(readme.contains("cargo install --path crates/schedlab-cli"));
 }
+
+/// See: issue 16 (traces).
+#[test]
+fn run_writes_traces_latency_and_timeline() {
+    let dir = std::env::temp_dir().join(format!("schedlab-cli-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pf = dir.join("t.perfetto-trace");
+    let svg = dir.join("t.svg");
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "2",
+        "--policy",
+        "o1-d1",
+        "--workload",
+        "hackbench:groups=1,loops=3,fds=4",
+        "--trace",
+        pf.to_str().unwrap(),
+        "--timeline",
+        svg.to_str().unwrap(),
+        "--latency",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["latency"]["rows"].as_array().unwrap().len() >= 2);
+    assert!(v["counters"]["wakeup_latency"]["max_ns"].as_u64().unwrap() > 0);
+    let bytes = std::fs::read(&pf).unwrap();
+    assert_eq!(bytes[0], 0x0a);
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("sched_switch"), "{err}");
+    // Text: the perf-style table follows the report.
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "2",
+        "--policy",
+        "linux-2.4",
+        "--workload",
+        "hackbench:groups=1,loops=3,fds=4",
+        "--latency",
+        "pid",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("Max delay start") && text.contains("TOTAL:"),
+        "{text}"
+    );
+    assert!(text.contains("sender:1.1:"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_trace_arguments_are_input_errors() {
+    let base = [
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "2",
+        "--policy",
+        "fifo",
+        "--workload",
+        "lat_pipe",
+    ];
+    for extra in [
+        &["--trace", "x.json"][..],
+        &["--trace", "x.txt", "--trace-window", "5..2"][..],
+        &["--trace-window", "1..2"][..],
+    ] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let o = schedlab(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("accepted"), "{err}");
+    }
+}

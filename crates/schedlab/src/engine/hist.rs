@@ -66,12 +66,16 @@ impl Histogram {
     }
 
     /// The `q`-quantile (0 < q ≤ 1): the middle of the bucket holding the value of rank
-    /// ⌈q·count⌉, at most the maximum; 0 when empty.
+    /// ⌈q·count⌉, at most the maximum (the maximum itself for the last rank); 0 when
+    /// empty.
     pub fn quantile(&self, q: f64) -> f64 {
         if self.count == 0 {
             return 0.0;
         }
         let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        if rank == self.count {
+            return self.max as f64;
+        }
         let mut seen = 0;
         for (i, &n) in self.buckets.iter().enumerate() {
             seen += n;

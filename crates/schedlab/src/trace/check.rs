@@ -45,12 +45,12 @@ pub fn check(t: &Trace, from_boot: bool) -> Result<Facts, String> {
     let mut f = Facts::default();
     let mut last_ts: BTreeMap<u32, u64> = BTreeMap::new();
     let mut on_cpu: BTreeMap<u32, i32> = BTreeMap::new();
-    let has_utsname = t
+    let first_is_system_info = t
         .packet
         .first()
         .and_then(|p| p.system_info.as_ref())
         .is_some_and(|s| s.utsname.is_some());
-    if !has_utsname {
+    if !first_is_system_info {
         return Err("the first packet is not SystemInfo with utsname".into());
     }
     for p in &t.packet {

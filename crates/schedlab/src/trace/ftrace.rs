@@ -2,16 +2,14 @@
 //! the `nop` tracer's header, then one line per event in global time order (the kernel
 //! merges its per-CPU buffers by time; ties keep engine order).
 //!
-//! Streaming: lines wait in a small reorder heap until global time passes them (no later
-//! event can be stamped earlier, see [`super::TraceSink::advance`]) and go to a body file
-//! beside the trace; at the end the header, which counts the entries, is written and the
+//! Streaming: lines are formatted at once into per-CPU byte queues, wait there until
+//! global time passes them (no later event can be stamped earlier, see
+//! [`super::TraceSink::advance`]) and are merged by time into a body file beside the trace; at the end the header, which counts the entries, is written and the
 //! body appended. Simulator-only facts are atrace `print` events
 //! (`tracing_mark_write:`): `C|0|rqN_nr_running|n`, `C|0|cpuN_spinning|0/1` (a counter per
 //! CPU: a spinning idle task would break per-thread slice nesting) and `I|tgid|ipi:N`.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::fmt::Write as _;
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -19,16 +17,24 @@ use std::path::{Path, PathBuf};
 use super::{state, Kind, Output, OutputSummary, Rec, RunInfo, TaskInfo};
 use crate::engine::Time;
 
+/// Lines of one CPU waiting for global time: their bytes back to back, and per line its
+/// time, order and length. A CPU's lines are in time order (the tracer stamps them so),
+/// so merging the CPUs' queues by (time, order) gives the global order.
+#[derive(Default)]
+struct CpuLines {
+    bytes: Vec<u8>,
+    start: usize,
+    lines: VecDeque<(Time, u64, u32)>,
+}
+
 /// The ftrace text writer.
 pub struct FtraceWriter {
     path: PathBuf,
     body_path: PathBuf,
     body: BufWriter<File>,
     info: RunInfo,
-    heap: BinaryHeap<Reverse<(Time, u64, String)>>,
+    cpus: Vec<CpuLines>,
     seq: u64,
-    /// Time of the last line written (a late line is written at this time).
-    written_to: Time,
     lines: u64,
     switches: u64,
     body_bytes: u64,
@@ -53,17 +59,38 @@ pub fn header(entries: u64, cpus: usize) -> String {
     )
 }
 
-/// One line: the prefix (`%16s-%-7d [%03d] flags %5lu.%06lu: `), then `event: args`.
-pub fn line(by: &TaskInfo, cpu: usize, ts: Time, flags: &str, event: &str, args: &str) -> String {
+/// One line: the prefix (`%16s-%-7d [%03d] flags %5lu.%06lu: `), then `event: ` and the
+/// arguments `args` writes.
+pub fn write_line(
+    w: &mut Vec<u8>,
+    by: &TaskInfo,
+    cpu: usize,
+    ts: Time,
+    flags: &str,
+    event: &str,
+    args: impl FnOnce(&mut Vec<u8>),
+) {
     let comm = if by.pid == 0 { "<idle>" } else { &by.comm };
     // ns2usecs: rounded to the microsecond.
     let us = (ts + 500) / 1000;
-    format!(
-        "{comm:>16}-{:<7} [{cpu:03}] {flags} {:>5}.{:06}: {event}: {args}\n",
+    let _ = write!(
+        w,
+        "{comm:>16}-{:<7} [{cpu:03}] {flags} {:>5}.{:06}: {event}: ",
         by.pid,
         us / 1_000_000,
         us % 1_000_000
-    )
+    );
+    args(w);
+    w.push(b'\n');
+}
+
+/// One line as a string (see [`write_line`]).
+pub fn line(by: &TaskInfo, cpu: usize, ts: Time, flags: &str, event: &str, args: &str) -> String {
+    let mut v = Vec::new();
+    write_line(&mut v, by, cpu, ts, flags, event, |w| {
+        w.extend_from_slice(args.as_bytes())
+    });
+    String::from_utf8(v).expect("ASCII")
 }
 
 impl FtraceWriter {
@@ -79,10 +106,9 @@ impl FtraceWriter {
             path: path.to_path_buf(),
             body_path,
             body: BufWriter::with_capacity(1 << 16, f),
+            cpus: (0..info.cpus).map(|_| CpuLines::default()).collect(),
             info,
-            heap: BinaryHeap::new(),
             seq: 0,
-            written_to: 0,
             lines: 0,
             switches: 0,
             body_bytes: 0,
@@ -90,109 +116,117 @@ impl FtraceWriter {
     }
 
     fn drain(&mut self, upto: Time) {
-        while let Some(Reverse((ts, _, _))) = self.heap.peek() {
-            if *ts > upto {
-                break;
+        loop {
+            // The CPU whose next line comes first (determinism: ties by emission order).
+            let mut best: Option<(Time, u64, usize)> = None;
+            for (c, q) in self.cpus.iter().enumerate() {
+                if let Some(&(ts, seq, _)) = q.lines.front() {
+                    if ts <= upto && best.is_none_or(|(bt, bs, _)| (ts, seq) < (bt, bs)) {
+                        best = Some((ts, seq, c));
+                    }
+                }
             }
-            let Reverse((ts, _, l)) = self.heap.pop().expect("peeked");
-            // Lines are formatted with their own time; one that arrives after a later
-            // line was written keeps its time (the order of the file is then off by
-            // less than one hook; Perfetto sorts anyway).
-            self.written_to = self.written_to.max(ts);
-            self.body_bytes += l.len() as u64;
-            let _ = self.body.write_all(l.as_bytes());
+            let Some((_, _, c)) = best else { break };
+            let q = &mut self.cpus[c];
+            let (_, _, len) = q.lines.pop_front().expect("a line");
+            let end = q.start + len as usize;
+            let _ = self.body.write_all(&q.bytes[q.start..end]);
+            self.body_bytes += u64::from(len);
             self.lines += 1;
+            q.start = end;
+            if q.lines.is_empty() {
+                q.bytes.clear();
+                q.start = 0;
+            } else if q.start > (1 << 16) && q.start * 2 > q.bytes.len() {
+                q.bytes.drain(..q.start);
+                q.start = 0;
+            }
         }
     }
 
-    fn push(&mut self, ts: Time, l: String) {
+    fn push(&mut self, r: &Rec<'_>, flags: &str, event: &str, args: impl FnOnce(&mut Vec<u8>)) {
         self.seq += 1;
-        self.heap.push(Reverse((ts, self.seq, l)));
+        let q = &mut self.cpus[r.cpu];
+        let before = q.bytes.len();
+        write_line(&mut q.bytes, r.by, r.cpu, r.ts, flags, event, args);
+        let len = (q.bytes.len() - before) as u32;
+        q.lines.push_back((r.ts, self.seq, len));
     }
 }
 
-/// The text of one record: (flags, event name, arguments).
-pub fn format_rec(r: &Rec<'_>) -> (&'static str, &'static str, String) {
-    let mut a = String::new();
+/// The flags and event name of one record.
+pub fn event_of(r: &Rec<'_>) -> (&'static str, &'static str) {
     let sched = "d..2.";
-    let ev = match r.kind {
+    match r.kind {
+        Kind::Switch { .. } => (sched, "sched_switch"),
+        Kind::Waking { .. } => (sched, "sched_waking"),
+        Kind::Wakeup { new: true, .. } => (sched, "sched_wakeup_new"),
+        Kind::Wakeup { .. } => (sched, "sched_wakeup"),
+        Kind::Migrate { .. } => (sched, "sched_migrate_task"),
+        Kind::Fork { .. } => (sched, "sched_process_fork"),
+        Kind::Rename { .. } => (sched, "task_rename"),
+        Kind::Exit { .. } => (sched, "sched_process_exit"),
+        Kind::Free { .. } => (sched, "sched_process_free"),
+        Kind::SpinBegin { .. } | Kind::SpinEnd { .. } | Kind::Ipi { .. } | Kind::RqLen { .. } => {
+            (".....", "tracing_mark_write")
+        }
+    }
+}
+
+/// Write the arguments of one record (`TP_printk` of its event, traces.md §4.3).
+pub fn write_args(a: &mut Vec<u8>, r: &Rec<'_>) {
+    let _ = match r.kind {
         Kind::Switch {
             prev,
             prev_state,
             next,
         } => {
-            let _ = write!(
+            let other;
+            let st = match prev_state {
+                state::RUNNABLE => "R",
+                state::PREEMPTED => "R+",
+                state::S => "S",
+                state::D => "D",
+                state::X => "X",
+                _ => {
+                    other = state::letters(prev_state);
+                    other.as_str()
+                }
+            };
+            write!(
                 a,
                 "prev_comm={} prev_pid={} prev_prio={} prev_state={} ==> next_comm={} next_pid={} next_prio={}",
-                prev.comm,
-                prev.pid,
-                prev.prio,
-                state::letters(prev_state),
-                next.comm,
-                next.pid,
-                next.prio
-            );
-            "sched_switch"
+                prev.comm, prev.pid, prev.prio, st, next.comm, next.pid, next.prio
+            )
         }
-        Kind::Waking { p, target } | Kind::Wakeup { p, target, .. } => {
-            let _ = write!(
-                a,
-                "comm={} pid={} prio={} target_cpu={:03}",
-                p.comm, p.pid, p.prio, target
-            );
-            match r.kind {
-                Kind::Waking { .. } => "sched_waking",
-                Kind::Wakeup { new: true, .. } => "sched_wakeup_new",
-                _ => "sched_wakeup",
-            }
-        }
-        Kind::Migrate { p, from, to } => {
-            let _ = write!(
-                a,
-                "comm={} pid={} prio={} orig_cpu={from} dest_cpu={to}",
-                p.comm, p.pid, p.prio
-            );
-            "sched_migrate_task"
-        }
-        Kind::Fork { child, .. } => {
-            let _ = write!(
-                a,
-                "comm={} pid={} child_comm={} child_pid={}",
-                r.by.comm, r.by.pid, child.comm, child.pid
-            );
-            "sched_process_fork"
-        }
-        Kind::Rename { p, old } => {
-            let _ = write!(
-                a,
-                "pid={} oldcomm={old} newcomm={} oom_score_adj=0",
-                p.pid, p.comm
-            );
-            "task_rename"
-        }
+        Kind::Waking { p, target } | Kind::Wakeup { p, target, .. } => write!(
+            a,
+            "comm={} pid={} prio={} target_cpu={:03}",
+            p.comm, p.pid, p.prio, target
+        ),
+        Kind::Migrate { p, from, to } => write!(
+            a,
+            "comm={} pid={} prio={} orig_cpu={from} dest_cpu={to}",
+            p.comm, p.pid, p.prio
+        ),
+        Kind::Fork { child, .. } => write!(
+            a,
+            "comm={} pid={} child_comm={} child_pid={}",
+            r.by.comm, r.by.pid, child.comm, child.pid
+        ),
+        Kind::Rename { p, old } => write!(
+            a,
+            "pid={} oldcomm={old} newcomm={} oom_score_adj=0",
+            p.pid, p.comm
+        ),
         Kind::Exit { p } | Kind::Free { p } => {
-            let _ = write!(a, "comm={} pid={} prio={}", p.comm, p.pid, p.prio);
-            if matches!(r.kind, Kind::Exit { .. }) {
-                "sched_process_exit"
-            } else {
-                "sched_process_free"
-            }
+            write!(a, "comm={} pid={} prio={}", p.comm, p.pid, p.prio)
         }
-        Kind::SpinBegin { .. } | Kind::SpinEnd { .. } => {
-            let on = u8::from(matches!(r.kind, Kind::SpinBegin { .. }));
-            let _ = write!(a, "C|0|cpu{}_spinning|{on}", r.cpu);
-            return (".....", "tracing_mark_write", a);
-        }
-        Kind::Ipi { target } => {
-            let _ = write!(a, "I|{}|ipi:{target}", r.by.tgid);
-            return (".....", "tracing_mark_write", a);
-        }
-        Kind::RqLen { rq, n } => {
-            let _ = write!(a, "C|0|rq{rq}_nr_running|{n}");
-            return (".....", "tracing_mark_write", a);
-        }
+        Kind::SpinBegin { .. } => write!(a, "C|0|cpu{}_spinning|1", r.cpu),
+        Kind::SpinEnd { .. } => write!(a, "C|0|cpu{}_spinning|0", r.cpu),
+        Kind::Ipi { target } => write!(a, "I|{}|ipi:{target}", r.by.tgid),
+        Kind::RqLen { rq, n } => write!(a, "C|0|rq{rq}_nr_running|{n}"),
     };
-    (sched, ev, a)
 }
 
 impl Output for FtraceWriter {
@@ -202,20 +236,20 @@ impl Output for FtraceWriter {
         if let Kind::Fork { child, thread } = r.kind {
             // task_newtask first, as the kernel emits it (copy_process) before the fork
             // tracepoint (kernel_clone).
-            let flags = if thread { 0x0001_0f00 } else { 0x11 };
-            let args = format!(
-                "pid={} comm={} clone_flags={flags:x} oom_score_adj=0",
-                child.pid, child.comm
-            );
-            let l = line(r.by, r.cpu, r.ts, "d..2.", "task_newtask", &args);
-            self.push(r.ts, l);
+            let flags: u64 = if thread { 0x0001_0f00 } else { 0x11 };
+            self.push(r, "d..2.", "task_newtask", |w| {
+                let _ = write!(
+                    w,
+                    "pid={} comm={} clone_flags={flags:x} oom_score_adj=0",
+                    child.pid, child.comm
+                );
+            });
         }
         if let Kind::Switch { .. } = r.kind {
             self.switches += 1;
         }
-        let (flags, ev, args) = format_rec(r);
-        let l = line(r.by, r.cpu, r.ts, flags, ev, &args);
-        self.push(r.ts, l);
+        let (flags, ev) = event_of(r);
+        self.push(r, flags, ev, |w| write_args(w, r));
     }
 
     fn advance(&mut self, now: Time) {

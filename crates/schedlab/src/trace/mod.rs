@@ -440,7 +440,7 @@ impl Tracer {
             let a = &mut self.outs[i];
             a.out.begin(start, &alive, &running);
             a.open = true;
-            for (rq, &by) in running.iter().enumerate().take(self.cpus) {
+            for (rq, by) in running.iter().enumerate() {
                 let r = Rec {
                     cpu: rq,
                     ts: start,
@@ -488,6 +488,8 @@ impl TraceSink for Tracer {
             self.ensure(id as TaskId);
             let comm = if t.is_idle {
                 format!("swapper/{}", t.processor)
+            } else if let Some(c) = k.programs[id].as_ref().and_then(|p| p.comm()) {
+                sanitize_comm(&c)
             } else if t.parent.is_none() && t.pid == 1 {
                 root_comm(workload)
             } else {

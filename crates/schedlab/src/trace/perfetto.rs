@@ -39,9 +39,15 @@ pub struct PerfettoWriter {
     w: BufWriter<File>,
     info: RunInfo,
     bundles: Vec<Vec<FtraceEvent>>,
-    tracks: Vec<TracePacket>,
-    /// Track uuids already described.
-    described: std::collections::BTreeSet<u64>,
+    /// Track-event packets, encoded, waiting to be written with the next flush.
+    tracks: Vec<u8>,
+    /// Track-event packets in `tracks`.
+    track_packets: usize,
+    /// Per CPU: the names of its tracks (run queue, lock spin, IPIs), and whether each
+    /// was described yet.
+    tracks_of: Vec<[(String, bool); 3]>,
+    /// Slice names of lock waits, by lock.
+    waits: std::collections::BTreeMap<&'static str, String>,
     buf: Vec<u8>,
     bytes: u64,
     events: u64,
@@ -64,9 +70,19 @@ impl PerfettoWriter {
             path: path.to_path_buf(),
             w: BufWriter::with_capacity(1 << 16, f),
             bundles: vec![Vec::new(); info.cpus],
+            tracks: Vec::with_capacity(1 << 16),
+            track_packets: 0,
+            tracks_of: (0..info.cpus)
+                .map(|c| {
+                    [
+                        (format!("rq[{c}] nr_running"), false),
+                        (format!("cpu{c} lock spin"), false),
+                        (format!("cpu{c} IPIs"), false),
+                    ]
+                })
+                .collect(),
+            waits: Default::default(),
             info,
-            tracks: Vec::new(),
-            described: Default::default(),
             buf: Vec::with_capacity(1 << 16),
             bytes: 0,
             events: 0,
@@ -77,8 +93,8 @@ impl PerfettoWriter {
     fn packet(&mut self, p: TracePacket) {
         self.buf.clear();
         // `Trace.packet` (field 1, LEN): the file is a run of these.
-        proto::Trace { packet: vec![p] }
-            .encode(&mut self.buf)
+        self.buf.push(0x0a);
+        p.encode_length_delimited(&mut self.buf)
             .expect("a Vec grows");
         self.bytes += self.buf.len() as u64;
         // An I/O error here is reported by `finish` (BufWriter keeps it).
@@ -101,9 +117,18 @@ impl PerfettoWriter {
     }
 
     fn flush_tracks(&mut self) {
-        for p in std::mem::take(&mut self.tracks) {
-            self.packet(p);
-        }
+        self.bytes += self.tracks.len() as u64;
+        let _ = self.w.write_all(&self.tracks);
+        self.tracks.clear();
+        self.track_packets = 0;
+    }
+
+    /// Encode a track-event packet into the waiting ones.
+    fn track_packet(&mut self, p: &TracePacket) {
+        self.tracks.push(0x0a);
+        p.encode_length_delimited(&mut self.tracks)
+            .expect("a Vec grows");
+        self.track_packets += 1;
     }
 
     fn ftrace(&mut self, cpu: usize, ts: Time, pid: u32, ev: Event) {
@@ -119,22 +144,26 @@ impl PerfettoWriter {
         }
     }
 
-    /// A track-event packet on the track `name` (described on first use).
-    fn track(&mut self, ts: Time, name: &str, counter: bool, ev: proto::TrackEvent) {
+    /// A track-event packet on track `which` (0 run queue, 1 lock spin, 2 IPIs) of `cpu`,
+    /// described on first use.
+    fn track(&mut self, ts: Time, cpu: usize, which: usize, ev: proto::TrackEvent) {
+        let (name, described) = &mut self.tracks_of[cpu][which];
         let uuid = track_uuid(name);
-        if self.described.insert(uuid) {
-            self.tracks.push(TracePacket {
+        if !*described {
+            *described = true;
+            let name = Some(name.clone());
+            self.track_packet(&TracePacket {
                 trusted_packet_sequence_id: Some(1),
                 track_descriptor: Some(proto::TrackDescriptor {
                     uuid: Some(uuid),
-                    name: s(name),
-                    counter: counter.then_some(proto::CounterDescriptor { unit: Some(2) }),
+                    name,
+                    counter: (which == 0).then_some(proto::CounterDescriptor { unit: Some(2) }),
                 }),
                 ..Default::default()
             });
         }
         self.events += 1;
-        self.tracks.push(TracePacket {
+        self.track_packet(&TracePacket {
             timestamp: Some(ts),
             trusted_packet_sequence_id: Some(1),
             track_event: Some(proto::TrackEvent {
@@ -143,7 +172,7 @@ impl PerfettoWriter {
             }),
             ..Default::default()
         });
-        if self.tracks.len() >= CHUNK {
+        if self.track_packets >= CHUNK {
             self.flush_tracks();
         }
     }
@@ -275,19 +304,24 @@ impl Output for PerfettoWriter {
                 prio: Some(p.prio),
             }),
             Kind::SpinBegin { lock } => {
+                let name = self
+                    .waits
+                    .entry(lock)
+                    .or_insert_with(|| format!("wait:{lock}"))
+                    .clone();
                 let ev = proto::TrackEvent {
                     r#type: Some(track_type::SLICE_BEGIN),
-                    name: Some(format!("wait:{lock}")),
+                    name: Some(name),
                     ..Default::default()
                 };
-                return self.track(ts, &format!("cpu{cpu} lock spin"), false, ev);
+                return self.track(ts, cpu, 1, ev);
             }
             Kind::SpinEnd { .. } => {
                 let ev = proto::TrackEvent {
                     r#type: Some(track_type::SLICE_END),
                     ..Default::default()
                 };
-                return self.track(ts, &format!("cpu{cpu} lock spin"), false, ev);
+                return self.track(ts, cpu, 1, ev);
             }
             Kind::Ipi { target } => {
                 let ev = proto::TrackEvent {
@@ -295,7 +329,7 @@ impl Output for PerfettoWriter {
                     name: Some(format!("resched IPI from cpu{cpu}")),
                     ..Default::default()
                 };
-                return self.track(ts, &format!("cpu{target} IPIs"), false, ev);
+                return self.track(ts, target, 2, ev);
             }
             Kind::RqLen { rq, n } => {
                 let ev = proto::TrackEvent {
@@ -303,7 +337,7 @@ impl Output for PerfettoWriter {
                     counter_value: Some(i64::from(n)),
                     ..Default::default()
                 };
-                return self.track(ts, &format!("rq[{rq}] nr_running"), true, ev);
+                return self.track(ts, rq, 0, ev);
             }
         };
         self.ftrace(cpu, ts, pid, ev);

@@ -228,7 +228,7 @@ impl Timeline {
         } + 2;
         let legend_h = 22.0 * entries.div_ceil(6) as f64 + 8.0;
         let h = top + cpus as f64 * (lane_h + gap) + 34.0 + legend_h;
-        let w = left + plot_w + 24.0;
+        let w = left + plot_w + 44.0;
         let mut o = String::new();
         let _ = writeln!(
             o,
