@@ -427,7 +427,7 @@ impl Kernel {
         self.stats.context_switches += 1;
         if let Some(t) = self.trace.as_mut() {
             let prev_state = self.tasks[prev as usize].state;
-            t.event(&crate::trace::KEvent::Switch {
+            t.event(&crate::kernel::events::KEvent::Switch {
                 cpu,
                 ts: now,
                 prev,

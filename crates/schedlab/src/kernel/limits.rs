@@ -4,11 +4,10 @@
 //! (`EAGAIN` for a fork, `ENFILE` for a file), and the kernel remembers which limit it was
 //! ([`Kernel::limit_hit`](super::Kernel)), so that the run's error names the limit, its
 //! value and the option that raises it — never a bare errno. A workload that states what
-//! it needs ([`crate::workload::Workload::needs`]) is refused before it starts
+//! it needs (`Workload::needs`) is refused before it starts
 //! ([`Limit::check`]).
 
 use crate::machine::Machine;
-use crate::workload::Needs;
 
 /// `PID_MAX` of 2.4 (`0x8000`): fixed at compile time.
 pub const PID_MAX: u64 = 32768;
@@ -98,4 +97,15 @@ impl Limit {
             None
         }
     }
+}
+
+/// A lower bound on the kernel resources a workload holds at once (see
+/// `Workload::needs`); zero means "not stated". Limits hit beyond it are still named
+/// when the kernel refuses the call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Tasks alive together, init included.
+    pub tasks: u64,
+    /// Files open together.
+    pub files: u64,
 }

@@ -44,6 +44,7 @@ pub mod abi;
 mod boot;
 pub mod chan;
 mod cpu;
+pub mod events;
 pub(crate) mod frame;
 pub mod limits;
 mod pipe;
@@ -236,7 +237,7 @@ pub struct Kernel {
     /// When the last task left its CPU (or the workload stopped): the run ends there.
     pub(crate) stop_at: Option<Time>,
     /// The trace observer, if a trace was asked for (`None`: one check per event point).
-    pub(crate) trace: Option<Box<dyn crate::trace::TraceSink>>,
+    pub(crate) trace: Option<Box<dyn crate::kernel::events::TraceSink>>,
 }
 
 /// Charge `ns` of work in category `cat` to `cpu`, advancing its clock (and, for running

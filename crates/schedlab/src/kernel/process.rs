@@ -76,7 +76,7 @@ impl Kernel {
         let comm = self.trace.as_ref().and_then(|_| child.comm());
         let id = self.create_task(Some(parent), child, mm, nice, allowed, cpu);
         if let Some(t) = self.trace.as_mut() {
-            t.event(&crate::trace::KEvent::Fork {
+            t.event(&crate::kernel::events::KEvent::Fork {
                 cpu,
                 ts: self.cpus[cpu].clock,
                 parent,
@@ -155,7 +155,7 @@ impl Kernel {
         self.tasks[task as usize].mm = mm;
         if let Some(t) = self.trace.as_mut() {
             let comm = program.comm();
-            t.event(&crate::trace::KEvent::Exec {
+            t.event(&crate::kernel::events::KEvent::Exec {
                 cpu,
                 ts: self.cpus[cpu].clock,
                 p: task,
@@ -173,7 +173,7 @@ impl Kernel {
         self.live_tasks -= 1;
         if let Some(t) = self.trace.as_mut() {
             let ts = self.cpus[cpu].clock;
-            t.event(&crate::trace::KEvent::Exit { cpu, ts, p: task });
+            t.event(&crate::kernel::events::KEvent::Exit { cpu, ts, p: task });
         }
         // Orphans: reparented to nobody; a zombie orphan is released at once.
         let children = std::mem::take(&mut self.tasks[task as usize].children);
@@ -216,7 +216,7 @@ impl Kernel {
     pub(crate) fn release(&mut self, cpu: CpuId, p: TaskId) {
         if let Some(t) = self.trace.as_mut() {
             let ts = self.cpus[cpu].clock;
-            t.event(&crate::trace::KEvent::Free { cpu, ts, p });
+            t.event(&crate::kernel::events::KEvent::Free { cpu, ts, p });
         }
         let t = &mut self.tasks[p as usize];
         debug_assert_eq!(t.state, TaskState::Zombie);

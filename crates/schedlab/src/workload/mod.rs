@@ -53,16 +53,7 @@ pub trait Workload: Send {
     }
 }
 
-/// A lower bound on the kernel resources a workload holds at once (see
-/// [`Workload::needs`]); zero means "not stated". Limits hit beyond it are still named
-/// when the kernel refuses the call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Needs {
-    /// Tasks alive together, init included.
-    pub tasks: u64,
-    /// Files open together.
-    pub files: u64,
-}
+pub use crate::kernel::limits::Needs;
 
 /// Constructor of a workload from validated parameters.
 pub type Builder = fn(&Params, &Machine) -> Result<Box<dyn Workload>, SpecError>;

@@ -87,7 +87,7 @@ impl Kernel {
         let ts = self.cpus[cpu].clock;
         self.tasks[p as usize].woken_at = ts;
         if let Some(t) = self.trace.as_mut() {
-            t.event(&crate::trace::KEvent::Wakeup {
+            t.event(&crate::kernel::events::KEvent::Wakeup {
                 cpu,
                 waking,
                 ts,
@@ -117,7 +117,7 @@ impl Kernel {
     /// `sys_sched_yield` by `p` on `cpu`.
     pub(crate) fn sched_yield(&mut self, cpu: CpuId, p: TaskId) {
         if let Some(t) = self.trace.as_mut() {
-            t.event(&crate::trace::KEvent::Yield { p });
+            t.event(&crate::kernel::events::KEvent::Yield { p });
         }
         let (class, mut ctx) = self.sched(cpu);
         class.yield_task(&mut ctx, cpu, p);
@@ -128,7 +128,7 @@ impl Kernel {
     pub(crate) fn set_user_nice(&mut self, cpu: CpuId, p: TaskId) {
         if let Some(t) = self.trace.as_mut() {
             let nice = self.tasks[p as usize].nice;
-            t.event(&crate::trace::KEvent::Nice { p, nice });
+            t.event(&crate::kernel::events::KEvent::Nice { p, nice });
         }
         let (class, mut ctx) = self.sched(cpu);
         class.prio_changed(&mut ctx, p);

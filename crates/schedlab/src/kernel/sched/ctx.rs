@@ -26,7 +26,7 @@ pub struct SchedCtx<'a> {
     cpu: CpuId,
     cat: Acct,
     irq: bool,
-    trace: Option<&'a mut (dyn crate::trace::TraceSink + 'static)>,
+    trace: Option<&'a mut (dyn crate::kernel::events::TraceSink + 'static)>,
     /// Time spent acquiring locks with `lock()` (spin, atomic, line transfer).
     pub(crate) lock_ns: Time,
 }
@@ -47,7 +47,7 @@ impl<'a> SchedCtx<'a> {
         machine: &'a Machine,
         tick_ns: Time,
         cpu: CpuId,
-        trace: Option<&'a mut (dyn crate::trace::TraceSink + 'static)>,
+        trace: Option<&'a mut (dyn crate::kernel::events::TraceSink + 'static)>,
     ) -> Self {
         SchedCtx {
             tasks,
@@ -283,7 +283,7 @@ impl<'a> SchedCtx<'a> {
         if spin > 0 {
             charge(self.cpus, self.tasks, self.cpu, spin, Acct::Spin);
             if let Some(t) = self.trace.as_deref_mut() {
-                t.event(&crate::trace::KEvent::LockWait {
+                t.event(&crate::kernel::events::KEvent::LockWait {
                     cpu: self.cpu,
                     curr: self.cpus[self.cpu].curr,
                     from: now,
@@ -441,7 +441,7 @@ impl<'a> SchedCtx<'a> {
         self.charge(costs.ipi_send_ns);
         self.stats.ipis += 1;
         if let Some(t) = self.trace.as_deref_mut() {
-            t.event(&crate::trace::KEvent::Ipi {
+            t.event(&crate::kernel::events::KEvent::Ipi {
                 cpu: self.cpu,
                 curr: self.cpus[self.cpu].curr,
                 ts: self.cpus[self.cpu].clock,
@@ -477,7 +477,7 @@ impl<'a> SchedCtx<'a> {
             t.processor = cpu;
             self.stats.migrations += 1;
             if let Some(tr) = self.trace.as_deref_mut() {
-                tr.event(&crate::trace::KEvent::Migrate {
+                tr.event(&crate::kernel::events::KEvent::Migrate {
                     cpu: self.cpu,
                     ts: self.cpus[self.cpu].clock,
                     p,
