@@ -305,3 +305,68 @@ fn tracing_changes_no_result() {
     let (traced, _) = trace_file(c(), "same.perfetto-trace");
     assert_eq!(plain, traced);
 }
+
+/// The Python that has Perfetto's compiled trace schema (`pip install perfetto protobuf`):
+/// `SCHEDLAB_PYTHON`, else `python3`. `None` when it lacks the schema — the check is then
+/// skipped, unless `SCHEDLAB_REQUIRE_PERFETTO=1` (as `.ci/run` sets) makes that a failure.
+fn perfetto_python() -> Option<String> {
+    let py = std::env::var("SCHEDLAB_PYTHON").unwrap_or_else(|_| "python3".into());
+    let has_schema = std::process::Command::new(&py)
+        .args([
+            "-c",
+            "import google.protobuf.unknown_fields, perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+        ])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if has_schema {
+        return Some(py);
+    }
+    assert!(
+        std::env::var("SCHEDLAB_REQUIRE_PERFETTO").as_deref() != Ok("1"),
+        "{py} cannot import Perfetto's trace schema (pip install perfetto protobuf)"
+    );
+    eprintln!("skipped: {py} has no Perfetto schema (pip install perfetto protobuf)");
+    None
+}
+
+/// Run `tests/perfetto/check_schema.py` on `trace`: its exit status and its stderr.
+fn check_with_perfetto_schema(py: &str, trace: &std::path::Path) -> (bool, String) {
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/perfetto/check_schema.py");
+    let out = std::process::Command::new(py)
+        .arg(&script)
+        .arg(trace)
+        .output()
+        .expect("python runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What Perfetto's UI imports is Perfetto's own schema: decoded with it (the `perfetto`
+/// package's `perfetto_trace_pb2`), our traces have no unknown field, per-CPU ftrace
+/// bundles in time order, `prev_state` on every switch and a name for every pid that runs.
+#[test]
+fn perfetto_traces_conform_to_perfettos_own_schema() {
+    let Some(py) = perfetto_python() else { return };
+    for (cpus, policy, workload) in [
+        (2, "linux-2.4", "reflex:tasks=2,duration_ms=20,warmup_ms=5"),
+        (8, "linux-2.4", "chat:rooms=2,messages=20"),
+        (8, "o1-2.6", "hackbench:groups=2,loops=5"),
+    ] {
+        let (_, path) = trace_file(
+            cfg(cpus, policy, workload),
+            &format!("schema-{policy}-{cpus}.perfetto-trace"),
+        );
+        let (ok, err) = check_with_perfetto_schema(&py, &path);
+        assert!(ok, "{policy} {workload}: {err}");
+    }
+    // The check can fail: a packet with a field Perfetto does not define (2000) and no
+    // switch at all.
+    let bad = tmp("unknown-field.perfetto-trace");
+    std::fs::write(&bad, [0x0a, 0x03, 0x80, 0x7d, 0x01]).unwrap();
+    let (ok, err) = check_with_perfetto_schema(&py, &bad);
+    assert!(!ok && err.contains("unknown fields [2000]"), "{err}");
+}
