@@ -17,6 +17,7 @@ use schedlab::{RunConfig, Simulation};
 mod bench;
 mod error;
 mod native;
+mod sweep;
 
 use error::{out, CliError};
 
@@ -68,6 +69,10 @@ enum Cmd {
         #[arg(long, value_enum, default_value_t = TraceFormat::Perfetto)]
         trace_format: TraceFormat,
     },
+    /// Run the product of a TOML spec's lists (machine, cpus, policy, workload, seeds):
+    /// one JSON result per cell in DIR/cells, cells already done skipped, `--shard I/N`
+    /// for one part; `--merge` writes DIR/results.csv and DIR/results.parquet.
+    Sweep(sweep::SweepArgs),
     /// Run a workload for real on this host: processes, threads, pipes, sockets.
     Native(NativeArgs),
     /// Measure the simulator: events/s and wall time for standard runs.
@@ -203,7 +208,7 @@ struct NativeArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum Format {
+pub(crate) enum Format {
     Text,
     Json,
 }
@@ -254,6 +259,7 @@ fn main() -> ExitCode {
                 })
             }
         },
+        Cmd::Sweep(a) => sweep::sweep(a),
         Cmd::Native(a) => native::native(a),
     };
     match res {
@@ -578,7 +584,7 @@ fn trace_cells(
 }
 
 /// Refuse an output directory that cannot be created or written, before any work.
-fn check_writable(dir: &std::path::Path) -> Result<(), CliError> {
+pub(crate) fn check_writable(dir: &std::path::Path) -> Result<(), CliError> {
     let bad = |e: std::io::Error| {
         CliError::Input(format!(
             "cannot write to --out {}: {e} (accepted: a directory this user can create or write)",

@@ -13,6 +13,7 @@ pub mod findings;
 pub mod plot;
 pub mod report;
 pub mod score;
+pub mod sweep;
 
 use serde::{Deserialize, Serialize};
 
