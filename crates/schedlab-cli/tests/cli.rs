@@ -809,7 +809,12 @@ fn docs_cite_only_files_that_exist() {
     let files = repo_files(&root);
     // What `reproduce --out` and `sweep` write, and the placeholders of a usage line, are
     // not files of ours.
-    let outputs = ["report.md", "results.json", "SPEC.toml", "DIR/cells/ID.json"];
+    let outputs = [
+        "report.md",
+        "results.json",
+        "SPEC.toml",
+        "DIR/cells/ID.json",
+    ];
     let mut docs = vec!["README.md".to_string()];
     docs.extend(
         files

@@ -359,7 +359,8 @@ macro_rules! options {
 }
 
 impl Kind {
-    fn describe(&self) -> String {
+    /// The accepted values, in words (`an integer in 1..=100`).
+    pub fn describe(&self) -> String {
         match self {
             Kind::Int { min, max } => format!("an integer in {min}..={max}"),
             Kind::Float { min, max } => format!("a number in {min}..={max}"),

@@ -187,6 +187,13 @@ pub struct Sweep {
 }
 
 impl Sweep {
+    /// A spec given as JSON (the same keys: what Python's `schedlab.sweep(dict)` passes).
+    pub fn from_json(text: &str) -> Result<Sweep, SweepError> {
+        let spec: SpecFile = serde_json::from_str(text)
+            .map_err(|e| SweepError::Spec(format!("spec: {e} (keys: {SPEC_KEYS})")))?;
+        Sweep::product(spec)
+    }
+
     /// Parse a TOML spec. Errors are one line, with the line of the spec they are on.
     pub fn parse(text: &str) -> Result<Sweep, SweepError> {
         let spec: SpecFile = toml::from_str(text).map_err(|e| {
@@ -199,6 +206,11 @@ impl Sweep {
                 None => format!("spec: {msg} (keys: {SPEC_KEYS})"),
             })
         })?;
+        Sweep::product(spec)
+    }
+
+    /// The cells of a spec: the product of its lists.
+    fn product(spec: SpecFile) -> Result<Sweep, SweepError> {
         let seeds = match (spec.seeds, spec.seed) {
             (Some(_), Some(_)) => {
                 return Err(SweepError::Spec(
@@ -650,6 +662,20 @@ mod tests {
         .unwrap();
         assert_eq!(one.cells[0].id(), s.cells[0].id());
         assert_eq!(one.cells[0].id().len(), 16);
+    }
+
+    #[test]
+    fn a_json_spec_is_the_same_sweep_as_its_toml() {
+        let j = Sweep::from_json(
+            r#"{"machine": "piii700-1m", "cpus": [2, 4], "policy": ["linux-2.4", "o1-2.6"],
+                "workload": ["reflex:tasks=2", "reflex:tasks=8"], "seeds": [1, 2]}"#,
+        )
+        .unwrap();
+        assert_eq!(j.cells, Sweep::parse(SPEC).unwrap().cells);
+        let e = Sweep::from_json(r#"{"machine": "m", "policy": "p", "workload": "w", "x": 1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `x`"), "{e}");
     }
 
     #[test]
