@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -119,3 +120,18 @@ def test_the_lists_name_what_the_cli_accepts():
     assert machines["piii700-1m"]["cpus"] == 8
     tables = {t["id"] for t in schedlab.list_tables()}
     assert "V2-chat-2002" in tables
+
+
+def test_the_matplotlib_example_plots_a_sweep(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "chat.png"
+    done = subprocess.run(
+        [sys.executable,
+         os.path.join(ROOT, "examples", "plot_sweep.py"), "--rooms", "1", "--messages", "5",
+         "--cpus", "1", "2", "--results", str(tmp_path / "res"), "--out", str(png)],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Three policies at two CPU counts.
+    assert len(list((tmp_path / "res" / "cells").iterdir())) == 6

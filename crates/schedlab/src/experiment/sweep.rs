@@ -39,7 +39,7 @@ pub enum SweepError {
         /// The cell, as `machine cpus=N policy workload seed=S`.
         cell: String,
         /// Why.
-        err: SimError,
+        err: Box<SimError>,
     },
     /// Reading or writing the sweep's directory.
     #[error("{0}")]
@@ -277,7 +277,7 @@ impl Sweep {
             if seen.insert(key) {
                 Simulation::new(cell.config()).map_err(|err| SweepError::Cell {
                     cell: cell.describe(),
-                    err,
+                    err: Box::new(err),
                 })?;
             }
         }
