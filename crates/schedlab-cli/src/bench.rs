@@ -1,5 +1,9 @@
-//! `schedlab bench`: how fast the simulator is. Runs standard workloads and prints events
-//! per second and wall time; no pass/fail (wall time depends on the host).
+//! `schedlab bench`: how fast the simulator is. Runs standard workloads and prints, per
+//! run, events, wall time, events per second, ns per event, peak memory and simulated
+//! seconds per wall second; no pass/fail (wall time depends on the host).
+//!
+//! Peak memory is the process's resident high-water mark during the run alone: the mark is
+//! reset before each run (`/proc/self/clear_refs`, Linux) and read after it (`VmHWM`).
 
 use std::time::Instant;
 
@@ -17,6 +21,9 @@ const FULL: &[(&str, usize, &str, &str)] = &[
     // faster than the real one ran (sim/wall > 1)?
     ("piii700-1m", 8, "linux-2.4", "hackbench:groups=10"),
     ("piii700-1m", 8, "o1-2.6", "hackbench:groups=10"),
+    // Issue 18's targets: 8-way hackbench 50.
+    ("piii700-1m", 8, "linux-2.4", "hackbench:groups=50"),
+    ("piii700-1m", 8, "o1-2.6", "hackbench:groups=50"),
     ("piii700-1m", 8, "mq", "reflex:tasks=16"),
     ("piii700-1m", 8, "linux-2.4", "chat:rooms=10,messages=200"),
     ("piii700-1m", 8, "o1-g1", "loop_yield:instances=16"),
@@ -28,9 +35,36 @@ const QUICK: &[(&str, usize, &str, &str)] = &[
     ("piii700-1m", 8, "fifo", "synthetic:tasks=2000,ops=20"),
 ];
 
+/// Reset the resident-memory high-water mark (Linux ≥ 4.0); false where it cannot be.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The resident-memory high-water mark since the last reset, MB.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+const HEADER: &str = "\
+columns: events simulated | wall seconds | million events per wall second | wall ns per event
+         | peak resident memory of the run | simulated seconds per wall second (> 1: faster
+         than the 2002 machine ran it)\n";
+
 pub(crate) fn bench(quick: bool, json: bool) -> Result<(), CliError> {
     let runs = if quick { QUICK } else { FULL };
     let mut rows = Vec::new();
+    if !json {
+        out(HEADER)?;
+    }
     for &(machine, cpus, policy, workload) in runs {
         let cfg = RunConfig {
             machine: machine.into(),
@@ -40,23 +74,29 @@ pub(crate) fn bench(quick: bool, json: bool) -> Result<(), CliError> {
             seed: 1,
         };
         let mut sim = Simulation::new(cfg)?;
+        let resettable = reset_peak_rss();
         let t0 = Instant::now();
         sim.run(&mut |_, _| {})?;
         let wall = t0.elapsed().as_secs_f64();
         let r = sim.report()?;
         let eps = r.sim.events as f64 / wall;
+        let ns_per_event = wall * 1e9 / (r.sim.events.max(1) as f64);
+        let peak = if resettable { peak_rss_mb() } else { None };
         if !json {
+            let peak_text = peak.map_or("   ? MB".to_string(), |m| format!("{m:>5.0} MB"));
             out(&format!(
-                "{machine:<16} {cpus} cpus {policy:<10} {workload:<28} {:>11} events {:>8.3} s wall {:>7.2} M events/s  sim/wall {:.2}\n",
+                "{machine:<16} {cpus} cpus {policy:<10} {workload:<28} {:>11} events {:>8.3} s {:>6.2} M ev/s {:>6.0} ns/ev {peak_text}  sim/wall {:.2}\n",
                 r.sim.events,
                 wall,
                 eps / 1e6,
+                ns_per_event,
                 r.sim.simulated_ns as f64 / 1e9 / wall
             ))?;
         }
         rows.push(serde_json::json!({
             "machine": machine, "cpus": cpus, "policy": policy, "workload": workload,
             "events": r.sim.events, "wall_s": wall, "events_per_s": eps,
+            "ns_per_event": ns_per_event, "peak_rss_mb": peak,
             "simulated_s": r.sim.simulated_ns as f64 / 1e9,
         }));
     }
