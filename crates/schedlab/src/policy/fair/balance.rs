@@ -226,13 +226,23 @@ impl Fair {
     }
 
     /// `select_task_rq_fair` (§7.2); lock-free.
-    pub(super) fn select_task_rq_fair(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, prev: CpuId, wake: Wake) -> CpuId {
+    pub(super) fn select_task_rq_fair(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        p: TaskId,
+        prev: CpuId,
+        wake: Wake,
+    ) -> CpuId {
         let cpu = ctx.cpu();
         let sync = wake.sync && self.t.sync_wakeups && !ctx.task(ctx.curr(cpu)).is_idle;
         let mut new_cpu = prev;
         let mut want_affine = false;
         let ttwu = !wake.fork;
-        let sd_flag = if wake.fork { SD_BALANCE_FORK } else { SD_BALANCE_WAKE };
+        let sd_flag = if wake.fork {
+            SD_BALANCE_FORK
+        } else {
+            SD_BALANCE_WAKE
+        };
         if ttwu {
             self.record_wakee(ctx, p);
             want_affine = !self.wake_wide(ctx, p) && ctx.allowed(p, cpu);
@@ -271,7 +281,15 @@ impl Fair {
     }
 
     /// `wake_affine` (§7.3): `this` or `prev`.
-    fn wake_affine(&mut self, ctx: &mut SchedCtx<'_>, sd: usize, p: TaskId, this: CpuId, prev: CpuId, sync: bool) -> CpuId {
+    fn wake_affine(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        sd: usize,
+        p: TaskId,
+        this: CpuId,
+        prev: CpuId,
+        sync: bool,
+    ) -> CpuId {
         let mut target = self.wake_affine_idle(ctx, this, prev, sync);
         if target.is_none() {
             target = self.wake_affine_weight(ctx, sd, p, this, prev, sync);
@@ -284,7 +302,13 @@ impl Fair {
         }
     }
 
-    fn wake_affine_idle(&mut self, ctx: &mut SchedCtx<'_>, this: CpuId, prev: CpuId, sync: bool) -> Option<CpuId> {
+    fn wake_affine_idle(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        this: CpuId,
+        prev: CpuId,
+        sync: bool,
+    ) -> Option<CpuId> {
         if self.idle_cpu(ctx, this) && self.cpus_share_cache(this, prev) {
             return Some(if self.idle_cpu(ctx, prev) { prev } else { this });
         }
@@ -298,7 +322,15 @@ impl Fair {
     }
 
     /// (E19) `wake_affine_weight`, signed.
-    fn wake_affine_weight(&mut self, ctx: &mut SchedCtx<'_>, sd: usize, p: TaskId, this: CpuId, prev: CpuId, sync: bool) -> Option<CpuId> {
+    fn wake_affine_weight(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        sd: usize,
+        p: TaskId,
+        this: CpuId,
+        prev: CpuId,
+        sync: bool,
+    ) -> Option<CpuId> {
         ctx.read_line(self.rqs[prev].line);
         let mut this_eff = self.cpu_load(this) as i64;
         if sync {
@@ -325,7 +357,13 @@ impl Fair {
     }
 
     /// `select_idle_sibling(p, prev, target)` (§7.4).
-    fn select_idle_sibling(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, prev: CpuId, target: CpuId) -> CpuId {
+    fn select_idle_sibling(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        p: TaskId,
+        prev: CpuId,
+        target: CpuId,
+    ) -> CpuId {
         if self.idle_cpu(ctx, target) {
             return target;
         }
@@ -346,7 +384,12 @@ impl Fair {
         let Some(llc) = self.sd_llc[target] else {
             return target;
         };
-        let smt = self.topo.core.iter().enumerate().any(|(c, &k)| self.topo.core.iter().skip(c + 1).any(|&k2| k2 == k));
+        let smt = self
+            .topo
+            .core
+            .iter()
+            .enumerate()
+            .any(|(c, &k)| self.topo.core.iter().skip(c + 1).any(|&k2| k2 == k));
         let mut has_idle_core = false;
         if smt {
             // has_idle_cores, computed exactly (see the module doc).
@@ -356,7 +399,12 @@ impl Fair {
                 // select_idle_smt: an idle sibling of prev.
                 let core = self.topo.core[prev];
                 for c in 0..ctx.nr_cpus() {
-                    if c != prev && self.topo.core[c] == core && ctx.allowed(p, c) && self.sd[target][llc].contains(c) && self.idle_cpu(ctx, c) {
+                    if c != prev
+                        && self.topo.core[c] == core
+                        && ctx.allowed(p, c)
+                        && self.sd[target][llc].contains(c)
+                        && self.idle_cpu(ctx, c)
+                    {
                         return c;
                     }
                 }
@@ -378,7 +426,14 @@ impl Fair {
 
     /// `select_idle_cpu` over the LLC from `target + 1`, wrapping; SIS_UTIL bounds the
     /// scan without an idle-core hint (E20).
-    fn select_idle_cpu(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, llc: usize, has_idle_core: bool, target: CpuId) -> Option<CpuId> {
+    fn select_idle_cpu(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        p: TaskId,
+        llc: usize,
+        has_idle_core: bool,
+        target: CpuId,
+    ) -> Option<CpuId> {
         let span = self.sd[target][llc].span.clone();
         let mut nr = self.rqs[target].nr_idle_scan as i64 + 1;
         if !has_idle_core && nr == 1 {
@@ -413,7 +468,13 @@ impl Fair {
 
     /// Group statistics for fork placement (`update_sg_wakeup_stats`; the new task is
     /// on no queue yet, so nothing is taken out of the sums).
-    fn sg_wakeup_stats(&self, ctx: &mut SchedCtx<'_>, pct: u64, group: &[CpuId], p: TaskId) -> SgStats {
+    fn sg_wakeup_stats(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        pct: u64,
+        group: &[CpuId],
+        p: TaskId,
+    ) -> SgStats {
         let mut s = SgStats::default();
         for &i in group {
             if !ctx.allowed(p, i) {
@@ -442,7 +503,13 @@ impl Fair {
     }
 
     /// `sched_balance_find_dst_group` (§7.5): the idlest group, or `None` to stay local.
-    fn find_dst_group(&self, ctx: &mut SchedCtx<'_>, this: CpuId, sd: usize, p: TaskId) -> Option<usize> {
+    fn find_dst_group(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        this: CpuId,
+        sd: usize,
+        p: TaskId,
+    ) -> Option<usize> {
         let d = &self.sd[this][sd];
         let pct = d.imbalance_pct;
         let mut idlest: Option<(usize, SgStats)> = None;
@@ -466,7 +533,8 @@ impl Fair {
                             GroupType::Overloaded | GroupType::FullyBusy => i.avg_load > s.avg_load,
                             GroupType::SmtBalance => false,
                             GroupType::HasSpare => {
-                                !(i.idle_cpus > s.idle_cpus || (i.idle_cpus == s.idle_cpus && i.group_util <= s.group_util))
+                                !(i.idle_cpus > s.idle_cpus
+                                    || (i.idle_cpus == s.idle_cpus && i.group_util <= s.group_util))
                             }
                         }
                     }
@@ -507,7 +575,13 @@ impl Fair {
     }
 
     /// `sched_balance_find_dst_group_cpu`.
-    fn find_dst_group_cpu(&self, ctx: &mut SchedCtx<'_>, group: &[CpuId], p: TaskId, this: CpuId) -> CpuId {
+    fn find_dst_group_cpu(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        group: &[CpuId],
+        p: TaskId,
+        this: CpuId,
+    ) -> CpuId {
         if group.len() == 1 {
             return group[0];
         }
@@ -537,7 +611,15 @@ impl Fair {
     }
 
     /// `sched_balance_find_dst_cpu` from `cpu`'s domain `sd` down (§7.5).
-    fn find_dst_cpu(&self, ctx: &mut SchedCtx<'_>, mut cpu: CpuId, sd: usize, p: TaskId, prev: CpuId, sd_flag: u32) -> CpuId {
+    fn find_dst_cpu(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        mut cpu: CpuId,
+        sd: usize,
+        p: TaskId,
+        prev: CpuId,
+        sd_flag: u32,
+    ) -> CpuId {
         if !self.sd[cpu][sd].span.iter().any(|&c| ctx.allowed(p, c)) {
             return prev;
         }
@@ -620,7 +702,11 @@ impl Fair {
         self.update_cfs_rq_load_avg(now, cpu);
         ctx.unlock(l);
         let hz = self.t.hz as u64;
-        let mut idle_type = if idle && self.rqs[cpu].nr_running == 0 { IdleType::Idle } else { IdleType::NotIdle };
+        let mut idle_type = if idle && self.rqs[cpu].nr_running == 0 {
+            IdleType::Idle
+        } else {
+            IdleType::NotIdle
+        };
         let mut busy = idle_type != IdleType::Idle;
         let mut next_balance = j + 60 * hz;
         let mut update_next = false;
@@ -641,7 +727,11 @@ impl Fair {
             if j >= self.sd[cpu][i].last_balance + interval {
                 if self.load_balance(ctx, cpu, i, idle_type, &mut continue_balancing) > 0 {
                     let now_idle = self.rqs[cpu].nr_running == 0 && ctx.cpu_is_idle(cpu);
-                    idle_type = if now_idle { IdleType::Idle } else { IdleType::NotIdle };
+                    idle_type = if now_idle {
+                        IdleType::Idle
+                    } else {
+                        IdleType::NotIdle
+                    };
                     busy = !now_idle;
                 }
                 self.sd[cpu][i].last_balance = j;
@@ -689,7 +779,13 @@ impl Fair {
                     break;
                 }
                 if self.sd[cpu][i].flags & SD_BALANCE_NEWIDLE != 0 {
-                    pulled = self.load_balance(ctx, cpu, i, IdleType::NewlyIdle, &mut continue_balancing);
+                    pulled = self.load_balance(
+                        ctx,
+                        cpu,
+                        i,
+                        IdleType::NewlyIdle,
+                        &mut continue_balancing,
+                    );
                     let t1 = ctx.now();
                     let cost = t1 - t0;
                     self.update_newidle_cost(cpu, i, cost, ctx.jiffies());
@@ -738,7 +834,13 @@ impl Fair {
     }
 
     /// `update_sg_lb_stats` for group `g` of the domain.
-    fn sg_lb_stats(&mut self, ctx: &mut SchedCtx<'_>, env: &LbEnv, g: usize, overloaded: &mut bool) -> SgStats {
+    fn sg_lb_stats(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        env: &LbEnv,
+        g: usize,
+        overloaded: &mut bool,
+    ) -> SgStats {
         let d = &self.sd[env.dst][env.sd];
         let group = d.groups[g].clone();
         let gflags = d.group_flags[g];
@@ -782,7 +884,14 @@ impl Fair {
     }
 
     /// `update_sd_pick_busiest` (the types this model has).
-    fn pick_busiest(&self, env: &LbEnv, s: &SgStats, g: usize, busiest: &SgStats, bg: Option<usize>) -> bool {
+    fn pick_busiest(
+        &self,
+        env: &LbEnv,
+        s: &SgStats,
+        g: usize,
+        busiest: &SgStats,
+        bg: Option<usize>,
+    ) -> bool {
         if s.sum_h_nr_running == 0 {
             return false;
         }
@@ -795,11 +904,14 @@ impl Fair {
         let d = &self.sd[env.dst][env.sd];
         let smt = |gi: usize| d.group_flags[gi] & SD_SHARE_CPUCAPACITY != 0;
         let has_spare = |s: &SgStats, b: &SgStats| {
-            !(s.idle_cpus > b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.sum_nr_running <= b.sum_nr_running))
+            !(s.idle_cpus > b.idle_cpus
+                || (s.idle_cpus == b.idle_cpus && s.sum_nr_running <= b.sum_nr_running))
         };
         match s.group_type {
             GroupType::Overloaded => s.avg_load > busiest.avg_load,
-            GroupType::SmtBalance if s.idle_cpus != 0 || busiest.idle_cpus != 0 => has_spare(s, busiest),
+            GroupType::SmtBalance if s.idle_cpus != 0 || busiest.idle_cpus != 0 => {
+                has_spare(s, busiest)
+            }
             GroupType::SmtBalance | GroupType::FullyBusy => {
                 if s.avg_load < busiest.avg_load {
                     return false;
@@ -820,10 +932,17 @@ impl Fair {
 
     /// `find_busiest_group` (`sched_balance_find_src_group`, §6.4–6.5): the busiest
     /// group's CPUs, with `env.imbalance` and `env.migration_type` set.
-    fn find_busiest_group(&mut self, ctx: &mut SchedCtx<'_>, env: &mut LbEnv) -> Option<Vec<CpuId>> {
+    fn find_busiest_group(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        env: &mut LbEnv,
+    ) -> Option<Vec<CpuId>> {
         let ngroups = self.sd[env.dst][env.sd].groups.len();
         let mut local = SgStats::default();
-        let mut busiest = SgStats { idle_cpus: u64::MAX, ..SgStats::default() };
+        let mut busiest = SgStats {
+            idle_cpus: u64::MAX,
+            ..SgStats::default()
+        };
         let mut bg: Option<usize> = None;
         let mut total_load = 0;
         let mut total_capacity = 0;
@@ -842,7 +961,8 @@ impl Fair {
             }
         }
         let d = &self.sd[env.dst][env.sd];
-        let prefer_sibling = env.sd > 0 && self.sd[env.dst][env.sd - 1].flags & SD_PREFER_SIBLING != 0;
+        let prefer_sibling =
+            env.sd > 0 && self.sd[env.dst][env.sd - 1].flags & SD_PREFER_SIBLING != 0;
         let pct = d.imbalance_pct;
         if env.sd + 1 == self.sd[env.dst].len() && self.rd_overloaded != overloaded {
             // Root domain: recompute the overload indicator.
@@ -890,7 +1010,15 @@ impl Fair {
                 }
             }
         }
-        self.calculate_imbalance(env, &mut local, &busiest, prefer_sibling, total_load, total_capacity, sds_avg);
+        self.calculate_imbalance(
+            env,
+            &mut local,
+            &busiest,
+            prefer_sibling,
+            total_load,
+            total_capacity,
+            sds_avg,
+        );
         (env.imbalance > 0).then(|| self.sd[env.dst][env.sd].groups[bgi].clone())
     }
 
@@ -914,7 +1042,16 @@ impl Fair {
 
     /// `calculate_imbalance` (§6.5).
     #[allow(clippy::too_many_arguments)]
-    fn calculate_imbalance(&self, env: &mut LbEnv, local: &mut SgStats, busiest: &SgStats, prefer_sibling: bool, total_load: u64, total_capacity: u64, mut sds_avg: u64) {
+    fn calculate_imbalance(
+        &self,
+        env: &mut LbEnv,
+        local: &mut SgStats,
+        busiest: &SgStats,
+        prefer_sibling: bool,
+        total_load: u64,
+        total_capacity: u64,
+        mut sds_avg: u64,
+    ) {
         let d = &self.sd[env.dst][env.sd];
         if busiest.group_type == GroupType::SmtBalance {
             env.migration_type = MigrationType::Task;
@@ -924,7 +1061,8 @@ impl Fair {
         if local.group_type == GroupType::HasSpare {
             if busiest.group_type > GroupType::FullyBusy && d.flags & SD_SHARE_LLC == 0 {
                 env.migration_type = MigrationType::Util;
-                env.imbalance = (local.group_capacity.max(local.group_util) - local.group_util) as i64;
+                env.imbalance =
+                    (local.group_capacity.max(local.group_util) - local.group_util) as i64;
                 if env.idle != IdleType::NotIdle && env.imbalance == 0 {
                     env.migration_type = MigrationType::Task;
                     env.imbalance = 1;
@@ -1008,7 +1146,11 @@ impl Fair {
                     }
                 }
                 MigrationType::Util => {
-                    let util = self.rqs[i].avg.util_avg.max(self.rqs[i].avg.runnable_avg).min(cap);
+                    let util = self.rqs[i]
+                        .avg
+                        .util_avg
+                        .max(self.rqs[i].avg.runnable_avg)
+                        .min(cap);
                     if nr <= 1 {
                         continue;
                     }
@@ -1042,7 +1184,14 @@ impl Fair {
     }
 
     /// `can_migrate_task`; `all_pinned` is cleared when `p` may run on `dst`.
-    fn can_migrate_task(&self, ctx: &SchedCtx<'_>, env: &LbEnv, p: TaskId, src: CpuId, all_pinned: &mut bool) -> bool {
+    fn can_migrate_task(
+        &self,
+        ctx: &SchedCtx<'_>,
+        env: &LbEnv,
+        p: TaskId,
+        src: CpuId,
+        all_pinned: &mut bool,
+    ) -> bool {
         if !ctx.allowed(p, env.dst) {
             return false;
         }
@@ -1055,11 +1204,18 @@ impl Fair {
             return false;
         }
         let hot = self.task_hot(ctx, env, p, src);
-        !hot || self.sd[env.dst][env.sd].nr_balance_failed > self.sd[env.dst][env.sd].cache_nice_tries
+        !hot || self.sd[env.dst][env.sd].nr_balance_failed
+            > self.sd[env.dst][env.sd].cache_nice_tries
     }
 
     /// `detach_tasks` from `src` (its lock held): the tasks to move.
-    fn detach_tasks(&mut self, ctx: &mut SchedCtx<'_>, env: &mut LbEnv, src: CpuId, all_pinned: &mut bool) -> Vec<TaskId> {
+    fn detach_tasks(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        env: &mut LbEnv,
+        src: CpuId,
+        all_pinned: &mut bool,
+    ) -> Vec<TaskId> {
         let mut out = Vec::new();
         if env.imbalance <= 0 {
             return out;
@@ -1124,7 +1280,14 @@ impl Fair {
 
     /// `load_balance` (`sched_balance_rq`, §6.3) of `this`'s domain `sd`; no lock held.
     /// Returns the tasks moved.
-    pub fn load_balance(&mut self, ctx: &mut SchedCtx<'_>, this: CpuId, sd: usize, idle: IdleType, continue_balancing: &mut bool) -> u32 {
+    pub fn load_balance(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        this: CpuId,
+        sd: usize,
+        idle: IdleType,
+        continue_balancing: &mut bool,
+    ) -> u32 {
         self.stats.lb_calls += 1;
         if idle == IdleType::NewlyIdle {
             self.stats.lb_newidle_calls += 1;
@@ -1159,7 +1322,15 @@ impl Fair {
                     let tl = self.rqs[this].lock;
                     ctx.lock(tl);
                     for &p in &tasks {
-                        self.enqueue_entity(ctx, this, p, super::EnqFlags { migrated: true, ..Default::default() });
+                        self.enqueue_entity(
+                            ctx,
+                            this,
+                            p,
+                            super::EnqFlags {
+                                migrated: true,
+                                ..Default::default()
+                            },
+                        );
                         if idle != IdleType::NewlyIdle {
                             // attach_task: wakeup_preempt (newidle: this CPU is about to pick).
                             self.wakeup_preempt_attached(ctx, this, p);

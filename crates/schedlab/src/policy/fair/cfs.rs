@@ -49,7 +49,12 @@ impl Fair {
 
     /// `task_fork_fair` (6.1): the child starts at the parent CPU's curr vruntime,
     /// placed with START_DEBIT, and is kept relative to that queue's `min_vruntime`.
-    pub(super) fn task_fork_cfs(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
+    pub(super) fn task_fork_cfs(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        p: TaskId,
+        parent: Option<TaskId>,
+    ) {
         let cpu = match parent {
             Some(pp) => self.se[pp as usize].cpu,
             None => ctx.task(p).processor,
@@ -69,7 +74,13 @@ impl Fair {
     }
 
     /// (E7) `place_entity(cfs_rq, se, initial)` (6.1).
-    pub(super) fn place_entity_cfs(&mut self, ctx: &SchedCtx<'_>, cpu: CpuId, p: TaskId, initial: bool) {
+    pub(super) fn place_entity_cfs(
+        &mut self,
+        ctx: &SchedCtx<'_>,
+        cpu: CpuId,
+        p: TaskId,
+        initial: bool,
+    ) {
         let mut v = self.rqs[cpu].min_vruntime;
         if initial && self.t.start_debit {
             v += self.sched_vslice(cpu, p) as i64;
@@ -83,8 +94,8 @@ impl Fair {
         }
         let se = &mut self.se[p as usize];
         // entity_is_long_sleeper: idle longer than 2^63/NICE_0_LOAD ns (~104 days).
-        let long_sleeper = se.exec_start != 0
-            && ctx.now().saturating_sub(se.exec_start) > (1u64 << 63) / 1024;
+        let long_sleeper =
+            se.exec_start != 0 && ctx.now().saturating_sub(se.exec_start) > (1u64 << 63) / 1024;
         se.vruntime = if long_sleeper { v } else { se.vruntime.max(v) };
     }
 
@@ -133,7 +144,13 @@ impl Fair {
     }
 
     /// `check_preempt_wakeup` (6.1, §3.6): true to reschedule curr.
-    pub(super) fn check_preempt_wakeup_cfs(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, _wake: Wake) -> bool {
+    pub(super) fn check_preempt_wakeup_cfs(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        p: TaskId,
+        _wake: Wake,
+    ) -> bool {
         let Some(curr) = self.rqs[cpu].curr else {
             return true;
         };
@@ -142,8 +159,7 @@ impl Fair {
         if self.wakeup_preempt_entity(curr, p) == 1 {
             self.rqs[cpu].next = Some(p);
             // preempt: LAST_BUDDY when the queue is crowded and curr still queued.
-            if self.se[curr as usize].on_rq
-                && self.rqs[cpu].nr_running as u64 >= self.t.nr_latency
+            if self.se[curr as usize].on_rq && self.rqs[cpu].nr_running as u64 >= self.t.nr_latency
             {
                 self.rqs[cpu].last = Some(curr);
             }
@@ -153,11 +169,16 @@ impl Fair {
     }
 
     /// `pick_next_entity` (6.1, §3.7), curr considered when on_rq.
-    pub(super) fn pick_next_entity_cfs(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> Option<TaskId> {
+    pub(super) fn pick_next_entity_cfs(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+    ) -> Option<TaskId> {
         let rq = &self.rqs[cpu];
         let curr = rq.curr.filter(|&c| self.se[c as usize].on_rq);
         let first = rq.timeline.first().map(|(_, p)| p);
-        let before = |a: TaskId, b: TaskId| self.se[a as usize].vruntime < self.se[b as usize].vruntime;
+        let before =
+            |a: TaskId, b: TaskId| self.se[a as usize].vruntime < self.se[b as usize].vruntime;
         let left = match (first, curr) {
             (None, c) => c?,
             (Some(f), Some(c)) if before(c, f) => c,

@@ -183,13 +183,20 @@ impl Fair {
         ctx.examine_tasks(tested);
         match (best, curr) {
             (None, c) => c.or(best),
-            (Some(b), Some(c)) if self.se[c as usize].deadline < self.se[b as usize].deadline => Some(c),
+            (Some(b), Some(c)) if self.se[c as usize].deadline < self.se[b as usize].deadline => {
+                Some(c)
+            }
             (b, _) => b,
         }
     }
 
     /// `check_preempt_wakeup_fair` (§4.11) for the wakee `p`: true to reschedule curr.
-    pub(super) fn check_preempt_wakeup_fair(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) -> bool {
+    pub(super) fn check_preempt_wakeup_fair(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        p: TaskId,
+    ) -> bool {
         let Some(curr) = self.rqs[cpu].curr else {
             return true;
         };

@@ -497,12 +497,22 @@ impl Fair {
     }
 
     /// A class on a hand-built topology (tests of the balancer).
-    pub fn with_topology(spec: &str, m: &Machine, topo: Topology) -> Result<Fair, crate::spec::SpecError> {
+    pub fn with_topology(
+        spec: &str,
+        m: &Machine,
+        topo: Topology,
+    ) -> Result<Fair, crate::spec::SpecError> {
         let s = crate::spec::Spec::parse("policy", spec)?;
         let (variant, decl) = match s.name.as_str() {
             "cfs" => (Variant::Cfs, PARAMS_CFS),
             "eevdf" => (Variant::Eevdf, PARAMS_EEVDF),
-            other => return Err(crate::spec::SpecError::unknown("policy", other, &["cfs", "eevdf"])),
+            other => {
+                return Err(crate::spec::SpecError::unknown(
+                    "policy",
+                    other,
+                    &["cfs", "eevdf"],
+                ))
+            }
         };
         let p = crate::spec::resolve("policy", &s, decl)?;
         Ok(Fair::new(variant, &p, m, topo))
@@ -537,8 +547,11 @@ impl Fair {
     /// (E11) `entity_eligible(cfs_rq, se)`.
     pub fn entity_eligible(&self, cpu: CpuId, p: TaskId) -> bool {
         let rq = &self.rqs[cpu];
-        rq.avg_vruntime
-            .eligible(rq.min_vruntime, self.curr_wv(cpu), self.se[p as usize].vruntime)
+        rq.avg_vruntime.eligible(
+            rq.min_vruntime,
+            self.curr_wv(cpu),
+            self.se[p as usize].vruntime,
+        )
     }
 
     /// model: the kernel's rbtree insert, erase and search read about `log2(n)`
@@ -634,7 +647,8 @@ impl Fair {
             let se = &mut self.se[p as usize];
             if se.avg.last_update_time != 0 {
                 let runnable = se.on_rq && !se.sched_delayed;
-                se.avg.update(now, se.load.weight, se.on_rq, runnable, running);
+                se.avg
+                    .update(now, se.load.weight, se.on_rq, runnable, running);
             }
         }
         self.update_cfs_rq_load_avg(now, cpu);
@@ -716,13 +730,24 @@ impl Fair {
     /// `dequeue_entity` for a task leaving its queue: `sleep` (`DEQUEUE_SLEEP`) or a
     /// move (`DEQUEUE_SAVE|MOVE`: migration, nice, affinity). Returns false when eevdf
     /// delays the dequeue (§4.10).
-    pub fn dequeue_entity(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, sleep: bool) -> bool {
+    pub fn dequeue_entity(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        p: TaskId,
+        sleep: bool,
+    ) -> bool {
         debug_assert!(ctx.holds(self.rqs[cpu].lock));
         let pi = p as usize;
         let delayed = self.se[pi].sched_delayed;
         self.update_curr(ctx, cpu);
         self.clear_buddies(cpu, p);
-        if !delayed && self.eevdf() && self.t.delay_dequeue && sleep && !self.entity_eligible(cpu, p) {
+        if !delayed
+            && self.eevdf()
+            && self.t.delay_dequeue
+            && sleep
+            && !self.entity_eligible(cpu, p)
+        {
             // Asleep, but competing until its negative lag is burnt off (set_delayed).
             self.update_load_avg(ctx, cpu, Some(p));
             self.se[pi].sched_delayed = true;
@@ -870,7 +895,10 @@ impl Fair {
             ("wake_affine".to_string(), s.wake_affine as f64),
             ("wake_idle_sibling".to_string(), s.wake_idle_sibling as f64),
             ("fork_balanced".to_string(), s.fork_balanced as f64),
-            ("wakeup_preemptions".to_string(), s.wakeup_preemptions as f64),
+            (
+                "wakeup_preemptions".to_string(),
+                s.wakeup_preemptions as f64,
+            ),
             ("tick_preemptions".to_string(), s.tick_preemptions as f64),
             (
                 "nr_domains".to_string(),
@@ -901,7 +929,12 @@ impl Fair {
         sum
     }
 
-    fn check_rq(&self, k: &crate::kernel::Kernel, c: CpuId, seen: &mut [Option<CpuId>]) -> Result<(), String> {
+    fn check_rq(
+        &self,
+        k: &crate::kernel::Kernel,
+        c: CpuId,
+        seen: &mut [Option<CpuId>],
+    ) -> Result<(), String> {
         let name = self.name_str();
         let rq = &self.rqs[c];
         let mut n = 0u32;
@@ -913,7 +946,10 @@ impl Fair {
                 return Err(format!("{name}: task {p} queued on cpu {o} and cpu {c}"));
             }
             if !se.on_rq || se.cpu != c || se.key != key {
-                return Err(format!("{name}: task {p} in cpu {c}'s tree but on_rq {} cpu {} key {} vs {key}", se.on_rq, se.cpu, se.key));
+                return Err(format!(
+                    "{name}: task {p} in cpu {c}'s tree but on_rq {} cpu {} key {} vs {key}",
+                    se.on_rq, se.cpu, se.key
+                ));
             }
             if rq.curr == Some(p) {
                 return Err(format!("{name}: curr {p} of cpu {c} is in the tree"));
@@ -926,10 +962,15 @@ impl Fair {
             let se = &self.se[cp as usize];
             if se.on_rq {
                 if let Some(o) = seen[cp as usize].replace(c) {
-                    return Err(format!("{name}: curr {cp} of cpu {c} also queued on cpu {o}"));
+                    return Err(format!(
+                        "{name}: curr {cp} of cpu {c} also queued on cpu {o}"
+                    ));
                 }
                 if se.cpu != c {
-                    return Err(format!("{name}: curr {cp} of cpu {c} accounted on cpu {}", se.cpu));
+                    return Err(format!(
+                        "{name}: curr {cp} of cpu {c} accounted on cpu {}",
+                        se.cpu
+                    ));
                 }
                 n += 1;
                 w += se.load.weight;
@@ -942,20 +983,28 @@ impl Fair {
             ));
         }
         if self.eevdf() && avg != rq.avg_vruntime {
-            return Err(format!("{name}: cpu {c} avg_vruntime {:?} but recomputed {avg:?}", rq.avg_vruntime));
+            return Err(format!(
+                "{name}: cpu {c} avg_vruntime {:?} but recomputed {avg:?}",
+                rq.avg_vruntime
+            ));
         }
         if self.eevdf() {
             let lag = self.weighted_lag_sum(c);
             let l = rq.avg_vruntime.load as i128 + self.curr_wv(c).map_or(0, |(w, _)| w as i128);
             if lag > 0 || (l > 0 && lag <= -l) {
-                return Err(format!("{name}: cpu {c} weighted lag {lag} not in (-{l}, 0]"));
+                return Err(format!(
+                    "{name}: cpu {c} weighted lag {lag} not in (-{l}, 0]"
+                ));
             }
         }
         for (_, p) in rq.timeline.iter() {
             let t = k.task(p);
             let se = &self.se[p as usize];
             if t.processor != c {
-                return Err(format!("{name}: pid {} queued on cpu {c} has processor {}", t.pid, t.processor));
+                return Err(format!(
+                    "{name}: pid {} queued on cpu {c} has processor {}",
+                    t.pid, t.processor
+                ));
             }
             if t.state != TaskState::Running && t.on_cpu.is_none() && !se.sched_delayed {
                 return Err(format!("{name}: queued pid {} is {:?}", t.pid, t.state));
@@ -980,7 +1029,12 @@ impl SchedClass for Fair {
 
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
-        assert_eq!(n, self.topo.nr_cpus(), "topology for {} CPUs booted on {n}", self.topo.nr_cpus());
+        assert_eq!(
+            n,
+            self.topo.nr_cpus(),
+            "topology for {} CPUs booted on {n}",
+            self.topo.nr_cpus()
+        );
         self.rd_line = ctx.new_line("rd->overloaded");
         self.rqs = (0..n)
             .map(|_| Rq {
@@ -1047,7 +1101,11 @@ impl SchedClass for Fair {
         }
         let prev = ctx.task(p).processor;
         let allowed = ctx.task(p).cpus_allowed;
-        let online = if ctx.nr_cpus() >= 64 { u64::MAX } else { (1u64 << ctx.nr_cpus()) - 1 };
+        let online = if ctx.nr_cpus() >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << ctx.nr_cpus()) - 1
+        };
         let cpu = if (allowed & online).count_ones() > 1 {
             self.select_task_rq_fair(ctx, p, prev, wake)
         } else {
@@ -1057,7 +1115,9 @@ impl SchedClass for Fair {
             cpu
         } else {
             // select_fallback_rq: the lowest allowed CPU.
-            (0..ctx.nr_cpus()).find(|&c| ctx.allowed(p, c)).unwrap_or(prev)
+            (0..ctx.nr_cpus())
+                .find(|&c| ctx.allowed(p, c))
+                .unwrap_or(prev)
         }
     }
 
@@ -1138,7 +1198,12 @@ impl SchedClass for Fair {
         }
     }
 
-    fn pick_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, _prev: TaskId) -> Option<TaskId> {
+    fn pick_next_task(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        _prev: TaskId,
+    ) -> Option<TaskId> {
         let mut tried_newidle = false;
         loop {
             if self.rqs[cpu].nr_running == 0 {
@@ -1316,7 +1381,10 @@ impl SchedClass for Fair {
                 return Err(format!("{name}: runnable pid {} on no run queue", t.pid));
             }
             if queued != self.se[id].on_rq {
-                return Err(format!("{name}: pid {} on_rq flag disagrees with the queues", t.pid));
+                return Err(format!(
+                    "{name}: pid {} on_rq flag disagrees with the queues",
+                    t.pid
+                ));
             }
         }
         Ok(())

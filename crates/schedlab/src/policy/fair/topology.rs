@@ -38,11 +38,8 @@ pub const SD_PREFER_SIBLING: u32 = 1 << 12;
 /// `SD_NUMA`.
 pub const SD_NUMA: u32 = 1 << 14;
 
-const SD_BASE: u32 = SD_BALANCE_NEWIDLE
-    | SD_BALANCE_EXEC
-    | SD_BALANCE_FORK
-    | SD_WAKE_AFFINE
-    | SD_PREFER_SIBLING;
+const SD_BASE: u32 =
+    SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING;
 
 /// Which CPUs share what: per CPU, the ids of its core, last-level cache and node.
 #[derive(Clone, Debug, PartialEq, Eq)]
