@@ -658,7 +658,7 @@ impl Fair {
     }
 
     /// `get_sd_balance_interval` in jiffies.
-    fn sd_balance_interval(&self, cpu: CpuId, sd: usize, busy: bool) -> u64 {
+    pub fn sd_balance_interval(&self, cpu: CpuId, sd: usize, busy: bool) -> u64 {
         let d = &self.sd[cpu][sd];
         let hz = self.t.hz as u64;
         let mut ms = d.balance_interval;
@@ -669,7 +669,7 @@ impl Fair {
         if busy {
             j = j.saturating_sub(1);
         }
-        let max = (hz * self.rqs.len() as u64 / 10).max(1);
+        let max = (hz * self.topo.nr_cpus() as u64 / 10).max(1);
         j.clamp(1, max)
     }
 

@@ -283,6 +283,8 @@ pub struct Se {
     pub key: i64,
     /// Timeline tie-break while in the timeline.
     pub seq: u64,
+    /// vruntime when inserted (the second index's key).
+    pub vkey: i64,
     /// Second index (by vruntime) for EEVDF's `min_vruntime`.
     pub vseq: u64,
     /// PELT.
@@ -320,6 +322,7 @@ impl Se {
             cpu,
             key: 0,
             seq: 0,
+            vkey: 0,
             vseq: 0,
             avg: pelt::init_entity_runnable_average(load.weight),
             wakee_flips: 0,
@@ -581,7 +584,8 @@ impl Fair {
             Variant::Eevdf => se.deadline,
         };
         se.seq = rq.timeline.insert(se.key, p);
-        se.vseq = rq.by_vruntime.insert(se.vruntime, p);
+        se.vkey = se.vruntime;
+        se.vseq = rq.by_vruntime.insert(se.vkey, p);
         rq.avg_vruntime
             .add(se.load.weight, se.vruntime, rq.min_vruntime);
     }
@@ -591,7 +595,7 @@ impl Fair {
         let rq = &mut self.rqs[cpu];
         let se = &self.se[p as usize];
         rq.timeline.remove(se.key, se.seq);
-        rq.by_vruntime.remove(se.vruntime, se.vseq);
+        rq.by_vruntime.remove(se.vkey, se.vseq);
         rq.avg_vruntime
             .sub(se.load.weight, se.vruntime, rq.min_vruntime);
     }
@@ -1326,8 +1330,8 @@ impl SchedClass for Fair {
         if queued {
             self.enqueue_entity(ctx, cpu, p, EnqFlags::default());
             if running {
-                // put_prev_task + set_next_task of the running task.
-                self.dequeue_tree(cpu, p);
+                // put_prev_task + set_next_task of the running task: back into the
+                // tree as a queued entity, then out again as curr.
                 self.rqs[cpu].curr = None;
                 self.enqueue_tree(cpu, p);
                 self.set_next_entity(ctx, cpu, p);
