@@ -1075,8 +1075,10 @@ impl SchedClass for Fair {
     }
 
     fn task_on_rq(&self, ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        let _ = ctx;
         let se = &self.se[p as usize];
-        (se.on_rq && !se.sched_delayed) || ctx.task(p).on_cpu.is_some()
+        // A running task sleeping before its schedule() is still on_rq here.
+        se.on_rq && !se.sched_delayed
     }
 
     fn task_fork(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
