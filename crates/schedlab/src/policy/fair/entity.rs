@@ -63,10 +63,8 @@ impl LoadWeight {
         }
         if self.weight >= WMULT_CONST {
             1
-        } else if self.weight == 0 {
-            WMULT_CONST
         } else {
-            WMULT_CONST / self.weight
+            WMULT_CONST.checked_div(self.weight).unwrap_or(WMULT_CONST)
         }
     }
 }
