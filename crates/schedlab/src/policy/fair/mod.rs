@@ -1102,8 +1102,17 @@ impl SchedClass for Fair {
     fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) -> CpuId {
         let se = &self.se[p as usize];
         if se.sched_delayed {
-            // ttwu_runnable: still queued on its CPU.
-            return se.cpu;
+            let cpu = se.cpu;
+            if ctx.allowed(p, cpu) {
+                // ttwu_runnable: still queued on its CPU.
+                return cpu;
+            }
+            // Its affinity no longer allows the CPU it is delayed on: finish the delayed
+            // dequeue there (as moving a queued task would) and place it afresh.
+            let l = self.rqs[cpu].lock;
+            ctx.lock(l);
+            self.dequeue_entity(ctx, cpu, p, true);
+            ctx.unlock(l);
         }
         let prev = ctx.task(p).processor;
         let allowed = ctx.task(p).cpus_allowed;

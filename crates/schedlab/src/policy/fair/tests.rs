@@ -674,6 +674,38 @@ fn select_idle_sibling_finds_an_idle_cpu_in_the_llc_only_when_there_is_one() {
     }
 }
 
+#[test]
+fn periodic_and_newidle_balancing_spread_hogs_over_the_cpus() {
+    // Four hogs woken on CPU 0 of a 4-CPU preset machine (one PKG domain, no LLC):
+    // ticking idle CPUs balance at their intervals until every CPU runs one.
+    for spec in ["cfs", "eevdf"] {
+        let mut b = bed(spec, 4);
+        let ps: Vec<TaskId> = (0..4)
+            .map(|i| {
+                let p = b.task(0, 1 + i, 0);
+                b.wake(0, p, false);
+                p
+            })
+            .collect();
+        let tick = b.class.t.tick_nsec;
+        for k in 1..=250u64 {
+            b.at(k * tick);
+            for c in 0..4 {
+                b.tick(c, true);
+                let idle_with_work = b.curr(c) == b.k.cpus[c].idle && b.class.rqs[c].nr_running > 0;
+                if b.need_resched(c) || idle_with_work {
+                    b.schedule(c);
+                }
+            }
+            b.check().unwrap();
+        }
+        let per_cpu: Vec<u32> = (0..4).map(|c| b.class.rqs[c].nr_running).collect();
+        assert_eq!(per_cpu, [1, 1, 1, 1], "{spec}");
+        assert!(b.class.counters()["lb_pulled"] >= 3.0);
+        let _ = ps;
+    }
+}
+
 // ---- properties ------------------------------------------------------------------------
 
 #[derive(Clone, Debug)]
