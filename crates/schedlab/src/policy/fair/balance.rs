@@ -27,7 +27,7 @@
 //!
 //! Not modelled: misfit, asym packing and capacity, SD_NUMA imbalance adjustment and the
 //! SERIALIZE lock (no preset has NUMA), active balance, LBF_DST_PINNED retargeting,
-//! util_est, the NOHZ kick; `sched_exec` placement. SMT's `has_idle_cores` hint is
+//! the NOHZ kick; `sched_exec` placement. SMT's `has_idle_cores` hint is
 //! computed exactly when asked instead of being maintained lazily.
 
 use crate::kernel::task::TaskId;
@@ -1146,11 +1146,7 @@ impl Fair {
                     }
                 }
                 MigrationType::Util => {
-                    let util = self.rqs[i]
-                        .avg
-                        .util_avg
-                        .max(self.rqs[i].avg.runnable_avg)
-                        .min(cap);
+                    let util = self.cpu_util_boost(i);
                     if nr <= 1 {
                         continue;
                     }
@@ -1247,7 +1243,7 @@ impl Fair {
                         }
                     }
                     MigrationType::Util => {
-                        let util = self.se[p as usize].avg.util_avg;
+                        let util = self.task_util_est(p);
                         if shr(util) as i64 > env.imbalance {
                             false
                         } else {
@@ -1322,6 +1318,7 @@ impl Fair {
                     let tl = self.rqs[this].lock;
                     ctx.lock(tl);
                     for &p in &tasks {
+                        self.util_est_enqueue(this, p);
                         self.enqueue_entity(
                             ctx,
                             this,

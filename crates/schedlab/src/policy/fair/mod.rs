@@ -67,7 +67,7 @@
 //! * Every task is SCHED_NORMAL: SCHED_FIFO/RR tasks (which no workload creates) are
 //!   scheduled as fair tasks; no SCHED_IDLE/BATCH, no custom slices (PREEMPT_SHORT is
 //!   therefore inert except through a lost protection marker), no uclamp, EAS, misfit,
-//!   asym packing, NUMA balancing, bandwidth, core scheduling, util_est.
+//!   asym packing, NUMA balancing, bandwidth, core scheduling.
 //! * NOHZ: idle CPUs keep ticking and run their own periodic balance (`CPU_IDLE`)
 //!   instead of being balanced by a kicked CPU (§6.8 allows it).
 //! * Active balance (the stopper pushing a running task, §6.10) and `sched_exec`
@@ -289,6 +289,10 @@ pub struct Se {
     pub vseq: u64,
     /// PELT.
     pub avg: SchedAvg,
+    /// `util_est` EWMA (§5.5).
+    pub util_est: u64,
+    /// `UTIL_AVG_UNCHANGED`: PELT has not moved since the last `util_est_update`.
+    pub util_est_unchanged: bool,
     /// `wakee_flips`.
     pub wakee_flips: u32,
     /// `wakee_flip_decay_ts`, jiffies.
@@ -325,6 +329,8 @@ impl Se {
             vkey: 0,
             vseq: 0,
             avg: pelt::init_entity_runnable_average(load.weight),
+            util_est: 0,
+            util_est_unchanged: false,
             wakee_flips: 0,
             wakee_flip_decay_ts: 0,
             last_wakee: None,
@@ -366,6 +372,8 @@ pub struct Rq {
     pub skip: Option<TaskId>,
     /// The cfs_rq's PELT.
     pub avg: SchedAvg,
+    /// `cfs_rq->avg.util_est`: Σ of the enqueued tasks' `util_est`.
+    pub util_est: u64,
     /// `rq->cfs_tasks`, most recently used at the front.
     pub cfs_tasks: VecDeque<TaskId>,
     /// `rq->idle_stamp`, ns (0: not idle since the last wake-up).
@@ -651,8 +659,13 @@ impl Fair {
             let se = &mut self.se[p as usize];
             if se.avg.last_update_time != 0 {
                 let runnable = se.on_rq && !se.sched_delayed;
-                se.avg
-                    .update(now, se.load.weight, se.on_rq, runnable, running);
+                if se
+                    .avg
+                    .update(now, se.load.weight, se.on_rq, runnable, running)
+                {
+                    // cfs_se_util_change.
+                    se.util_est_unchanged = false;
+                }
             }
         }
         self.update_cfs_rq_load_avg(now, cpu);
@@ -784,8 +797,9 @@ impl Fair {
             self.se[pi].v_relative = true;
         }
         self.update_min_vruntime(cpu);
-        if delayed {
-            // finish_delayed_dequeue_entity (DELAY_ZERO).
+        if delayed && sleep {
+            // finish_delayed_dequeue_entity (DELAY_ZERO). A delayed task moved with
+            // DEQUEUE_SAVE (nice) stays delayed through the matching enqueue.
             let se = &mut self.se[pi];
             se.sched_delayed = false;
             se.vlag = se.vlag.min(0);
@@ -843,9 +857,50 @@ impl Fair {
         self.rqs[cpu].avg.load_avg
     }
 
-    /// `cpu_util_cfs(cpu)` without util_est: util_avg capped at the capacity.
+    /// `cpu_util_cfs(cpu)`: `max(util_avg, util_est)` capped at the capacity.
     pub fn cpu_util(&self, cpu: CpuId) -> u64 {
-        self.rqs[cpu].avg.util_avg.min(pelt::SCHED_CAPACITY_SCALE)
+        let rq = &self.rqs[cpu];
+        rq.avg
+            .util_avg
+            .max(rq.util_est)
+            .min(pelt::SCHED_CAPACITY_SCALE)
+    }
+
+    /// `cpu_util_cfs_boost(cpu)`: runnable counts too.
+    pub fn cpu_util_boost(&self, cpu: CpuId) -> u64 {
+        let rq = &self.rqs[cpu];
+        rq.avg
+            .util_avg
+            .max(rq.avg.runnable_avg)
+            .max(rq.util_est)
+            .min(pelt::SCHED_CAPACITY_SCALE)
+    }
+
+    /// `task_util_est(p)`.
+    pub fn task_util_est(&self, p: TaskId) -> u64 {
+        let se = &self.se[p as usize];
+        se.avg.util_avg.max(se.util_est)
+    }
+
+    /// `util_est_enqueue`.
+    fn util_est_enqueue(&mut self, cpu: CpuId, p: TaskId) {
+        self.rqs[cpu].util_est += self.se[p as usize].util_est;
+    }
+
+    /// `util_est_dequeue`.
+    fn util_est_dequeue(&mut self, cpu: CpuId, p: TaskId) {
+        let rq = &mut self.rqs[cpu];
+        rq.util_est = rq.util_est.saturating_sub(self.se[p as usize].util_est);
+    }
+
+    /// `util_est_update` at a sleep (§5.5).
+    fn util_est_update(&mut self, p: TaskId) {
+        let se = &mut self.se[p as usize];
+        if se.util_est_unchanged {
+            return;
+        }
+        se.util_est = pelt::util_est_ewma(se.util_est, se.avg.util_avg, se.avg.runnable_avg);
+        se.util_est_unchanged = true;
     }
 
     /// `task_h_load(p)` with FAIR_GROUP_SCHED on the root queue: `load_avg·L/(L+1)`.
@@ -881,6 +936,7 @@ impl Fair {
     /// Move the queued, not running `p` from `src` to `dst` (`detach_task` +
     /// `attach_task`); both locks are taken by the caller as the kernel takes them.
     fn move_queued_task(&mut self, ctx: &mut SchedCtx<'_>, src: CpuId, p: TaskId, dst: CpuId) {
+        self.util_est_dequeue(src, p);
         self.dequeue_entity(ctx, src, p, false);
         self.detach_entity_load_avg(p);
         ctx.set_task_cpu(p, dst);
@@ -986,6 +1042,20 @@ impl Fair {
                 rq.nr_running, rq.load
             ));
         }
+        let est: u64 = rq
+            .timeline
+            .iter()
+            .map(|(_, p)| p)
+            .chain(rq.curr.filter(|&p| self.se[p as usize].on_rq))
+            .filter(|&p| !self.se[p as usize].sched_delayed)
+            .map(|p| self.se[p as usize].util_est)
+            .sum();
+        if est != rq.util_est {
+            return Err(format!(
+                "{name}: cpu {c} util_est {} but its tasks' sum {est}",
+                rq.util_est
+            ));
+        }
         if self.eevdf() && avg != rq.avg_vruntime {
             return Err(format!(
                 "{name}: cpu {c} avg_vruntime {:?} but recomputed {avg:?}",
@@ -1056,6 +1126,7 @@ impl SchedClass for Fair {
                 last: None,
                 skip: None,
                 avg: SchedAvg::default(),
+                util_est: 0,
                 cfs_tasks: VecDeque::new(),
                 idle_stamp: 0,
                 avg_idle: 2 * self.t.migration_cost,
@@ -1141,6 +1212,7 @@ impl SchedClass for Fair {
         let pi = p as usize;
         if self.se[pi].sched_delayed {
             debug_assert_eq!(self.se[pi].cpu, cpu);
+            self.util_est_enqueue(cpu, p);
             self.requeue_delayed_entity(ctx, cpu, p);
             self.ttwu_avg_idle(ctx, cpu);
             return;
@@ -1172,6 +1244,7 @@ impl SchedClass for Fair {
             initial,
             migrated: migrated && !wake.fork,
         };
+        self.util_est_enqueue(cpu, p);
         self.enqueue_entity(ctx, cpu, p, f);
         if !wake.fork {
             self.ttwu_avg_idle(ctx, cpu);
@@ -1181,7 +1254,11 @@ impl SchedClass for Fair {
     fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
         ctx.write_line(self.rqs[cpu].line);
         let sleep = ctx.task(p).state != TaskState::Running;
+        self.util_est_dequeue(cpu, p);
         self.dequeue_entity(ctx, cpu, p, sleep);
+        if sleep {
+            self.util_est_update(p);
+        }
     }
 
     fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake) {
@@ -1312,7 +1389,8 @@ impl SchedClass for Fair {
         let l = self.rqs[cpu].lock;
         ctx.lock(l);
         let old_w = self.se[pi].load.weight;
-        let queued = self.se[pi].on_rq && !self.se[pi].sched_delayed;
+        // task_on_rq_queued: a delayed task counts.
+        let queued = self.se[pi].on_rq;
         let running = self.rqs[cpu].curr == Some(p);
         // set_user_nice: dequeue (SAVE), reweight, enqueue (RESTORE), set_next if curr.
         if queued {

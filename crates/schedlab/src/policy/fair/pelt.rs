@@ -128,11 +128,21 @@ impl SchedAvg {
         self.util_avg = self.util_sum / divider;
     }
 
-    /// `update_load_avg` of an entity: sum, then averages when a period ended.
-    pub fn update(&mut self, now: u64, weight: u64, on_rq: bool, runnable: bool, running: bool) {
-        if self.update_sum(now, on_rq as u64, runnable as u64, running) {
+    /// `update_load_avg` of an entity: sum, then averages when a period ended (the
+    /// return value: `cfs_se_util_change` is then due).
+    pub fn update(
+        &mut self,
+        now: u64,
+        weight: u64,
+        on_rq: bool,
+        runnable: bool,
+        running: bool,
+    ) -> bool {
+        let crossed = self.update_sum(now, on_rq as u64, runnable as u64, running);
+        if crossed {
             self.update_avg(weight);
         }
+        crossed
     }
 
     /// `attach_entity_load_avg` + `enqueue_load_avg`: `se` joins this cfs_rq's sums,
@@ -180,6 +190,26 @@ pub fn init_entity_runnable_average(weight: u64) -> SchedAvg {
         load_avg: weight,
         ..SchedAvg::default()
     }
+}
+
+/// `UTIL_EST_MARGIN` = 1024/100.
+pub const UTIL_EST_MARGIN: u64 = SCHED_CAPACITY_SCALE / 100;
+
+/// `util_est_update` (§5.5) of a task going to sleep: the new EWMA from `ewma`, the
+/// task's `util_avg` and `runnable_avg` at dequeue. Weight 1/4 (`UTIL_EST_WEIGHT_SHIFT`
+/// 2); only decreases are smoothed.
+pub fn util_est_ewma(ewma: u64, dequeued: u64, runnable: u64) -> u64 {
+    if ewma <= dequeued {
+        return dequeued;
+    }
+    let diff = ewma - dequeued;
+    if diff < UTIL_EST_MARGIN
+        || dequeued + UTIL_EST_MARGIN < runnable
+        || dequeued > SCHED_CAPACITY_SCALE
+    {
+        return ewma;
+    }
+    ((ewma << 2) - diff) >> 2
 }
 
 /// `post_init_entity_util_avg` (§5.4): a new task's utilisation from its CPU's.

@@ -517,6 +517,15 @@ fn pelt_matches_section_10_7() {
     let mut se = init_entity_runnable_average(1024);
     post_init_entity_util_avg(&mut se, &cfs, 1024);
     assert_eq!(se.util_avg, 256);
+    // util_est (§5.5): rises at once, falls by a quarter of the gap, ignores < 1 %.
+    assert_eq!(util_est_ewma(100, 300, 300), 300);
+    assert_eq!(util_est_ewma(300, 100, 100), 250);
+    assert_eq!(util_est_ewma(300, 295, 295), 300);
+    assert_eq!(
+        util_est_ewma(300, 100, 200),
+        300,
+        "it did not get all the CPU it wanted"
+    );
 }
 
 // ---- §6: domains and the balancer -------------------------------------------------------
