@@ -5,8 +5,9 @@
 //! `y` per period, `y^32 = 1/2`; averages are sums over `LOAD_AVG_MAX − 1024 +
 //! period_contrib`. A task entity tracks (load = on_rq, runnable = on_rq and not delayed,
 //! running = curr); a cfs_rq tracks (load = its weight W, runnable = its `h_nr_running`,
-//! running = it has a curr). Only the balancer and wake-up placement read PELT; the
-//! per-CPU pick never does (§5.6).
+//! running = it has a curr). `util_est` (§5.5) keeps a task's utilisation at its last
+//! sleeps, smoothed on the way down; a queue's is the sum over its queued tasks. Only the
+//! balancer and wake-up placement read PELT; the per-CPU pick never does (§5.6).
 
 /// `LOAD_AVG_PERIOD`.
 pub const LOAD_AVG_PERIOD: u64 = 32;
