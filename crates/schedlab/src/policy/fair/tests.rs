@@ -684,7 +684,7 @@ fn select_idle_sibling_finds_an_idle_cpu_in_the_llc_only_when_there_is_one() {
 }
 
 #[test]
-fn periodic_and_newidle_balancing_spread_hogs_over_the_cpus() {
+fn periodic_balancing_spreads_hogs_over_the_cpus() {
     // Four hogs woken on CPU 0 of a 4-CPU preset machine (one PKG domain, no LLC):
     // ticking idle CPUs balance at their intervals until every CPU runs one.
     for spec in ["cfs", "eevdf"] {
@@ -712,6 +712,33 @@ fn periodic_and_newidle_balancing_spread_hogs_over_the_cpus() {
         assert_eq!(per_cpu, [1, 1, 1, 1], "{spec}");
         assert!(b.class.counters()["lb_pulled"] >= 3.0);
         let _ = ps;
+    }
+}
+
+#[test]
+fn a_cpu_running_dry_pulls_one_task_by_newidle_balancing() {
+    // §6.9: CPU 1's only task sleeps; the pick finds nothing and sched_balance_newidle
+    // pulls from CPU 0 (three cold hogs queued) — one task (CONFIG_PREEMPTION).
+    for spec in ["cfs", "eevdf"] {
+        let mut b = bed(spec, 2);
+        for i in 0..3 {
+            let p = b.task(0, 1 + i, 0);
+            b.k.tasks[p as usize].cpus_allowed = 1;
+            b.wake(0, p, false);
+            b.k.tasks[p as usize].cpus_allowed = u64::MAX;
+        }
+        let q = b.task(1, 9, 0);
+        b.k.tasks[q as usize].cpus_allowed = 2;
+        b.wake(1, q, false);
+        assert_eq!(b.schedule(1), q);
+        b.at(10_000_000);
+        b.k.tasks[q as usize].state = TaskState::Interruptible;
+        let next = b.schedule(1);
+        assert_ne!(next, b.k.cpus[1].idle, "{spec}: pulled nothing");
+        assert_eq!(b.class.rqs[1].nr_running, 1, "{spec}");
+        assert_eq!(b.class.rqs[0].nr_running, 2, "{spec}");
+        assert_eq!(b.class.counters()["lb_newidle_calls"], 1.0, "{spec}");
+        b.check().unwrap();
     }
 }
 
