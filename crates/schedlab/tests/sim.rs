@@ -412,6 +412,27 @@ fn every_benchmark_runs_under_every_policy_and_preset() {
     }
 }
 
+/// Issue 15: `cfs` and `eevdf` run every small instance on every preset (all of them, not
+/// in turns), with the policy invariants checked at the end of each run.
+#[test]
+fn fair_policies_run_every_benchmark_on_every_preset() {
+    for policy in ["cfs", "eevdf"] {
+        for preset in schedlab::machine::preset::PRESETS {
+            for w in small_benchmarks() {
+                let c = cfg(preset.name, preset.cpus.min(4), policy, w);
+                let r = schedlab::run(c)
+                    .unwrap_or_else(|e| panic!("{w} on {} under {policy}: {e}", preset.name));
+                assert!(
+                    r.result.value.is_finite() && r.result.value > 0.0,
+                    "{w} on {} under {policy}: {}",
+                    preset.name,
+                    r.result.value
+                );
+            }
+        }
+    }
+}
+
 // ---- property test: random workloads through the invariant checks -----------------------
 
 #[derive(Clone, Debug)]

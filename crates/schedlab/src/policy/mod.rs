@@ -12,6 +12,7 @@
 //! Adding a policy: one module implementing [`SchedClass`], plus one line in [`POLICIES`].
 //! A policy knows no workload; the kernel knows no policy.
 
+pub mod fair;
 pub mod fifo;
 pub mod hamq;
 pub mod lines;
@@ -83,7 +84,7 @@ pub struct PolicyInfo {
 }
 
 /// The registry, in `schedlab list policies` order: the reference policy, then the
-/// schedulers in historical order.
+/// schedulers in historical order (the modern fair class last).
 pub static POLICIES: &[PolicyInfo] = &[
     fifo::INFO,
     linux24::INFO,
@@ -93,6 +94,8 @@ pub static POLICIES: &[PolicyInfo] = &[
     o1::INFO_D1,
     o1::INFO_G1,
     o1::INFO_26,
+    fair::INFO_CFS,
+    fair::INFO_EEVDF,
 ];
 
 /// Build the policy named by `spec` for `machine`.

@@ -1,0 +1,1379 @@
+//! Wake-up placement and the sched-domain load balancer (modern.md §6, §7; fair.c:
+//! select_task_rq_fair, wake_affine, select_idle_sibling, sched_balance_find_dst_*,
+//! sched_balance_trigger, sched_balance_domains, sched_balance_newidle, sched_balance_rq,
+//! update_sd_lb_stats, calculate_imbalance, sched_balance_find_src_rq, detach_tasks,
+//! can_migrate_task, task_hot). 6.10 renamed the balancer; the 6.1 names are used in
+//! prose where they are better known (`load_balance`, `find_busiest_group`).
+//!
+//! # Workflow
+//!
+//! 1. **Wake-up** (`select_task_rq_fair`, WF_TTWU): `record_wakee`; unless `wake_wide`,
+//!    the first WAKE_AFFINE domain holding both CPUs decides between the waker's CPU and
+//!    `prev` (`wake_affine`: idle tests, then the PELT load comparison E19);
+//!    `select_idle_sibling` then looks for an idle CPU sharing the LLC with the target
+//!    (none without an LLC domain: the presets' private L2 caches).
+//! 2. **Fork** (WF_FORK): from the highest BALANCE_FORK domain down, the idlest group and
+//!    in it the idlest CPU (§7.5).
+//! 3. **Periodic balance** (`sched_balance_trigger` from every tick, the idle ones too —
+//!    NOHZ is not modelled): per domain bottom-up, at `balance_interval` (× busy_factor
+//!    when busy) in jiffies, `load_balance` as `CPU_IDLE` or `CPU_NOT_IDLE`.
+//! 4. **Newidle balance** (from `pick_next_task` when the queue is empty): if the root
+//!    domain is overloaded and `avg_idle` exceeds the domains' measured balance costs,
+//!    `load_balance` as `CPU_NEWLY_IDLE` bottom-up until one task is pulled.
+//! 5. **load_balance**: `should_we_balance`; group statistics and types; the busiest
+//!    group and the imbalance with its migration type; the busiest queue; detach from the
+//!    tail of its MRU `cfs_tasks` under its lock (`can_migrate_task`, `task_hot`), attach
+//!    here under this lock; intervals double while balanced.
+//!
+//! Not modelled: misfit, asym packing and capacity, SD_NUMA imbalance adjustment and the
+//! SERIALIZE lock (no preset has NUMA), active balance, LBF_DST_PINNED retargeting,
+//! the NOHZ kick; `sched_exec` placement. SMT's `has_idle_cores` hint is
+//! computed exactly when asked instead of being maintained lazily.
+
+use crate::kernel::task::TaskId;
+use crate::machine::CpuId;
+use crate::policy::{SchedCtx, Wake};
+
+use super::pelt::SCHED_CAPACITY_SCALE;
+use super::topology::*;
+use super::Fair;
+
+/// `enum cpu_idle_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleType {
+    /// `CPU_NOT_IDLE`.
+    NotIdle,
+    /// `CPU_IDLE`.
+    Idle,
+    /// `CPU_NEWLY_IDLE`.
+    NewlyIdle,
+}
+
+/// `enum group_type`, in pull-priority order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GroupType {
+    /// `group_has_spare`.
+    HasSpare,
+    /// `group_fully_busy`.
+    FullyBusy,
+    /// `group_smt_balance`.
+    SmtBalance,
+    /// `group_overloaded`.
+    Overloaded,
+}
+
+/// `enum migration_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationType {
+    /// `migrate_load`.
+    Load,
+    /// `migrate_util`.
+    Util,
+    /// `migrate_task`.
+    Task,
+}
+
+/// `struct sg_lb_stats`.
+#[derive(Clone, Copy, Debug)]
+pub struct SgStats {
+    /// `avg_load`.
+    pub avg_load: u64,
+    /// `group_load`.
+    pub group_load: u64,
+    /// `group_capacity`.
+    pub group_capacity: u64,
+    /// `group_util`.
+    pub group_util: u64,
+    /// `group_runnable`.
+    pub group_runnable: u64,
+    /// `sum_nr_running`.
+    pub sum_nr_running: u64,
+    /// `sum_h_nr_running`.
+    pub sum_h_nr_running: u64,
+    /// `idle_cpus`.
+    pub idle_cpus: u64,
+    /// `group_weight`.
+    pub group_weight: u64,
+    /// `group_type`.
+    pub group_type: GroupType,
+    /// Cores in the group (`sg->cores`).
+    pub cores: u64,
+}
+
+impl Default for SgStats {
+    fn default() -> Self {
+        SgStats {
+            avg_load: 0,
+            group_load: 0,
+            group_capacity: 0,
+            group_util: 0,
+            group_runnable: 0,
+            sum_nr_running: 0,
+            sum_h_nr_running: 0,
+            idle_cpus: 0,
+            group_weight: 0,
+            group_type: GroupType::HasSpare,
+            cores: 0,
+        }
+    }
+}
+
+/// `group_is_overloaded`.
+fn group_is_overloaded(pct: u64, s: &SgStats) -> bool {
+    if s.sum_nr_running <= s.group_weight {
+        return false;
+    }
+    s.group_capacity * 100 < s.group_util * pct || s.group_capacity * pct < s.group_runnable * 100
+}
+
+/// `group_has_capacity`.
+fn group_has_capacity(pct: u64, s: &SgStats) -> bool {
+    if s.sum_nr_running < s.group_weight {
+        return true;
+    }
+    if s.group_capacity * pct < s.group_runnable * 100 {
+        return false;
+    }
+    s.group_capacity * 100 > s.group_util * pct
+}
+
+/// `group_classify` (the types this model has).
+pub fn group_classify(pct: u64, s: &SgStats, smt_balance: bool) -> GroupType {
+    if group_is_overloaded(pct, s) {
+        GroupType::Overloaded
+    } else if smt_balance {
+        GroupType::SmtBalance
+    } else if !group_has_capacity(pct, s) {
+        GroupType::FullyBusy
+    } else {
+        GroupType::HasSpare
+    }
+}
+
+/// `struct lb_env`, what one `load_balance` decides.
+#[derive(Clone, Debug)]
+pub struct LbEnv {
+    /// The domain's index in the destination CPU's domains.
+    pub sd: usize,
+    /// `dst_cpu`.
+    pub dst: CpuId,
+    /// `idle`.
+    pub idle: IdleType,
+    /// `imbalance`.
+    pub imbalance: i64,
+    /// `migration_type`.
+    pub migration_type: MigrationType,
+    /// CPUs still considered (`env->cpus`).
+    pub cpus: Vec<CpuId>,
+}
+
+impl Fair {
+    /// `cpus_share_cache(a, b)`.
+    pub fn cpus_share_cache(&self, a: CpuId, b: CpuId) -> bool {
+        if a == b {
+            return true;
+        }
+        match self.sd_llc[a] {
+            Some(i) => self.sd[a][i].contains(b),
+            None => false,
+        }
+    }
+
+    /// `sd_llc_size` of `cpu`.
+    pub fn sd_llc_size(&self, cpu: CpuId) -> u32 {
+        self.sd_llc[cpu].map_or(1, |i| self.sd[cpu][i].span_weight() as u32)
+    }
+
+    /// `ttwu_do_activate`'s `avg_idle` update on a wake-up onto `cpu` (§6.9).
+    pub(super) fn ttwu_avg_idle(&mut self, ctx: &SchedCtx<'_>, cpu: CpuId) {
+        let rq = &mut self.rqs[cpu];
+        if rq.idle_stamp != 0 {
+            let delta = ctx.now().saturating_sub(rq.idle_stamp) as i64;
+            let max = 2 * rq.max_idle_balance_cost;
+            let diff = delta - rq.avg_idle as i64;
+            rq.avg_idle = (rq.avg_idle as i64 + diff / 8).max(0) as u64;
+            rq.avg_idle = rq.avg_idle.min(max);
+            rq.idle_stamp = 0;
+        }
+    }
+
+    /// `record_wakee`: the waker's flip counter (§7.2).
+    fn record_wakee(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
+        let waker = ctx.curr(ctx.cpu());
+        let j = ctx.jiffies();
+        let hz = self.t.hz as u64;
+        let w = &mut self.se[waker as usize];
+        if j > w.wakee_flip_decay_ts + hz {
+            w.wakee_flips >>= 1;
+            w.wakee_flip_decay_ts = j;
+        }
+        if w.last_wakee != Some(p) {
+            w.last_wakee = Some(p);
+            w.wakee_flips += 1;
+        }
+    }
+
+    /// (E18) `wake_wide(p)`.
+    fn wake_wide(&self, ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        let waker = ctx.curr(ctx.cpu());
+        let mut master = self.se[waker as usize].wakee_flips;
+        let mut slave = self.se[p as usize].wakee_flips;
+        let factor = self.sd_llc_size(ctx.cpu());
+        if master < slave {
+            std::mem::swap(&mut master, &mut slave);
+        }
+        !(slave < factor || master < slave * factor)
+    }
+
+    /// `select_task_rq_fair` (§7.2); lock-free.
+    pub(super) fn select_task_rq_fair(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        p: TaskId,
+        prev: CpuId,
+        wake: Wake,
+    ) -> CpuId {
+        let cpu = ctx.cpu();
+        let sync = wake.sync && self.t.sync_wakeups && !ctx.task(ctx.curr(cpu)).is_idle;
+        let mut new_cpu = prev;
+        let mut want_affine = false;
+        let ttwu = !wake.fork;
+        let sd_flag = if wake.fork {
+            SD_BALANCE_FORK
+        } else {
+            SD_BALANCE_WAKE
+        };
+        if ttwu {
+            self.record_wakee(ctx, p);
+            want_affine = !self.wake_wide(ctx, p) && ctx.allowed(p, cpu);
+        }
+        let mut sd: Option<usize> = None;
+        for i in 0..self.sd[cpu].len() {
+            let d = &self.sd[cpu][i];
+            if want_affine && d.flags & SD_WAKE_AFFINE != 0 && d.contains(prev) {
+                if cpu != prev {
+                    new_cpu = self.wake_affine(ctx, i, p, cpu, prev, sync);
+                }
+                sd = None;
+                break;
+            }
+            if d.flags & sd_flag != 0 {
+                sd = Some(i);
+            } else if !want_affine {
+                break;
+            }
+        }
+        if let Some(i) = sd {
+            let c = self.find_dst_cpu(ctx, cpu, i, p, prev, sd_flag);
+            if c != cpu {
+                self.stats.fork_balanced += 1;
+            }
+            c
+        } else if ttwu {
+            let c = self.select_idle_sibling(ctx, p, prev, new_cpu);
+            if c != new_cpu {
+                self.stats.wake_idle_sibling += 1;
+            }
+            c
+        } else {
+            new_cpu
+        }
+    }
+
+    /// `wake_affine` (§7.3): `this` or `prev`.
+    fn wake_affine(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        sd: usize,
+        p: TaskId,
+        this: CpuId,
+        prev: CpuId,
+        sync: bool,
+    ) -> CpuId {
+        let mut target = self.wake_affine_idle(ctx, this, prev, sync);
+        if target.is_none() {
+            target = self.wake_affine_weight(ctx, sd, p, this, prev, sync);
+        }
+        if target == Some(this) {
+            self.stats.wake_affine += 1;
+            this
+        } else {
+            prev
+        }
+    }
+
+    fn wake_affine_idle(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        this: CpuId,
+        prev: CpuId,
+        sync: bool,
+    ) -> Option<CpuId> {
+        if self.idle_cpu(ctx, this) && self.cpus_share_cache(this, prev) {
+            return Some(if self.idle_cpu(ctx, prev) { prev } else { this });
+        }
+        if sync && self.rqs[this].nr_running == 1 {
+            return Some(this);
+        }
+        if self.idle_cpu(ctx, prev) {
+            return Some(prev);
+        }
+        None
+    }
+
+    /// (E19) `wake_affine_weight`, signed.
+    fn wake_affine_weight(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        sd: usize,
+        p: TaskId,
+        this: CpuId,
+        prev: CpuId,
+        sync: bool,
+    ) -> Option<CpuId> {
+        ctx.read_line(self.rqs[prev].line);
+        let mut this_eff = self.cpu_load(this) as i64;
+        if sync {
+            let current = ctx.curr(this);
+            let current_load = self.task_h_load(current) as i64;
+            if current_load > this_eff {
+                return Some(this);
+            }
+            this_eff -= current_load;
+        }
+        let task_load = self.task_h_load(p) as i64;
+        this_eff += task_load;
+        this_eff *= 100;
+        this_eff *= SCHED_CAPACITY_SCALE as i64;
+        let pct = self.sd[this][sd].imbalance_pct as i64;
+        let mut prev_eff = self.cpu_load(prev) as i64;
+        prev_eff -= task_load;
+        prev_eff *= 100 + (pct - 100) / 2;
+        prev_eff *= SCHED_CAPACITY_SCALE as i64;
+        if sync {
+            prev_eff += 1;
+        }
+        (this_eff < prev_eff).then_some(this)
+    }
+
+    /// `select_idle_sibling(p, prev, target)` (§7.4).
+    fn select_idle_sibling(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        p: TaskId,
+        prev: CpuId,
+        target: CpuId,
+    ) -> CpuId {
+        if self.idle_cpu(ctx, target) {
+            return target;
+        }
+        if prev != target && self.cpus_share_cache(prev, target) && self.idle_cpu(ctx, prev) {
+            return prev;
+        }
+        let recent = self.se[p as usize].recent_used_cpu;
+        self.se[p as usize].recent_used_cpu = prev;
+        if recent != prev
+            && recent != target
+            && recent < ctx.nr_cpus()
+            && self.cpus_share_cache(recent, target)
+            && self.idle_cpu(ctx, recent)
+            && ctx.allowed(p, recent)
+        {
+            return recent;
+        }
+        let Some(llc) = self.sd_llc[target] else {
+            return target;
+        };
+        let smt = self
+            .topo
+            .core
+            .iter()
+            .enumerate()
+            .any(|(c, &k)| self.topo.core.iter().skip(c + 1).any(|&k2| k2 == k));
+        let mut has_idle_core = false;
+        if smt {
+            // has_idle_cores, computed exactly (see the module doc).
+            let span = self.sd[target][llc].span.clone();
+            has_idle_core = span.iter().any(|&c| self.core_idle(ctx, c));
+            if !has_idle_core && self.cpus_share_cache(prev, target) {
+                // select_idle_smt: an idle sibling of prev.
+                let core = self.topo.core[prev];
+                for c in 0..ctx.nr_cpus() {
+                    if c != prev
+                        && self.topo.core[c] == core
+                        && ctx.allowed(p, c)
+                        && self.sd[target][llc].contains(c)
+                        && self.idle_cpu(ctx, c)
+                    {
+                        return c;
+                    }
+                }
+            }
+        }
+        if let Some(i) = self.select_idle_cpu(ctx, p, llc, has_idle_core, target) {
+            return i;
+        }
+        target
+    }
+
+    /// True when every SMT sibling of `cpu`'s core is idle.
+    fn core_idle(&self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> bool {
+        let core = self.topo.core[cpu];
+        (0..ctx.nr_cpus())
+            .filter(|&c| self.topo.core[c] == core)
+            .all(|c| self.idle_cpu(ctx, c))
+    }
+
+    /// `select_idle_cpu` over the LLC from `target + 1`, wrapping; SIS_UTIL bounds the
+    /// scan without an idle-core hint (E20).
+    fn select_idle_cpu(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        p: TaskId,
+        llc: usize,
+        has_idle_core: bool,
+        target: CpuId,
+    ) -> Option<CpuId> {
+        let span = self.sd[target][llc].span.clone();
+        let mut nr = self.rqs[target].nr_idle_scan as i64 + 1;
+        if !has_idle_core && nr == 1 {
+            return None;
+        }
+        let start = span.iter().position(|&c| c > target).unwrap_or(0);
+        let mut idle_cpu = None;
+        for k in 0..span.len() {
+            let c = span[(start + k) % span.len()];
+            if !ctx.allowed(p, c) {
+                continue;
+            }
+            if has_idle_core {
+                if self.core_idle(ctx, c) {
+                    return Some(c);
+                }
+                if idle_cpu.is_none() && self.idle_cpu(ctx, c) {
+                    idle_cpu = Some(c);
+                }
+            } else {
+                nr -= 1;
+                if nr <= 0 {
+                    return None;
+                }
+                if self.idle_cpu(ctx, c) {
+                    return Some(c);
+                }
+            }
+        }
+        idle_cpu
+    }
+
+    /// Group statistics for fork placement (`update_sg_wakeup_stats`; the new task is
+    /// on no queue yet, so nothing is taken out of the sums).
+    fn sg_wakeup_stats(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        pct: u64,
+        group: &[CpuId],
+        p: TaskId,
+    ) -> SgStats {
+        let mut s = SgStats::default();
+        for &i in group {
+            if !ctx.allowed(p, i) {
+                continue;
+            }
+            if i != ctx.cpu() {
+                ctx.read_line(self.rqs[i].line);
+            }
+            s.group_load += self.cpu_load(i);
+            s.group_util += self.cpu_util(i);
+            s.group_runnable += self.rqs[i].avg.runnable_avg;
+            let nr = self.rqs[i].nr_running as u64;
+            s.sum_h_nr_running += nr;
+            s.sum_nr_running += nr;
+            if nr == 0 && self.idle_cpu(ctx, i) {
+                s.idle_cpus += 1;
+            }
+        }
+        s.group_capacity = SCHED_CAPACITY_SCALE * group.len() as u64;
+        s.group_weight = group.len() as u64;
+        s.group_type = group_classify(pct, &s, false);
+        if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+            s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
+        }
+        s
+    }
+
+    /// `sched_balance_find_dst_group` (§7.5): the idlest group, or `None` to stay local.
+    fn find_dst_group(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        this: CpuId,
+        sd: usize,
+        p: TaskId,
+    ) -> Option<usize> {
+        let d = &self.sd[this][sd];
+        let pct = d.imbalance_pct;
+        let mut idlest: Option<(usize, SgStats)> = None;
+        let mut local: Option<SgStats> = None;
+        for (gi, g) in d.groups.iter().enumerate() {
+            if !g.iter().any(|&c| ctx.allowed(p, c)) {
+                continue;
+            }
+            let s = self.sg_wakeup_stats(ctx, pct, g, p);
+            if g.contains(&this) {
+                local = Some(s);
+                continue;
+            }
+            let better = match &idlest {
+                None => true,
+                Some((_, i)) => {
+                    if s.group_type != i.group_type {
+                        s.group_type < i.group_type
+                    } else {
+                        match s.group_type {
+                            GroupType::Overloaded | GroupType::FullyBusy => i.avg_load > s.avg_load,
+                            GroupType::SmtBalance => false,
+                            GroupType::HasSpare => {
+                                !(i.idle_cpus > s.idle_cpus
+                                    || (i.idle_cpus == s.idle_cpus && i.group_util <= s.group_util))
+                            }
+                        }
+                    }
+                }
+            };
+            if better {
+                idlest = Some((gi, s));
+            }
+        }
+        let (gi, i) = idlest?;
+        let Some(l) = local else {
+            return Some(gi);
+        };
+        if l.group_type < i.group_type {
+            return None;
+        }
+        if l.group_type > i.group_type {
+            return Some(gi);
+        }
+        match l.group_type {
+            GroupType::Overloaded | GroupType::FullyBusy => {
+                let imbalance = 1024 * (pct - 100) / 100;
+                if i.avg_load >= l.avg_load + imbalance {
+                    return None;
+                }
+                if 100 * l.avg_load <= pct * i.avg_load {
+                    return None;
+                }
+            }
+            GroupType::SmtBalance => return None,
+            GroupType::HasSpare => {
+                if l.idle_cpus >= i.idle_cpus {
+                    return None;
+                }
+            }
+        }
+        Some(gi)
+    }
+
+    /// `sched_balance_find_dst_group_cpu`.
+    fn find_dst_group_cpu(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        group: &[CpuId],
+        p: TaskId,
+        this: CpuId,
+    ) -> CpuId {
+        if group.len() == 1 {
+            return group[0];
+        }
+        let mut min_load = u64::MAX;
+        let mut least_loaded = this;
+        let mut latest_idle = 0;
+        let mut shallowest: Option<CpuId> = None;
+        for &i in group {
+            if !ctx.allowed(p, i) {
+                continue;
+            }
+            if self.idle_cpu(ctx, i) {
+                // No cpuidle states: the most recently idle CPU (idle_stamp) wins.
+                if self.rqs[i].idle_stamp > latest_idle {
+                    latest_idle = self.rqs[i].idle_stamp;
+                    shallowest = Some(i);
+                }
+            } else if shallowest.is_none() {
+                let load = self.cpu_load(i);
+                if load < min_load {
+                    min_load = load;
+                    least_loaded = i;
+                }
+            }
+        }
+        shallowest.unwrap_or(least_loaded)
+    }
+
+    /// `sched_balance_find_dst_cpu` from `cpu`'s domain `sd` down (§7.5).
+    fn find_dst_cpu(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        mut cpu: CpuId,
+        sd: usize,
+        p: TaskId,
+        prev: CpuId,
+        sd_flag: u32,
+    ) -> CpuId {
+        if !self.sd[cpu][sd].span.iter().any(|&c| ctx.allowed(p, c)) {
+            return prev;
+        }
+        let mut new_cpu = cpu;
+        let mut level = Some(sd);
+        while let Some(l) = level {
+            let d = &self.sd[cpu][l];
+            let child = l.checked_sub(1);
+            if d.flags & sd_flag == 0 {
+                level = child;
+                continue;
+            }
+            let Some(g) = self.find_dst_group(ctx, cpu, l, p) else {
+                level = child;
+                continue;
+            };
+            let group = self.sd[cpu][l].groups[g].clone();
+            new_cpu = self.find_dst_group_cpu(ctx, &group, p, cpu);
+            if new_cpu == cpu {
+                level = child;
+                continue;
+            }
+            let weight = self.sd[cpu][l].span_weight();
+            cpu = new_cpu;
+            level = None;
+            for (i, t) in self.sd[cpu].iter().enumerate() {
+                if weight <= t.span_weight() {
+                    break;
+                }
+                if t.flags & sd_flag != 0 {
+                    level = Some(i);
+                }
+            }
+        }
+        new_cpu
+    }
+
+    /// `get_sd_balance_interval` in jiffies.
+    pub fn sd_balance_interval(&self, cpu: CpuId, sd: usize, busy: bool) -> u64 {
+        let d = &self.sd[cpu][sd];
+        let hz = self.t.hz as u64;
+        let mut ms = d.balance_interval;
+        if busy {
+            ms *= d.busy_factor;
+        }
+        let mut j = (ms * hz).div_ceil(1000);
+        if busy {
+            j = j.saturating_sub(1);
+        }
+        let max = (hz * self.topo.nr_cpus() as u64 / 10).max(1);
+        j.clamp(1, max)
+    }
+
+    /// `update_newidle_cost`; true when the cost decayed.
+    fn update_newidle_cost(&mut self, cpu: CpuId, sd: usize, cost: u64, jiffies: u64) -> bool {
+        let hz = self.t.hz as u64;
+        let d = &mut self.sd[cpu][sd];
+        if cost > d.max_newidle_lb_cost {
+            d.max_newidle_lb_cost = cost;
+            d.last_decay_max_lb_cost = jiffies;
+        } else if jiffies > d.last_decay_max_lb_cost + hz {
+            d.max_newidle_lb_cost = d.max_newidle_lb_cost * 253 / 256;
+            d.last_decay_max_lb_cost = jiffies;
+            return true;
+        }
+        false
+    }
+
+    /// `sched_balance_trigger` and the softirq it raises (`sched_balance_domains`),
+    /// from the tick; no lock held.
+    pub(super) fn sched_balance_trigger(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, idle: bool) {
+        let j = ctx.jiffies();
+        if j < self.rqs[cpu].next_balance || self.sd[cpu].is_empty() {
+            return;
+        }
+        // sched_balance_update_blocked_averages: decay this queue's PELT.
+        let l = self.rqs[cpu].lock;
+        ctx.lock(l);
+        let now = ctx.now();
+        self.update_cfs_rq_load_avg(now, cpu);
+        ctx.unlock(l);
+        let hz = self.t.hz as u64;
+        let mut idle_type = if idle && self.rqs[cpu].nr_running == 0 {
+            IdleType::Idle
+        } else {
+            IdleType::NotIdle
+        };
+        let mut busy = idle_type != IdleType::Idle;
+        let mut next_balance = j + 60 * hz;
+        let mut update_next = false;
+        let mut continue_balancing = true;
+        let mut need_decay = false;
+        let mut max_cost = 0;
+        for i in 0..self.sd[cpu].len() {
+            let decayed = self.update_newidle_cost(cpu, i, 0, j);
+            need_decay |= decayed;
+            max_cost += self.sd[cpu][i].max_newidle_lb_cost;
+            if !continue_balancing {
+                if need_decay {
+                    continue;
+                }
+                break;
+            }
+            let mut interval = self.sd_balance_interval(cpu, i, busy);
+            if j >= self.sd[cpu][i].last_balance + interval {
+                if self.load_balance(ctx, cpu, i, idle_type, &mut continue_balancing) > 0 {
+                    let now_idle = self.rqs[cpu].nr_running == 0 && ctx.cpu_is_idle(cpu);
+                    idle_type = if now_idle {
+                        IdleType::Idle
+                    } else {
+                        IdleType::NotIdle
+                    };
+                    busy = !now_idle;
+                }
+                self.sd[cpu][i].last_balance = j;
+                interval = self.sd_balance_interval(cpu, i, busy);
+            }
+            let nb = self.sd[cpu][i].last_balance + interval;
+            if next_balance > nb {
+                next_balance = nb;
+                update_next = true;
+            }
+        }
+        if need_decay {
+            self.rqs[cpu].max_idle_balance_cost = self.t.migration_cost.max(max_cost);
+        }
+        if update_next {
+            self.rqs[cpu].next_balance = next_balance;
+        }
+    }
+
+    /// `sched_balance_newidle` (§6.9) from `pick_next_task`, with `cpu`'s lock held
+    /// (dropped while balancing, as the kernel does). Returns the tasks pulled.
+    pub(super) fn sched_balance_newidle(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> u32 {
+        let j = ctx.jiffies();
+        self.rqs[cpu].idle_stamp = ctx.now().max(1);
+        let hz = self.t.hz as u64;
+        let mut next_balance = j + hz;
+        if self.sd[cpu].is_empty() {
+            return 0;
+        }
+        ctx.read_line(self.rd_line);
+        let mut pulled = 0;
+        if !self.rd_overloaded || self.rqs[cpu].avg_idle < self.sd[cpu][0].max_newidle_lb_cost {
+            let nb = self.sd[cpu][0].last_balance + self.sd_balance_interval(cpu, 0, false);
+            next_balance = next_balance.min(nb);
+        } else {
+            let l = self.rqs[cpu].lock;
+            ctx.unlock(l);
+            let mut t0 = ctx.now();
+            let mut curr_cost = 0;
+            let mut continue_balancing = true;
+            for i in 0..self.sd[cpu].len() {
+                let nb = self.sd[cpu][i].last_balance + self.sd_balance_interval(cpu, i, false);
+                next_balance = next_balance.min(nb);
+                if self.rqs[cpu].avg_idle < curr_cost + self.sd[cpu][i].max_newidle_lb_cost {
+                    break;
+                }
+                if self.sd[cpu][i].flags & SD_BALANCE_NEWIDLE != 0 {
+                    pulled = self.load_balance(
+                        ctx,
+                        cpu,
+                        i,
+                        IdleType::NewlyIdle,
+                        &mut continue_balancing,
+                    );
+                    let t1 = ctx.now();
+                    let cost = t1 - t0;
+                    self.update_newidle_cost(cpu, i, cost, ctx.jiffies());
+                    curr_cost += cost;
+                    t0 = t1;
+                }
+                if pulled > 0 || !continue_balancing {
+                    break;
+                }
+            }
+            ctx.lock(l);
+            let rq = &mut self.rqs[cpu];
+            rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(curr_cost);
+            if rq.nr_running > 0 && pulled == 0 {
+                pulled = 1;
+            }
+        }
+        let rq = &mut self.rqs[cpu];
+        if rq.next_balance > next_balance {
+            rq.next_balance = next_balance;
+        }
+        if pulled > 0 {
+            rq.idle_stamp = 0;
+        }
+        pulled
+    }
+
+    /// `should_we_balance`.
+    fn should_we_balance(&self, ctx: &mut SchedCtx<'_>, env: &LbEnv) -> bool {
+        if !env.cpus.contains(&env.dst) {
+            return false;
+        }
+        if env.idle == IdleType::NewlyIdle {
+            return self.rqs[env.dst].nr_running == 0;
+        }
+        let local = self.sd[env.dst][env.sd].groups[0].clone();
+        for &c in &local {
+            if !env.cpus.contains(&c) {
+                continue;
+            }
+            if self.idle_cpu(ctx, c) {
+                return c == env.dst;
+            }
+        }
+        local[0] == env.dst
+    }
+
+    /// `update_sg_lb_stats` for group `g` of the domain.
+    fn sg_lb_stats(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        env: &LbEnv,
+        g: usize,
+        overloaded: &mut bool,
+    ) -> SgStats {
+        let d = &self.sd[env.dst][env.sd];
+        let group = d.groups[g].clone();
+        let gflags = d.group_flags[g];
+        let pct = d.imbalance_pct;
+        let local = g == 0;
+        let mut s = SgStats::default();
+        for &i in &group {
+            if !env.cpus.contains(&i) {
+                continue;
+            }
+            if i != ctx.cpu() {
+                ctx.read_line(self.rqs[i].line);
+            }
+            s.group_load += self.cpu_load(i);
+            s.group_util += self.cpu_util(i);
+            s.group_runnable += self.rqs[i].avg.runnable_avg;
+            let nr = self.nr_running_seen(ctx, i) as u64;
+            s.sum_h_nr_running += nr;
+            s.sum_nr_running += nr;
+            if nr > 1 {
+                *overloaded = true;
+            }
+            if nr == 0 && self.idle_cpu(ctx, i) {
+                s.idle_cpus += 1;
+            }
+        }
+        s.group_capacity = SCHED_CAPACITY_SCALE * group.len() as u64;
+        s.group_weight = group.len() as u64;
+        let mut cores: Vec<usize> = group.iter().map(|&c| self.topo.core[c]).collect();
+        cores.dedup();
+        s.cores = cores.len() as u64;
+        let smt_balance = !local
+            && env.idle != IdleType::NotIdle
+            && gflags & SD_SHARE_CPUCAPACITY != 0
+            && s.sum_h_nr_running > 1;
+        s.group_type = group_classify(pct, &s, smt_balance);
+        if s.group_type == GroupType::Overloaded {
+            s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
+        }
+        s
+    }
+
+    /// `update_sd_pick_busiest` (the types this model has).
+    fn pick_busiest(
+        &self,
+        env: &LbEnv,
+        s: &SgStats,
+        g: usize,
+        busiest: &SgStats,
+        bg: Option<usize>,
+    ) -> bool {
+        if s.sum_h_nr_running == 0 {
+            return false;
+        }
+        if s.group_type > busiest.group_type {
+            return true;
+        }
+        if s.group_type < busiest.group_type {
+            return false;
+        }
+        let d = &self.sd[env.dst][env.sd];
+        let smt = |gi: usize| d.group_flags[gi] & SD_SHARE_CPUCAPACITY != 0;
+        let has_spare = |s: &SgStats, b: &SgStats| {
+            !(s.idle_cpus > b.idle_cpus
+                || (s.idle_cpus == b.idle_cpus && s.sum_nr_running <= b.sum_nr_running))
+        };
+        match s.group_type {
+            GroupType::Overloaded => s.avg_load > busiest.avg_load,
+            GroupType::SmtBalance if s.idle_cpus != 0 || busiest.idle_cpus != 0 => {
+                has_spare(s, busiest)
+            }
+            GroupType::SmtBalance | GroupType::FullyBusy => {
+                if s.avg_load < busiest.avg_load {
+                    return false;
+                }
+                !(s.avg_load == busiest.avg_load && bg.is_some_and(smt))
+            }
+            GroupType::HasSpare => {
+                if let Some(b) = bg {
+                    if smt(b) != smt(g) {
+                        // smt_vs_nonsmt_groups.
+                        return !(smt(g) && s.sum_h_nr_running <= 1);
+                    }
+                }
+                has_spare(s, busiest)
+            }
+        }
+    }
+
+    /// `find_busiest_group` (`sched_balance_find_src_group`, §6.4–6.5): the busiest
+    /// group's CPUs, with `env.imbalance` and `env.migration_type` set.
+    fn find_busiest_group(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        env: &mut LbEnv,
+    ) -> Option<Vec<CpuId>> {
+        let ngroups = self.sd[env.dst][env.sd].groups.len();
+        let mut local = SgStats::default();
+        let mut busiest = SgStats {
+            idle_cpus: u64::MAX,
+            ..SgStats::default()
+        };
+        let mut bg: Option<usize> = None;
+        let mut total_load = 0;
+        let mut total_capacity = 0;
+        let mut sum_util = 0;
+        let mut overloaded = false;
+        for g in 0..ngroups {
+            let s = self.sg_lb_stats(ctx, env, g, &mut overloaded);
+            total_load += s.group_load;
+            total_capacity += s.group_capacity;
+            sum_util += s.group_util;
+            if g == 0 {
+                local = s;
+            } else if self.pick_busiest(env, &s, g, &busiest, bg) {
+                busiest = s;
+                bg = Some(g);
+            }
+        }
+        let d = &self.sd[env.dst][env.sd];
+        let prefer_sibling =
+            env.sd > 0 && self.sd[env.dst][env.sd - 1].flags & SD_PREFER_SIBLING != 0;
+        let pct = d.imbalance_pct;
+        if env.sd + 1 == self.sd[env.dst].len() && self.rd_overloaded != overloaded {
+            // Root domain: recompute the overload indicator.
+            self.rd_overloaded = overloaded;
+            ctx.write_line(self.rd_line);
+        }
+        self.update_idle_cpu_scan(env, sum_util);
+        let bgi = bg?;
+        let mut force = false;
+        if local.group_type > busiest.group_type {
+            return None;
+        }
+        let mut sds_avg = 0;
+        if local.group_type == GroupType::Overloaded {
+            if local.avg_load >= busiest.avg_load {
+                return None;
+            }
+            sds_avg = total_load * SCHED_CAPACITY_SCALE / total_capacity;
+            if local.avg_load >= sds_avg {
+                return None;
+            }
+            if 100 * busiest.avg_load <= pct * local.avg_load {
+                return None;
+            }
+        }
+        if prefer_sibling
+            && local.group_type == GroupType::HasSpare
+            && self.sibling_imbalance(env, &busiest, &local) > 1
+        {
+            force = true;
+        }
+        if !force && busiest.group_type != GroupType::Overloaded {
+            if env.idle == IdleType::NotIdle {
+                return None;
+            }
+            if busiest.group_type == GroupType::SmtBalance && local.cores != local.group_weight {
+                force = true;
+            }
+            if !force {
+                if busiest.group_weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1 {
+                    return None;
+                }
+                if busiest.sum_h_nr_running == 1 {
+                    return None;
+                }
+            }
+        }
+        self.calculate_imbalance(
+            env,
+            &mut local,
+            &busiest,
+            prefer_sibling,
+            total_load,
+            total_capacity,
+            sds_avg,
+        );
+        (env.imbalance > 0).then(|| self.sd[env.dst][env.sd].groups[bgi].clone())
+    }
+
+    /// `sibling_imbalance`.
+    fn sibling_imbalance(&self, env: &LbEnv, busiest: &SgStats, local: &SgStats) -> i64 {
+        if env.idle == IdleType::NotIdle || busiest.sum_nr_running == 0 {
+            return 0;
+        }
+        let (nb, nl) = (busiest.cores as i64, local.cores as i64);
+        let (b, l) = (busiest.sum_nr_running as i64, local.sum_nr_running as i64);
+        if nb == nl {
+            return (b - l).max(0);
+        }
+        let mut imb = (nl * b - nb * l).max(0);
+        imb = (2 * imb + nl + nb) / (nl + nb);
+        if imb <= 1 && l == 0 && b > 1 {
+            imb = 2;
+        }
+        imb
+    }
+
+    /// `calculate_imbalance` (§6.5).
+    #[allow(clippy::too_many_arguments)]
+    fn calculate_imbalance(
+        &self,
+        env: &mut LbEnv,
+        local: &mut SgStats,
+        busiest: &SgStats,
+        prefer_sibling: bool,
+        total_load: u64,
+        total_capacity: u64,
+        mut sds_avg: u64,
+    ) {
+        let d = &self.sd[env.dst][env.sd];
+        if busiest.group_type == GroupType::SmtBalance {
+            env.migration_type = MigrationType::Task;
+            env.imbalance = 1;
+            return;
+        }
+        if local.group_type == GroupType::HasSpare {
+            if busiest.group_type > GroupType::FullyBusy && d.flags & SD_SHARE_LLC == 0 {
+                env.migration_type = MigrationType::Util;
+                env.imbalance =
+                    (local.group_capacity.max(local.group_util) - local.group_util) as i64;
+                if env.idle != IdleType::NotIdle && env.imbalance == 0 {
+                    env.migration_type = MigrationType::Task;
+                    env.imbalance = 1;
+                }
+                return;
+            }
+            env.migration_type = MigrationType::Task;
+            env.imbalance = if busiest.group_weight == 1 || prefer_sibling {
+                self.sibling_imbalance(env, busiest, local)
+            } else {
+                (local.idle_cpus as i64 - busiest.idle_cpus as i64).max(0)
+            };
+            env.imbalance >>= 1;
+            return;
+        }
+        if local.group_type < GroupType::Overloaded {
+            local.avg_load = local.group_load * SCHED_CAPACITY_SCALE / local.group_capacity;
+            if local.avg_load >= busiest.avg_load {
+                env.imbalance = 0;
+                return;
+            }
+            sds_avg = total_load * SCHED_CAPACITY_SCALE / total_capacity;
+            if local.avg_load >= sds_avg {
+                env.imbalance = 0;
+                return;
+            }
+        }
+        env.migration_type = MigrationType::Load;
+        let a = (busiest.avg_load as i64 - sds_avg as i64) * busiest.group_capacity as i64;
+        let b = (sds_avg as i64 - local.avg_load as i64) * local.group_capacity as i64;
+        env.imbalance = a.min(b) / SCHED_CAPACITY_SCALE as i64;
+    }
+
+    /// (E20) `update_idle_cpu_scan` at the LLC domain.
+    fn update_idle_cpu_scan(&mut self, env: &LbEnv, sum_util: u64) {
+        if env.idle == IdleType::NewlyIdle {
+            return;
+        }
+        let Some(llc) = self.sd_llc[env.dst] else {
+            return;
+        };
+        if llc != env.sd {
+            return;
+        }
+        let span = self.sd[env.dst][llc].span.clone();
+        let w = span.len() as u64;
+        let x = sum_util / w;
+        let pct = self.sd[env.dst][llc].imbalance_pct;
+        let t = (x * x * pct * pct / (10000 * SCHED_CAPACITY_SCALE)).min(SCHED_CAPACITY_SCALE);
+        let y = (SCHED_CAPACITY_SCALE - t) * w / SCHED_CAPACITY_SCALE;
+        for c in span {
+            self.rqs[c].nr_idle_scan = y as u32;
+        }
+    }
+
+    /// `find_busiest_queue` (`sched_balance_find_src_rq`, §6.6).
+    fn find_busiest_queue(&self, env: &LbEnv, group: &[CpuId]) -> Option<CpuId> {
+        let mut busiest = None;
+        let (mut busiest_load, mut busiest_cap) = (0u64, 1u64);
+        let mut busiest_util = 0;
+        let mut busiest_nr = 0;
+        for &i in group {
+            if !env.cpus.contains(&i) {
+                continue;
+            }
+            let nr = self.rqs[i].nr_running;
+            if nr == 0 {
+                continue;
+            }
+            let cap = SCHED_CAPACITY_SCALE;
+            match env.migration_type {
+                MigrationType::Load => {
+                    let load = self.cpu_load(i);
+                    if nr == 1 && load as i64 > env.imbalance {
+                        continue;
+                    }
+                    if load * busiest_cap > busiest_load * cap {
+                        busiest_load = load;
+                        busiest_cap = cap;
+                        busiest = Some(i);
+                    }
+                }
+                MigrationType::Util => {
+                    let util = self.cpu_util_boost(i);
+                    if nr <= 1 {
+                        continue;
+                    }
+                    if busiest_util < util {
+                        busiest_util = util;
+                        busiest = Some(i);
+                    }
+                }
+                MigrationType::Task => {
+                    if busiest_nr < nr {
+                        busiest_nr = nr;
+                        busiest = Some(i);
+                    }
+                }
+            }
+        }
+        busiest
+    }
+
+    /// (E17) `task_hot`.
+    fn task_hot(&self, ctx: &SchedCtx<'_>, env: &LbEnv, p: TaskId, src: CpuId) -> bool {
+        if self.sd[env.dst][env.sd].flags & SD_SHARE_CPUCAPACITY != 0 {
+            return false;
+        }
+        let rq = &self.rqs[src];
+        if self.rqs[env.dst].nr_running > 0 && (rq.next == Some(p) || rq.last == Some(p)) {
+            return true;
+        }
+        let se = &self.se[p as usize];
+        (ctx.now() as i64 - se.exec_start as i64) < self.t.migration_cost as i64
+    }
+
+    /// `can_migrate_task`; `all_pinned` is cleared when `p` may run on `dst`.
+    fn can_migrate_task(
+        &self,
+        ctx: &SchedCtx<'_>,
+        env: &LbEnv,
+        p: TaskId,
+        src: CpuId,
+        all_pinned: &mut bool,
+    ) -> bool {
+        if !ctx.allowed(p, env.dst) {
+            return false;
+        }
+        *all_pinned = false;
+        if self.rqs[src].curr == Some(p) || ctx.task(p).on_cpu.is_some() {
+            return false;
+        }
+        if self.se[p as usize].sched_delayed {
+            // model choice: delayed entities stay (modern.md §11 item 3).
+            return false;
+        }
+        let hot = self.task_hot(ctx, env, p, src);
+        !hot || self.sd[env.dst][env.sd].nr_balance_failed
+            > self.sd[env.dst][env.sd].cache_nice_tries
+    }
+
+    /// `detach_tasks` from `src` (its lock held): the tasks to move.
+    fn detach_tasks(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        env: &mut LbEnv,
+        src: CpuId,
+        all_pinned: &mut bool,
+    ) -> Vec<TaskId> {
+        let mut out = Vec::new();
+        if env.imbalance <= 0 {
+            return out;
+        }
+        let nr = self.rqs[src].nr_running as usize;
+        let loop_max = nr.min(self.t.nr_migrate as usize);
+        let failed = self.sd[env.dst][env.sd].nr_balance_failed;
+        let mut examined = 0;
+        while !self.rqs[src].cfs_tasks.is_empty() {
+            if env.idle != IdleType::NotIdle && self.rqs[src].nr_running <= 1 {
+                break;
+            }
+            examined += 1;
+            if examined > loop_max && !(*all_pinned && examined <= nr) {
+                break;
+            }
+            let p = *self.rqs[src].cfs_tasks.back().expect("not empty");
+            ctx.examine_task(p);
+            let ok = self.can_migrate_task(ctx, env, p, src, all_pinned) && {
+                let shr = |v: u64| v >> failed.min(63);
+                match env.migration_type {
+                    MigrationType::Load => {
+                        let load = self.task_h_load(p).max(1);
+                        if shr(load) as i64 > env.imbalance {
+                            false
+                        } else {
+                            env.imbalance -= load as i64;
+                            true
+                        }
+                    }
+                    MigrationType::Util => {
+                        let util = self.task_util_est(p);
+                        if shr(util) as i64 > env.imbalance {
+                            false
+                        } else {
+                            env.imbalance -= util as i64;
+                            true
+                        }
+                    }
+                    MigrationType::Task => {
+                        env.imbalance -= 1;
+                        true
+                    }
+                }
+            };
+            if !ok {
+                // list_move to the head.
+                let q = &mut self.rqs[src].cfs_tasks;
+                let t = q.pop_back().expect("not empty");
+                q.push_front(t);
+                continue;
+            }
+            self.move_queued_task(ctx, src, p, env.dst);
+            out.push(p);
+            // CONFIG_PREEMPTION: a newidle balance moves one task.
+            if env.idle == IdleType::NewlyIdle || env.imbalance <= 0 {
+                break;
+            }
+        }
+        out
+    }
+
+    /// `load_balance` (`sched_balance_rq`, §6.3) of `this`'s domain `sd`; no lock held.
+    /// Returns the tasks moved.
+    pub fn load_balance(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        this: CpuId,
+        sd: usize,
+        idle: IdleType,
+        continue_balancing: &mut bool,
+    ) -> u32 {
+        self.stats.lb_calls += 1;
+        if idle == IdleType::NewlyIdle {
+            self.stats.lb_newidle_calls += 1;
+        }
+        let mut env = LbEnv {
+            sd,
+            dst: this,
+            idle,
+            imbalance: 0,
+            migration_type: MigrationType::Load,
+            cpus: self.sd[this][sd].span.clone(),
+        };
+        let mut moved = 0u32;
+        loop {
+            if !self.should_we_balance(ctx, &env) {
+                *continue_balancing = false;
+                break;
+            }
+            let Some(group) = self.find_busiest_group(ctx, &mut env) else {
+                break;
+            };
+            let Some(busiest) = self.find_busiest_queue(&env, &group) else {
+                break;
+            };
+            let mut all_pinned = true;
+            if self.rqs[busiest].nr_running > 1 {
+                let bl = self.rqs[busiest].lock;
+                ctx.lock(bl);
+                let tasks = self.detach_tasks(ctx, &mut env, busiest, &mut all_pinned);
+                ctx.unlock(bl);
+                if !tasks.is_empty() {
+                    let tl = self.rqs[this].lock;
+                    ctx.lock(tl);
+                    for &p in &tasks {
+                        self.util_est_enqueue(this, p);
+                        self.enqueue_entity(
+                            ctx,
+                            this,
+                            p,
+                            super::EnqFlags {
+                                migrated: true,
+                                ..Default::default()
+                            },
+                        );
+                        if idle != IdleType::NewlyIdle {
+                            // attach_task: wakeup_preempt (newidle: this CPU is about to pick).
+                            self.wakeup_preempt_attached(ctx, this, p);
+                        }
+                    }
+                    ctx.unlock(tl);
+                    moved += tasks.len() as u32;
+                    self.stats.lb_pulled += tasks.len() as u64;
+                }
+                if all_pinned {
+                    env.cpus.retain(|&c| c != busiest);
+                    let local = &self.sd[this][sd].groups[0];
+                    if !env.cpus.iter().all(|c| local.contains(c)) {
+                        continue;
+                    }
+                    // out_all_pinned.
+                    let d = &mut self.sd[this][sd];
+                    if idle != IdleType::NewlyIdle && d.balance_interval < 512 {
+                        d.balance_interval *= 2;
+                    }
+                    return 0;
+                }
+            }
+            let d = &mut self.sd[this][sd];
+            if moved == 0 {
+                self.stats.lb_failed += 1;
+                if idle != IdleType::NewlyIdle {
+                    d.nr_balance_failed += 1;
+                }
+            } else {
+                d.nr_balance_failed = 0;
+            }
+            d.balance_interval = d.min_interval;
+            return moved;
+        }
+        // out_balanced.
+        let d = &mut self.sd[this][sd];
+        d.nr_balance_failed = 0;
+        if idle != IdleType::NewlyIdle && d.balance_interval < d.max_interval {
+            d.balance_interval *= 2;
+        }
+        0
+    }
+
+    fn wakeup_preempt_attached(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+        use crate::policy::SchedClass;
+        self.wakeup_preempt(ctx, cpu, p, Wake::default());
+    }
+}

@@ -1,0 +1,229 @@
+//! Scheduling domains built from the machine's topology (modern.md §2, §6.1;
+//! topology.c: sd_init, build_sched_groups, sd_degenerate, sd_parent_degenerate).
+//!
+//! Levels bottom-up: **SMT** (threads of a core), **MC** (CPUs sharing the last-level
+//! cache), **PKG** (the CPUs of a NUMA node: x86's `cpu_cpu_mask`), **NUMA** (every
+//! CPU). A domain spanning one CPU is dropped, and so is a parent spanning the same CPUs
+//! as its child when its flags add nothing (PKG over an MC of the same span). Groups are
+//! the child's spans (single CPUs at the bottom), listed from the CPU's own group and then
+//! wrapping upward, as `build_sched_groups` links them.
+//!
+//! What the presets have (machine/preset.rs): single-threaded CPUs with a private L2 each
+//! (no SMT, no shared LLC) on one memory (ProFusion and the 4-way Xeon box are UMA: one
+//! node). So the kernel builds exactly one domain, PKG over all online CPUs with one-CPU
+//! groups (`imbalance_pct` 117, `cache_nice_tries` 1), and no `sd_llc`: wake-ups never
+//! scan for idle CPUs (§6.1 [I]). Other shapes are for tests and future presets
+//! ([`Topology::new`]).
+
+use crate::machine::{CpuId, Machine};
+
+/// `SD_BALANCE_NEWIDLE`.
+pub const SD_BALANCE_NEWIDLE: u32 = 1 << 0;
+/// `SD_BALANCE_EXEC`.
+pub const SD_BALANCE_EXEC: u32 = 1 << 1;
+/// `SD_BALANCE_FORK`.
+pub const SD_BALANCE_FORK: u32 = 1 << 2;
+/// `SD_BALANCE_WAKE` (set on no default level).
+pub const SD_BALANCE_WAKE: u32 = 1 << 3;
+/// `SD_WAKE_AFFINE`.
+pub const SD_WAKE_AFFINE: u32 = 1 << 4;
+/// `SD_SHARE_CPUCAPACITY` (SMT).
+pub const SD_SHARE_CPUCAPACITY: u32 = 1 << 7;
+/// `SD_SHARE_LLC` (6.1: `SD_SHARE_PKG_RESOURCES`).
+pub const SD_SHARE_LLC: u32 = 1 << 9;
+/// `SD_SERIALIZE`.
+pub const SD_SERIALIZE: u32 = 1 << 10;
+/// `SD_PREFER_SIBLING`.
+pub const SD_PREFER_SIBLING: u32 = 1 << 12;
+/// `SD_NUMA`.
+pub const SD_NUMA: u32 = 1 << 14;
+
+const SD_BASE: u32 =
+    SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING;
+
+/// Which CPUs share what: per CPU, the ids of its core, last-level cache and node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Topology {
+    /// Core id per CPU (CPUs with equal ids are SMT siblings).
+    pub core: Vec<usize>,
+    /// LLC id per CPU.
+    pub llc: Vec<usize>,
+    /// NUMA node per CPU.
+    pub node: Vec<usize>,
+}
+
+impl Topology {
+    /// A topology from explicit ids (tests; future presets).
+    pub fn new(core: Vec<usize>, llc: Vec<usize>, node: Vec<usize>) -> Topology {
+        assert!(core.len() == llc.len() && llc.len() == node.len());
+        Topology { core, llc, node }
+    }
+
+    /// What the booted machine has: one thread per core, a private L2 per CPU, one
+    /// node (see the module doc).
+    pub fn of_machine(m: &Machine) -> Topology {
+        let n = m.cpus;
+        Topology::new((0..n).collect(), (0..n).collect(), vec![0; n])
+    }
+
+    /// CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.core.len()
+    }
+}
+
+/// One scheduling domain of one CPU (`struct sched_domain`), with its balancing state.
+#[derive(Clone, Debug)]
+pub struct Domain {
+    /// Level name (SMT, MC, PKG, NUMA).
+    pub level: &'static str,
+    /// CPUs spanned, ascending.
+    pub span: Vec<CpuId>,
+    /// Groups, this CPU's first, then wrapping upward; each ascending.
+    pub groups: Vec<Vec<CpuId>>,
+    /// Per group: the child level's flags (`sg->flags`; SMT groups carry
+    /// `SD_SHARE_CPUCAPACITY`).
+    pub group_flags: Vec<u32>,
+    /// `SD_*` flags.
+    pub flags: u32,
+    /// `imbalance_pct`.
+    pub imbalance_pct: u64,
+    /// `cache_nice_tries`.
+    pub cache_nice_tries: u32,
+    /// `busy_factor`.
+    pub busy_factor: u64,
+    /// `min_interval`, ms.
+    pub min_interval: u64,
+    /// `max_interval`, ms.
+    pub max_interval: u64,
+    /// `balance_interval`, ms.
+    pub balance_interval: u64,
+    /// `last_balance`, jiffies.
+    pub last_balance: u64,
+    /// `nr_balance_failed`.
+    pub nr_balance_failed: u32,
+    /// `max_newidle_lb_cost`, ns.
+    pub max_newidle_lb_cost: u64,
+    /// `last_decay_max_lb_cost`, ns of simulated time.
+    pub last_decay_max_lb_cost: u64,
+}
+
+impl Domain {
+    /// CPUs spanned.
+    pub fn span_weight(&self) -> usize {
+        self.span.len()
+    }
+
+    /// True when the domain spans `cpu`.
+    pub fn contains(&self, cpu: CpuId) -> bool {
+        self.span.binary_search(&cpu).is_ok()
+    }
+}
+
+struct LevelDef {
+    name: &'static str,
+    flags: u32,
+    imbalance_pct: u64,
+    cache_nice_tries: u32,
+}
+
+/// Build every CPU's domains, bottom-up (`build_sched_domains`).
+pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
+    let n = t.nr_cpus();
+    let levels = [
+        LevelDef {
+            name: "SMT",
+            flags: SD_BASE | SD_SHARE_CPUCAPACITY | SD_SHARE_LLC,
+            imbalance_pct: 110,
+            cache_nice_tries: 0,
+        },
+        LevelDef {
+            name: "MC",
+            flags: SD_BASE | SD_SHARE_LLC,
+            imbalance_pct: 117,
+            cache_nice_tries: 1,
+        },
+        LevelDef {
+            name: "PKG",
+            flags: SD_BASE,
+            imbalance_pct: 117,
+            cache_nice_tries: 1,
+        },
+        LevelDef {
+            name: "NUMA",
+            flags: (SD_BASE & !SD_PREFER_SIBLING) | SD_NUMA | SD_SERIALIZE,
+            imbalance_pct: 117,
+            cache_nice_tries: 2,
+        },
+    ];
+    let span_of = |level: usize, cpu: CpuId| -> Vec<CpuId> {
+        (0..n)
+            .filter(|&c| match level {
+                0 => t.core[c] == t.core[cpu],
+                1 => t.llc[c] == t.llc[cpu],
+                2 => t.node[c] == t.node[cpu],
+                _ => true,
+            })
+            .collect()
+    };
+    (0..n)
+        .map(|cpu| {
+            let mut out: Vec<Domain> = Vec::new();
+            let mut child_span = vec![cpu];
+            let mut child_level: Option<usize> = None;
+            for (li, l) in levels.iter().enumerate() {
+                let span = span_of(li, cpu);
+                if span.len() <= 1 || span == child_span {
+                    // sd_degenerate / sd_parent_degenerate: nothing new to balance.
+                    continue;
+                }
+                // Groups: the spans of the child level's domains of the CPUs spanned,
+                // starting from this CPU's and wrapping (build_sched_groups).
+                let mut groups: Vec<Vec<CpuId>> = Vec::new();
+                let mut group_flags = Vec::new();
+                let start = span.iter().position(|&c| c == cpu).unwrap_or(0);
+                for k in 0..span.len() {
+                    let c = span[(start + k) % span.len()];
+                    if groups.iter().any(|g| g.contains(&c)) {
+                        continue;
+                    }
+                    let g = match child_level {
+                        Some(cl) => span_of(cl, c),
+                        None => vec![c],
+                    };
+                    group_flags.push(child_level.map_or(0, |cl| levels[cl].flags));
+                    groups.push(g);
+                }
+                let w = span.len() as u64;
+                out.push(Domain {
+                    level: l.name,
+                    span: span.clone(),
+                    groups,
+                    group_flags,
+                    flags: l.flags,
+                    imbalance_pct: l.imbalance_pct,
+                    cache_nice_tries: l.cache_nice_tries,
+                    busy_factor: 16,
+                    min_interval: w,
+                    max_interval: 2 * w,
+                    balance_interval: w,
+                    last_balance: 0,
+                    nr_balance_failed: 0,
+                    max_newidle_lb_cost: 0,
+                    last_decay_max_lb_cost: 0,
+                });
+                child_span = span;
+                child_level = Some(li);
+            }
+            out
+        })
+        .collect()
+}
+
+/// `sd_llc` of each CPU: the index of its highest `SD_SHARE_LLC` domain, if any.
+pub fn sd_llc(domains: &[Vec<Domain>]) -> Vec<Option<usize>> {
+    domains
+        .iter()
+        .map(|ds| ds.iter().rposition(|d| d.flags & SD_SHARE_LLC != 0))
+        .collect()
+}
