@@ -357,6 +357,10 @@ fn repeat(config: RunConfig, n: u32, format: Format) -> Result<(), CliError> {
         Format::Json => {
             let mut v = serde_json::to_value(&report).expect("report serializes");
             v["result"]["repeats"] = serde_json::json!(values);
+            let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            v["result"]["min"] = serde_json::json!(min);
+            v["result"]["max"] = serde_json::json!(max);
             out(&format!(
                 "{}\n",
                 serde_json::to_string_pretty(&v).expect("json")
@@ -364,8 +368,10 @@ fn repeat(config: RunConfig, n: u32, format: Format) -> Result<(), CliError> {
         }
         Format::Text => {
             let list: Vec<String> = values.iter().map(|v| format!("{v}")).collect();
+            let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             out(&format!(
-                "{}  repeats     {n} runs, seeds {}..={}: {} (result: the median)\n",
+                "{}  repeats     {n} runs, seeds {}..={}: {} (result: the median; min {min}, max {max})\n",
                 report.to_text(),
                 seeds[0],
                 seeds[seeds.len() - 1],
@@ -441,10 +447,12 @@ fn reproduce(
         .map(|t| (t.id.clone(), t.cells.len()))
         .collect();
     let started = std::time::Instant::now();
-    let rep = experiment::report::run_tables(tables, &|done, _, t| {
+    let repeats = std::sync::atomic::AtomicBool::new(false);
+    let rep = experiment::report::run_tables(tables, &|done, total, t| {
         if let Some(b) = &bar {
+            b.set_length(total as u64);
             b.set_position(done as u64);
-        } else {
+        } else if let Some(t) = t {
             let mut left = left.lock().expect("progress state");
             left[t] -= 1;
             if left[t] == 0 {
@@ -455,6 +463,11 @@ fn reproduce(
                     started.elapsed().as_secs_f64()
                 );
             }
+        } else if !repeats.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            eprintln!(
+                "schedlab: running seeds 2 and 3 where the seed matters ({:.0} s)",
+                started.elapsed().as_secs_f64()
+            );
         }
     });
     if let Some(b) = bar {
