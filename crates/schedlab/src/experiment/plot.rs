@@ -469,3 +469,160 @@ fn draw_legend(plot: &Plot, legend: &Area) -> Res {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The plot description, not pixels. See: issue 17 item 8.
+    use super::*;
+    use crate::experiment::Cell;
+
+    fn table(cells: &[(&str, &str, f64)]) -> Table {
+        Table {
+            id: "T".into(),
+            title: "a table".into(),
+            source: String::new(),
+            held_out: false,
+            unit: "us".into(),
+            better: "lower".into(),
+            machine: "piii700-1m".into(),
+            note: String::new(),
+            cells: cells
+                .iter()
+                .map(|&(row, policy, v)| Cell {
+                    cpus: 2,
+                    policy: policy.into(),
+                    workload: "lat_pipe".into(),
+                    value: Some(v),
+                    row: row.into(),
+                    metric: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn sim(t: &Table) -> Vec<Option<Spread>> {
+        t.cells
+            .iter()
+            .map(|c| c.value.map(|v| Spread::one(v * 1.1)))
+            .collect()
+    }
+
+    #[test]
+    fn rows_that_are_not_a_sweep_get_no_joining_line() {
+        let t = table(&[
+            ("12runnable/pcp6/remote_better_pct", "mq", 40.0),
+            ("12runnable/pcp6/remote_lock_ok_pct", "mq", 60.0),
+            ("12runnable/pcp15/remote_better_pct", "mq", 30.0),
+            ("lat_pipe", "o1", 10.0),
+        ]);
+        let p = describe(&t, &sim(&t));
+        for s in &p.series {
+            assert!(s.segments.is_empty(), "{}: {:?}", s.name, s.segments);
+        }
+        assert!(!is_sweep_step("2cpu/128tasks", "4cpu/2tasks"));
+        assert!(!is_sweep_step("20 groups", "10 groups"));
+        assert!(!is_sweep_step("8 tasks", "8 tasks"));
+    }
+
+    #[test]
+    fn a_sweep_is_joined_along_its_parameter_only() {
+        let t = table(&[
+            ("2cpu/2tasks", "linux-2.4", 6.0),
+            ("2cpu/4tasks", "linux-2.4", 7.0),
+            ("2cpu/8tasks", "linux-2.4", 8.0),
+            ("4cpu/2tasks", "linux-2.4", 9.0),
+            ("4cpu/4tasks", "linux-2.4", 10.0),
+        ]);
+        let p = describe(&t, &sim(&t));
+        assert_eq!(p.series.len(), 2);
+        for s in &p.series {
+            let rows: Vec<(usize, usize)> = s
+                .segments
+                .iter()
+                .map(|&(a, b)| (s.points[a].row, s.points[b].row))
+                .collect();
+            assert_eq!(rows, vec![(0, 1), (1, 2), (3, 4)], "{}", s.name);
+        }
+        assert!(is_sweep_step("5 groups", "10 groups"));
+    }
+
+    #[test]
+    fn values_spanning_decades_get_a_log_axis() {
+        let wide = table(&[("a", "x", 1.0), ("b", "x", 100.0)]);
+        assert!(describe(&wide, &sim(&wide)).log_y);
+        let narrow = table(&[("a", "x", 10.0), ("b", "x", 200.0)]);
+        assert!(!describe(&narrow, &sim(&narrow)).log_y);
+        assert!(wants_log(&[0.5, 20.0]) && !wants_log(&[0.0, 20.0]) && !wants_log(&[1.0, 31.0]));
+        let p = describe(&wide, &sim(&wide));
+        assert!(p.y_range.0 > 0.0 && p.y_range.0 < 1.0 && p.y_range.1 > 110.0);
+    }
+
+    #[test]
+    fn x_tick_labels_are_the_row_labels_in_table_order() {
+        let t = table(&[
+            ("5 groups", "a", 1.0),
+            ("10 groups", "a", 2.0),
+            ("5 groups", "b", 1.5),
+            ("20 groups", "b", 3.0),
+        ]);
+        let p = describe(&t, &sim(&t));
+        assert_eq!(p.x_labels, vec!["5 groups", "10 groups", "20 groups"]);
+    }
+
+    #[test]
+    fn coincident_points_are_drawn_apart_and_styles_differ() {
+        let t = table(&[("r", "a", 5.0), ("r", "b", 5.0)]);
+        let same: Vec<Option<Spread>> = vec![Some(Spread::one(5.0)); 2];
+        let p = describe(&t, &same);
+        let xs: Vec<f64> = p.series.iter().map(|s| s.points[0].x).collect();
+        assert_eq!(xs.len(), 4);
+        for i in 0..xs.len() {
+            for j in 0..i {
+                assert!((xs[i] - xs[j]).abs() > 0.05, "{xs:?}");
+            }
+            assert!((xs[i]).abs() < 0.5, "inside the row's slot: {xs:?}");
+        }
+        // Published and simulated of one policy: same shape, different fill and line.
+        assert_eq!(p.series[0].policy, p.series[1].policy);
+        assert!(!p.series[0].simulated && p.series[1].simulated);
+    }
+
+    #[test]
+    fn a_spread_over_seeds_is_an_error_bar() {
+        let t = table(&[("r", "a", 5.0)]);
+        let s = vec![Some(Spread {
+            value: 5.0,
+            min: 4.0,
+            max: 7.0,
+        })];
+        let p = describe(&t, &s);
+        let sim = p.series.iter().find(|s| s.simulated).unwrap();
+        assert_eq!(sim.points[0].bar, Some((4.0, 7.0)));
+        assert!(p.y_range.1 >= 7.0);
+    }
+
+    #[test]
+    fn the_svg_is_well_formed_and_labels_rows_not_row() {
+        let t = table(&[
+            ("2cpu/2tasks", "linux-2.4", 6.0),
+            ("2cpu/4tasks", "linux-2.4", 600.0),
+            ("12runnable/pcp6/resched_target_is_task_cpu_pct", "o1-d1", 8.0),
+        ]);
+        let path = std::env::temp_dir().join(format!("schedlab-plot-{}.svg", std::process::id()));
+        plot_table(&t, &sim(&t), &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        let doc = roxmltree::Document::parse(&text).expect("well-formed SVG");
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .collect();
+        for row in ["2cpu/2tasks", "2cpu/4tasks", "linux-2.4 published", "o1-d1 simulated"] {
+            assert!(texts.contains(&row), "{row} missing from {texts:?}");
+        }
+        assert!(!texts.contains(&"row"), "the x axis is not called 'row'");
+    }
+}
