@@ -95,11 +95,13 @@ struct RunArgs {
     /// Workload, NAME[:key=value,...] (see `schedlab list workloads`).
     #[arg(long)]
     workload: String,
-    /// Seed of the run's random source.
+    /// Seed of the run's random source and initial conditions (each CPU's tick phase,
+    /// each task's start offset; docs/model.md).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Run N times, with seeds S..S+N-1 (S = --seed); `result.value` is the median and
-    /// `result.repeats` lists every run's value (the rest of the report is the first run's).
+    /// `result.repeats` lists every run's value, `result.min` and `result.max` the extremes
+    /// (the rest of the report is the first run's).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeat: Option<u32>,
     /// Print the host's wall time and events/s to stderr (never part of the result).

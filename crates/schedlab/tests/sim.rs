@@ -408,7 +408,11 @@ fn every_workload_varies_with_the_seed_and_repeats_with_it() {
             let v: serde_json::Value = serde_json::from_str(s).unwrap();
             (v["result"]["value"].clone(), v["sim"]["events"].clone())
         };
-        assert_ne!(v(&a), v(&b), "{spec}: seeds 1 and 2 gave equal result and events");
+        assert_ne!(
+            v(&a),
+            v(&b),
+            "{spec}: seeds 1 and 2 gave equal result and events"
+        );
     }
 }
 
@@ -426,24 +430,43 @@ fn initial_conditions_stay_within_their_bounds() {
             c.seed = seed;
             let mut sim = Simulation::new(c).unwrap();
             let bound = start_offset_bound(sim.k.machine.costs());
-            assert!(bound > 0 && bound <= 20 * US, "start offset bound {bound} ns");
+            assert!(
+                bound > 0 && bound <= 20 * US,
+                "start offset bound {bound} ns"
+            );
             sim.run(&mut |_, _| {}).unwrap();
             let k = &sim.k;
             for cpu in &k.cpus {
-                assert!(cpu.tick_phase < k.tick_ns, "seed {seed}: phase {}", cpu.tick_phase);
+                assert!(
+                    cpu.tick_phase < k.tick_ns,
+                    "seed {seed}: phase {}",
+                    cpu.tick_phase
+                );
                 phases.insert(cpu.tick_phase);
             }
             let user: Vec<_> = k.tasks.iter().filter(|t| !t.is_idle).collect();
             assert!(user.len() >= 40, "hackbench's tasks were created");
             for t in user {
-                assert!(t.start_offset < bound, "seed {seed}: offset {}", t.start_offset);
+                assert!(
+                    t.start_offset < bound,
+                    "seed {seed}: offset {}",
+                    t.start_offset
+                );
                 offsets.insert(t.start_offset);
             }
         }
     }
     // (The two machines of one seed draw the same offsets: 20 seeds × ≥ 40 tasks.)
-    assert!(phases.len() > 100, "tick phases hardly vary: {}", phases.len());
-    assert!(offsets.len() > 700, "start offsets hardly vary: {}", offsets.len());
+    assert!(
+        phases.len() > 100,
+        "tick phases hardly vary: {}",
+        phases.len()
+    );
+    assert!(
+        offsets.len() > 700,
+        "start offsets hardly vary: {}",
+        offsets.len()
+    );
 }
 
 /// Every small instance under every policy; the machine presets take turns (instance `j`

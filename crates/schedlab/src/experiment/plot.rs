@@ -289,9 +289,7 @@ pub fn render(plot: &Plot, path: &Path) -> Result<(), String> {
             .pos(Pos::new(HPos::Left, VPos::Top)),
     ))
     .map_err(|e| e.to_string())?;
-    let (area, legend) = root
-        .margin(30, 0, 0, 0)
-        .split_horizontally(w - legend_w);
+    let (area, legend) = root.margin(30, 0, 0, 0).split_horizontally(w - legend_w);
     let (lo, hi) = plot.y_range;
     let x = -0.5..(n as f64 - 0.5);
     let mut b = ChartBuilder::on(&area);
@@ -304,9 +302,7 @@ pub fn render(plot: &Plot, path: &Path) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         draw(plot, c, &root, rotate)
     } else {
-        let c = b
-            .build_cartesian_2d(x, lo..hi)
-            .map_err(|e| e.to_string())?;
+        let c = b.build_cartesian_2d(x, lo..hi).map_err(|e| e.to_string())?;
         draw(plot, c, &root, rotate)
     };
     drawn.map_err(|e| e.to_string())?;
@@ -323,7 +319,11 @@ fn colour(policy: usize) -> RGBColor {
 }
 
 /// A marker of policy `policy`'s shape at pixel `(x, y)`: filled (published) or open.
-fn marker<'a>(policy: usize, filled: bool, at: (i32, i32)) -> DynElement<'a, SVGBackend<'a>, (i32, i32)> {
+fn marker<'a>(
+    policy: usize,
+    filled: bool,
+    at: (i32, i32),
+) -> DynElement<'a, SVGBackend<'a>, (i32, i32)> {
     let col = colour(policy);
     let style = if filled {
         col.filled()
@@ -382,7 +382,11 @@ fn line(root: &Area, a: (i32, i32), b: (i32, i32), policy: usize, dashed: bool) 
 
 fn draw<'a, Y>(
     plot: &Plot,
-    mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    mut chart: ChartContext<
+        'a,
+        SVGBackend<'a>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, Y>,
+    >,
     root: &Area<'a>,
     rotate: bool,
 ) -> Res
@@ -404,7 +408,10 @@ where
     let style = TextStyle::from(("sans-serif", LABEL_SIZE).into_font()).color(&BLACK);
     for (i, l) in plot.x_labels.iter().enumerate() {
         let (x, _) = px(i as f64, plot.y_range.0);
-        root.draw(&PathElement::new(vec![(x, y_bottom), (x, y_bottom + 5)], BLACK))?;
+        root.draw(&PathElement::new(
+            vec![(x, y_bottom), (x, y_bottom + 5)],
+            BLACK,
+        ))?;
         if rotate {
             let s = style
                 .transform(FontTransform::Rotate270)
@@ -456,12 +463,29 @@ fn draw_legend(plot: &Plot, legend: &Area) -> Res {
         legend.draw(&Text::new(s.name.clone(), (x0 + 42, y), style.clone()))?;
         y += 20;
     }
-    if plot.series.iter().any(|s| s.points.iter().any(|p| p.bar.is_some())) {
+    if plot
+        .series
+        .iter()
+        .any(|s| s.points.iter().any(|p| p.bar.is_some()))
+    {
         y += 6;
-        legend.draw(&PathElement::new(vec![(x0 + 17, y - 6), (x0 + 17, y + 6)], BLACK))?;
-        legend.draw(&PathElement::new(vec![(x0 + 14, y - 6), (x0 + 20, y - 6)], BLACK))?;
-        legend.draw(&PathElement::new(vec![(x0 + 14, y + 6), (x0 + 20, y + 6)], BLACK))?;
-        legend.draw(&Text::new("min–max over seeds", (x0 + 42, y), style.clone()))?;
+        legend.draw(&PathElement::new(
+            vec![(x0 + 17, y - 6), (x0 + 17, y + 6)],
+            BLACK,
+        ))?;
+        legend.draw(&PathElement::new(
+            vec![(x0 + 14, y - 6), (x0 + 20, y - 6)],
+            BLACK,
+        ))?;
+        legend.draw(&PathElement::new(
+            vec![(x0 + 14, y + 6), (x0 + 20, y + 6)],
+            BLACK,
+        ))?;
+        legend.draw(&Text::new(
+            "min–max over seeds",
+            (x0 + 42, y),
+            style.clone(),
+        ))?;
         y += 20;
     }
     if plot.log_y {
@@ -606,7 +630,11 @@ mod tests {
         let t = table(&[
             ("2cpu/2tasks", "linux-2.4", 6.0),
             ("2cpu/4tasks", "linux-2.4", 600.0),
-            ("12runnable/pcp6/resched_target_is_task_cpu_pct", "o1-d1", 8.0),
+            (
+                "12runnable/pcp6/resched_target_is_task_cpu_pct",
+                "o1-d1",
+                8.0,
+            ),
         ]);
         let path = std::env::temp_dir().join(format!("schedlab-plot-{}.svg", std::process::id()));
         plot_table(&t, &sim(&t), &path).unwrap();
@@ -620,7 +648,12 @@ mod tests {
             .filter_map(|n| n.text())
             .map(str::trim)
             .collect();
-        for row in ["2cpu/2tasks", "2cpu/4tasks", "linux-2.4 published", "o1-d1 simulated"] {
+        for row in [
+            "2cpu/2tasks",
+            "2cpu/4tasks",
+            "linux-2.4 published",
+            "o1-d1 simulated",
+        ] {
             assert!(texts.contains(&row), "{row} missing from {texts:?}");
         }
         assert!(!texts.contains(&"row"), "the x axis is not called 'row'");
