@@ -158,14 +158,31 @@ pub fn describe(table: &Table, simulated: &[Option<Spread>]) -> Plot {
         }
     }
     let joins: Vec<bool> = rows.windows(2).map(|w| is_sweep_step(w[0], w[1])).collect();
-    let slots = 2 * policies.len();
-    let width = (0.8 / slots as f64).min(0.12);
+    // Dodge: within a row, the series present there (slot 2·policy + simulated) side by
+    // side around the row's tick, in slot order.
+    let mut present: Vec<Vec<usize>> = vec![Vec::new(); rows.len()];
+    for (ci, c) in table.cells.iter().enumerate() {
+        let row = rows.iter().position(|r| *r == c.row).expect("row");
+        let pi = policies.iter().position(|p| *p == c.policy).expect("policy");
+        let sim = simulated.get(ci).copied().flatten();
+        if c.value.is_some_and(f64::is_finite) {
+            present[row].push(2 * pi);
+        }
+        if sim.is_some_and(|s| s.value.is_finite()) {
+            present[row].push(2 * pi + 1);
+        }
+    }
+    for p in &mut present {
+        p.sort_unstable();
+        p.dedup();
+    }
+    let most = present.iter().map(Vec::len).max().unwrap_or(1).max(1);
+    let width = (0.8 / most as f64).min(0.2);
     let mut series = Vec::new();
     let mut values = Vec::new();
     for (pi, p) in policies.iter().enumerate() {
         for simulated_kind in [false, true] {
             let slot = 2 * pi + simulated_kind as usize;
-            let dx = (slot as f64 - (slots as f64 - 1.0) / 2.0) * width;
             let mut points: Vec<Point> = Vec::new();
             for (ci, c) in table.cells.iter().enumerate() {
                 if c.policy != *p {
@@ -186,6 +203,9 @@ pub fn describe(table: &Table, simulated: &[Option<Spread>]) -> Plot {
                 if !y.is_finite() {
                     continue;
                 }
+                let here = &present[row];
+                let at = here.iter().position(|&k| k == slot).unwrap_or(0);
+                let dx = (at as f64 - (here.len() as f64 - 1.0) / 2.0) * width;
                 values.push(y);
                 if let Some((lo, hi)) = bar {
                     values.extend([lo, hi]);
@@ -248,6 +268,29 @@ pub fn plot_table(table: &Table, simulated: &[Option<Spread>], path: &Path) -> R
     render(&describe(table, simulated), path)
 }
 
+/// A y tick: `0`, `2.5`, `40`, `120k`, `1.5M` (no trailing `.0`).
+pub fn tick_label(v: f64) -> String {
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    let a = v.abs();
+    if a >= 1e6 {
+        trim(format!("{:.2}", v / 1e6)) + "M"
+    } else if a >= 1e4 {
+        trim(format!("{:.1}", v / 1e3)) + "k"
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        trim(format!("{v:.2}"))
+    } else {
+        trim(format!("{v:.4}"))
+    }
+}
+
 /// Pixel width of `text` at `size` (plotters' SVG font size is `size / 1.24` px).
 fn text_px(text: &str, size: f64) -> i32 {
     (text.chars().count() as f64 * size / 1.24 * 0.58).ceil() as i32
@@ -259,8 +302,16 @@ const MARKER: i32 = 5;
 /// Draw `plot` into the SVG file `path`.
 pub fn render(plot: &Plot, path: &Path) -> Result<(), String> {
     let n = plot.x_labels.len().max(1);
-    let slot_px = 56;
-    let plot_w = (n as i32 * slot_px).clamp(420, 1400);
+    // Room for the series side by side in the fullest row (markers ≈ 12 px).
+    let most = (0..n)
+        .map(|r| {
+            let here = |s: &Series| s.points.iter().filter(|p| p.row == r).count();
+            plot.series.iter().map(here).sum::<usize>()
+        })
+        .max()
+        .unwrap_or(1) as i32;
+    let slot_px = (12 * most).max(48);
+    let plot_w = (n as i32 * slot_px).clamp(420, 3200);
     let widest = plot
         .x_labels
         .iter()
@@ -268,7 +319,7 @@ pub fn render(plot: &Plot, path: &Path) -> Result<(), String> {
         .max()
         .unwrap_or(0);
     let rotate = widest + 8 > plot_w / n as i32;
-    let label_h = if rotate { widest + 16 } else { 24 };
+    let label_h = if rotate { widest + 4 } else { 24 };
     let legend_w = plot
         .series
         .iter()
@@ -336,9 +387,9 @@ fn marker<'a>(
         1 => vec![(0, -r - 1), (r + 1, r), (-r - 1, r)],
         2 => vec![(-r, -r), (r, -r), (r, r), (-r, r)],
         3 => vec![(0, -r - 2), (r + 1, 0), (0, r + 2), (-r - 1, 0)],
-        _ => vec![(-r, -r), (r, r), (0, 0), (r, -r), (-r, r), (0, 0)],
+        _ => vec![(-r - 1, -r), (r + 1, -r), (0, r + 1)],
     };
-    if filled && policy % 5 != 4 {
+    if filled {
         (EmptyElement::at(at) + Polygon::new(outline, style)).into_dyn()
     } else {
         let mut closed = outline.clone();
@@ -400,6 +451,7 @@ where
         .x_labels(0)
         .x_label_formatter(&|_| String::new())
         .y_desc(plot.y_desc.clone())
+        .y_label_formatter(&|v| tick_label(*v))
         .draw()?;
     let area = chart.plotting_area();
     let px = |x: f64, y: f64| area.map_coordinate(&(x, y));
@@ -609,6 +661,15 @@ mod tests {
         // Published and simulated of one policy: same shape, different fill and line.
         assert_eq!(p.series[0].policy, p.series[1].policy);
         assert!(!p.series[0].simulated && p.series[1].simulated);
+    }
+
+    #[test]
+    fn y_ticks_are_compact() {
+        let t: Vec<String> = [0.0, 2.5, 40.0, 120_000.0, 1_500_000.0, 0.01]
+            .iter()
+            .map(|&v| tick_label(v))
+            .collect();
+        assert_eq!(t, ["0", "2.5", "40", "120k", "1.5M", "0.01"]);
     }
 
     #[test]
