@@ -100,11 +100,13 @@ struct RunArgs {
     /// Workload, NAME[:key=value,...] (see `schedlab list workloads`).
     #[arg(long)]
     workload: String,
-    /// Seed of the run's random source.
+    /// Seed of the run's random source and initial conditions (each CPU's tick phase,
+    /// each task's start offset; docs/model.md).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Run N times, with seeds S..S+N-1 (S = --seed); `result.value` is the median and
-    /// `result.repeats` lists every run's value (the rest of the report is the first run's).
+    /// `result.repeats` lists every run's value, `result.min` and `result.max` the extremes
+    /// (the rest of the report is the first run's).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeat: Option<u32>,
     /// Print the host's wall time and events/s to stderr (never part of the result).
@@ -363,6 +365,10 @@ fn repeat(config: RunConfig, n: u32, format: Format) -> Result<(), CliError> {
         Format::Json => {
             let mut v = serde_json::to_value(&report).expect("report serializes");
             v["result"]["repeats"] = serde_json::json!(values);
+            let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            v["result"]["min"] = serde_json::json!(min);
+            v["result"]["max"] = serde_json::json!(max);
             out(&format!(
                 "{}\n",
                 serde_json::to_string_pretty(&v).expect("json")
@@ -370,8 +376,10 @@ fn repeat(config: RunConfig, n: u32, format: Format) -> Result<(), CliError> {
         }
         Format::Text => {
             let list: Vec<String> = values.iter().map(|v| format!("{v}")).collect();
+            let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             out(&format!(
-                "{}  repeats     {n} runs, seeds {}..={}: {} (result: the median)\n",
+                "{}  repeats     {n} runs, seeds {}..={}: {} (result: the median; min {min}, max {max})\n",
                 report.to_text(),
                 seeds[0],
                 seeds[seeds.len() - 1],
@@ -447,10 +455,12 @@ fn reproduce(
         .map(|t| (t.id.clone(), t.cells.len()))
         .collect();
     let started = std::time::Instant::now();
-    let rep = experiment::report::run_tables(tables, &|done, _, t| {
+    let repeats = std::sync::atomic::AtomicBool::new(false);
+    let rep = experiment::report::run_tables(tables, &|done, total, t| {
         if let Some(b) = &bar {
+            b.set_length(total as u64);
             b.set_position(done as u64);
-        } else {
+        } else if let Some(t) = t {
             let mut left = left.lock().expect("progress state");
             left[t] -= 1;
             if left[t] == 0 {
@@ -461,6 +471,11 @@ fn reproduce(
                     started.elapsed().as_secs_f64()
                 );
             }
+        } else if !repeats.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            eprintln!(
+                "schedlab: running seeds 2 and 3 where the seed matters ({:.0} s)",
+                started.elapsed().as_secs_f64()
+            );
         }
     });
     if let Some(b) = bar {

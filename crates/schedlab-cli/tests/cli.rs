@@ -717,6 +717,43 @@ fn run_repeat_reports_the_median_and_every_value() {
     }
 }
 
+/// issue 17 item 7: `--repeat` on a workload that used to ignore the seed (lat_pipe)
+/// shows a spread, with `result.min` and `result.max`.
+#[test]
+fn run_repeat_spreads_lat_pipe_and_reports_min_and_max() {
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "2",
+        "--policy",
+        "o1-2.6",
+        "--workload",
+        "lat_pipe:rounds=300,warmup=10",
+        "--repeat",
+        "5",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let reps: Vec<f64> = v["result"]["repeats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(reps.len(), 5);
+    let min = reps.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = reps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    assert!(min < max, "five seeds, one value: {reps:?}");
+    assert_eq!(v["result"]["min"].as_f64(), Some(min));
+    assert_eq!(v["result"]["max"].as_f64(), Some(max));
+    let value = v["result"]["value"].as_f64().unwrap();
+    assert!(min <= value && value <= max);
+}
+
 #[test]
 fn list_tables_names_every_table_with_its_source() {
     let o = schedlab(&["list", "tables"]);
@@ -770,6 +807,27 @@ fn reproduce_writes_the_report_plots_and_results() {
     let cells = v["tables"][1]["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2);
     assert!(cells.iter().all(|c| c["simulated"].as_f64().unwrap() > 0.0));
+    // Every cell lists its runs' values; the value is their median, within min..max.
+    for c in v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["cells"].as_array().unwrap())
+    {
+        let reps = c["repeats"].as_array().unwrap();
+        assert!((1..=3).contains(&reps.len()), "{c}");
+        let (lo, hi, x) = (
+            c["min"].as_f64().unwrap(),
+            c["max"].as_f64().unwrap(),
+            c["simulated"].as_f64().unwrap(),
+        );
+        assert!(lo <= x && x <= hi, "{c}");
+    }
+    let svg = std::fs::read_to_string(dir.join("V3b-bw-pipe-sync.svg")).unwrap();
+    assert!(
+        svg.contains(">\nbw_pipe\n<") || svg.contains(">bw_pipe<"),
+        "row label on the x axis"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     one_line_error(
         &["reproduce", "V9"],

@@ -12,6 +12,14 @@ impl SimRng {
         SimRng(ChaCha8Rng::seed_from_u64(seed))
     }
 
+    /// Stream `stream` of seed `seed`: independent of [`SimRng::new`]'s stream (0), so
+    /// drawing from one never shifts the other's sequence.
+    pub fn stream(seed: u64, stream: u64) -> Self {
+        let mut r = ChaCha8Rng::seed_from_u64(seed);
+        r.set_stream(stream);
+        SimRng(r)
+    }
+
     /// Uniform integer in `0..n` (`n > 0`).
     pub fn below(&mut self, n: u64) -> u64 {
         self.0.gen_range(0..n)

@@ -446,6 +446,7 @@ mod tests {
                 table: "V2-chat-2002".into(),
                 index,
                 simulated: Ok(v),
+                repeats: vec![v],
                 simulated_ns: 0,
                 events: 0,
                 wall_ms: 0,

@@ -8,6 +8,17 @@
 //! `data/experiments.json`. [`run_cell`] simulates every cell (in parallel, each a
 //! deterministic run with seed 1), [`score`] compares, [`report`] writes Markdown, JSON
 //! and one SVG plot per table.
+//!
+//! # Repeats where the seed matters
+//!
+//! The seed varies a run's initial conditions ([`crate::kernel::initial`]), so a cell has a
+//! spread. `reproduce` runs every cell with seed 1; cells of at most [`REPEAT_EVENTS`]
+//! events (three quarters of the cells, a quarter of the work) run again with seed 2, and
+//! where that moves the value by more than [`REPEAT_SPREAD`] (2 %), with seed 3. A cell's value
+//! is the median of its runs ([`CellResult::repeats`], min–max drawn on the plots). Larger
+//! cells run once: their long runs already average over many ticks. determinism: which
+//! cells repeat depends only on simulated quantities (event counts and values), never on
+//! the host.
 
 pub mod findings;
 pub mod plot;
@@ -119,8 +130,11 @@ pub struct CellResult {
     pub table: String,
     /// Index of the cell in its table.
     pub index: usize,
-    /// Simulated value of the compared quantity, or the error that prevented it.
+    /// Simulated value of the compared quantity (the median of `repeats`), or the error
+    /// that prevented it.
     pub simulated: Result<f64, String>,
+    /// The value of each run, seeds 1, 2, … (one run unless the seed mattered).
+    pub repeats: Vec<f64>,
     /// Simulated time of the run.
     pub simulated_ns: u64,
     /// Events of the run.
@@ -132,7 +146,12 @@ pub struct CellResult {
     pub report: Option<serde_json::Value>,
 }
 
-/// The run configuration of a cell.
+/// Cells of at most this many events (with seed 1) run with a second seed.
+pub const REPEAT_EVENTS: u64 = 3_000_000;
+/// Seeds 1 and 2 further apart than this share of the value call for seed 3.
+pub const REPEAT_SPREAD: f64 = 0.02;
+
+/// The run configuration of a cell (seed 1).
 pub fn config(table: &Table, cell: &Cell) -> RunConfig {
     RunConfig {
         machine: table.machine.clone(),
@@ -143,20 +162,30 @@ pub fn config(table: &Table, cell: &Cell) -> RunConfig {
     }
 }
 
-/// Simulate one cell.
+/// Simulate one cell with seed 1.
 pub fn run_cell(table: &Table, index: usize) -> CellResult {
+    run_cell_seeded(table, index, 1)
+}
+
+/// Simulate one cell with seed `seed`.
+pub fn run_cell_seeded(table: &Table, index: usize, seed: u64) -> CellResult {
     let cell = &table.cells[index];
     let mut out = CellResult {
         table: table.id.clone(),
         index,
         simulated: Err(String::new()),
+        repeats: Vec::new(),
         simulated_ns: 0,
         events: 0,
         wall_ms: 0,
         report: None,
     };
     let t0 = std::time::Instant::now();
-    let res = Simulation::new(config(table, cell)).and_then(|mut sim| {
+    let res = Simulation::new(RunConfig {
+        seed,
+        ..config(table, cell)
+    })
+    .and_then(|mut sim| {
         sim.run(&mut |_, _| {})?;
         sim.report()
     });
@@ -173,7 +202,47 @@ pub fn run_cell(table: &Table, index: usize) -> CellResult {
         }
         Err(e) => Err(e.to_string()),
     };
+    out.repeats.extend(out.simulated.as_ref().ok());
     out
+}
+
+impl CellResult {
+    /// True when this cell (run once, with seed 1) is small enough to run with seed 2.
+    pub fn wants_second_seed(&self) -> bool {
+        self.simulated.is_ok() && self.repeats.len() == 1 && self.events <= REPEAT_EVENTS
+    }
+
+    /// True when seeds 1 and 2 disagree by more than [`REPEAT_SPREAD`]: run seed 3.
+    pub fn wants_third_seed(&self) -> bool {
+        match self.repeats[..] {
+            [a, b] => (a - b).abs() > REPEAT_SPREAD * a.abs().max(b.abs()),
+            _ => false,
+        }
+    }
+
+    /// Add the value of another seed's run; the value becomes the median. A failed
+    /// repeat fails the cell.
+    pub fn add_repeat(&mut self, other: &CellResult) {
+        match (&self.simulated, &other.simulated) {
+            (Ok(_), Ok(v)) => {
+                self.repeats.push(*v);
+                self.simulated = Ok(score::median(self.repeats.clone()).unwrap_or(f64::NAN));
+            }
+            (Ok(_), Err(e)) => {
+                self.simulated = Err(format!("seed {}: {e}", self.repeats.len() + 1));
+            }
+            _ => {}
+        }
+        self.wall_ms += other.wall_ms;
+    }
+
+    /// The value with its spread over the seeds, for the plots.
+    pub fn spread(&self) -> Option<plot::Spread> {
+        let v = *self.simulated.as_ref().ok()?;
+        let min = self.repeats.iter().copied().fold(v, f64::min);
+        let max = self.repeats.iter().copied().fold(v, f64::max);
+        Some(plot::Spread { value: v, min, max })
+    }
 }
 
 /// The number at dotted `path` (e.g. `counters.policy.remote_better_pct`) in a report.

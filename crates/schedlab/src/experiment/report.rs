@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::findings::{findings, Finding};
 use super::score::{score, TableScore};
-use super::{plot, run_cell, CellResult, Table};
+use super::{plot, run_cell, run_cell_seeded, CellResult, Table};
 
 /// Target of the calibration tables (issue: order ≥ 0.9, magnitude ≤ 1.25; V4 ≤ 1.5×).
 #[derive(Clone, Debug, Serialize)]
@@ -32,30 +32,53 @@ pub struct Reproduction {
     pub findings: Vec<Finding>,
 }
 
-/// Simulate every cell of `tables` on all cores; `progress(done, total)` after each cell.
-/// Simulate every cell of `tables` in parallel. `progress(done, total, table)` is called
-/// as each cell finishes, with the index of its table.
+/// Simulate every cell of `tables` in parallel, with seed 1, then again with seeds 2 and 3
+/// where the seed matters (see [`super`]: "Repeats where the seed matters").
+/// `progress(done, total, table)` is called as each run finishes, with the index of its
+/// table, or `None` for a repeat (the total grows when repeats are added).
 pub fn run_tables(
     tables: Vec<Table>,
-    progress: &(dyn Fn(usize, usize, usize) + Sync),
+    progress: &(dyn Fn(usize, usize, Option<usize>) + Sync),
 ) -> Reproduction {
     let jobs: Vec<(usize, usize)> = tables
         .iter()
         .enumerate()
         .flat_map(|(t, tb)| (0..tb.cells.len()).map(move |c| (t, c)))
         .collect();
-    let total = jobs.len();
+    let total = std::sync::atomic::AtomicUsize::new(jobs.len());
     let done = std::sync::atomic::AtomicUsize::new(0);
+    let tick = |t: Option<usize>| {
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress(n, total.load(std::sync::atomic::Ordering::Relaxed), t);
+    };
     // determinism: each cell is an independent seeded run; results are placed by index.
-    let flat: Vec<CellResult> = jobs
+    let mut flat: Vec<CellResult> = jobs
         .par_iter()
         .map(|&(t, c)| {
             let r = run_cell(&tables[t], c);
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            progress(n, total, t);
+            tick(Some(t));
             r
         })
         .collect();
+    for (seed, wants) in [
+        (2, CellResult::wants_second_seed as fn(&CellResult) -> bool),
+        (3, CellResult::wants_third_seed),
+    ] {
+        let again: Vec<usize> = (0..flat.len()).filter(|&i| wants(&flat[i])).collect();
+        total.fetch_add(again.len(), std::sync::atomic::Ordering::Relaxed);
+        let more: Vec<CellResult> = again
+            .par_iter()
+            .map(|&i| {
+                let (t, c) = jobs[i];
+                let r = run_cell_seeded(&tables[t], c, seed);
+                tick(None);
+                r
+            })
+            .collect();
+        for (&i, r) in again.iter().zip(&more) {
+            flat[i].add_repeat(r);
+        }
+    }
     let mut results: Vec<Vec<CellResult>> = tables.iter().map(|_| Vec::new()).collect();
     for (r, &(t, _)) in flat.into_iter().zip(&jobs) {
         results[t].push(r);
@@ -324,7 +347,8 @@ impl Reproduction {
     /// `report.md`.
     pub fn markdown(&self) -> String {
         let mut o = String::from("# schedlab reproduction report\n\n");
-        o += "Every cell simulated with seed 1; `x` is simulated / published. Scores: *order* = share of \
+        o += "Every cell simulated with seed 1, and with seeds 2 and 3 where the seed matters (the \
+              median is shown; plots draw the min–max); `x` is simulated / published. Scores: *order* = share of \
               policy pairs within a row, published more than 10 % apart, ordered alike; *ratio* = median factor \
               between simulated and published policy ratios within a row; *magnitude* = median factor between \
               simulated and published values; *rho* = Spearman correlation per policy across rows.\n\n";
@@ -372,6 +396,8 @@ impl Reproduction {
                             "metric": c.metric.clone().unwrap_or_else(|| "result.value".into()),
                             "published": c.value,
                             "simulated": r.simulated.as_ref().ok(),
+                            "repeats": r.repeats,
+                            "min": r.spread().map(|s| s.min), "max": r.spread().map(|s| s.max),
                             "error": r.simulated.as_ref().err(),
                             "simulated_ns": r.simulated_ns, "events": r.events,
                         })
@@ -400,10 +426,8 @@ impl Reproduction {
             serde_json::to_string_pretty(&self.json()).expect("json") + "\n",
         )?;
         for (i, t) in self.tables.iter().enumerate() {
-            let sim: Vec<Option<f64>> = self.results[i]
-                .iter()
-                .map(|r| r.simulated.as_ref().ok().copied())
-                .collect();
+            let sim: Vec<Option<plot::Spread>> =
+                self.results[i].iter().map(CellResult::spread).collect();
             plot::plot_table(t, &sim, &dir.join(format!("{}.svg", t.id)))?;
         }
         Ok(())

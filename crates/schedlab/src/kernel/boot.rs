@@ -4,8 +4,8 @@
 //! Order (determinism: everything below happens in this order, at time 0): idle tasks
 //! `0..cpus`; `class.init`; `task_fork` for each idle task; init (pid 1) running the root
 //! program, woken on CPU 0; one `Resume` per CPU in CPU order; the first tick of CPU `c` at
-//! `tick + c·tick/cpus` (local APIC timers are not in phase, but all see the same
-//! `jiffies`).
+//! `tick + phase[c]`, the phases drawn from the seed in CPU order (local APIC timers are not
+//! in phase, but all see the same `jiffies`; [`super::initial`]).
 
 use crate::engine::{EventQueue, SimRng, Time};
 use crate::machine::{CacheModel, Interconnect, Machine};
@@ -35,6 +35,7 @@ impl Kernel {
             tick_ns,
             queue: EventQueue::new(),
             rng: SimRng::new(seed),
+            initial: super::initial::Initial::new(seed, costs),
             tasks: Vec::new(),
             cpus: Vec::with_capacity(n),
             locks: Vec::new(),
@@ -58,7 +59,8 @@ impl Kernel {
             trace: None,
         };
         for c in 0..n {
-            k.boot_cpu(c, tick_ns * c as Time / n as Time);
+            let phase = k.initial.tick_phase(tick_ns);
+            k.boot_cpu(c, phase);
         }
         let (class, mut ctx) = k.sched(0);
         class.init(&mut ctx);
@@ -67,7 +69,7 @@ impl Kernel {
         }
         let init = k.create_task(None, root, 1, 0, k.online_mask(), 0);
         k.next_mm = 2;
-        k.tasks[init as usize].kstack.push(Frame::User);
+        k.start_program(init, None);
         k.wake_up_new_task(0, init, None);
         for c in 0..n {
             k.queue.push(
@@ -111,6 +113,7 @@ impl Kernel {
             wq_regs: Vec::new(),
             stats: TaskStats::default(),
             born_at: 0,
+            start_offset: 0,
             woken_at: crate::kernel::task::NOT_WOKEN,
         });
         self.programs.push(None);

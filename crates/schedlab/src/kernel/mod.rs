@@ -46,6 +46,7 @@ pub mod chan;
 mod cpu;
 pub mod events;
 pub(crate) mod frame;
+pub mod initial;
 pub mod limits;
 mod pipe;
 mod process;
@@ -200,6 +201,9 @@ pub struct Kernel {
     pub(crate) queue: EventQueue<Event>,
     /// The run's random source.
     pub rng: SimRng,
+    /// The seeded initial conditions (tick phases, task start offsets): a stream of the
+    /// seed of its own.
+    pub initial: initial::Initial,
     /// Task table; ids are never reused.
     pub tasks: Vec<Task>,
     /// CPUs.

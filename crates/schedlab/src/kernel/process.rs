@@ -86,9 +86,7 @@ impl Kernel {
                 comm: comm.as_deref(),
             });
         }
-        self.tasks[id as usize]
-            .kstack
-            .extend([Frame::User, Frame::SysExit]);
+        self.start_program(id, Some(Frame::SysExit));
         self.stats.forks += 1;
         self.wake_up_new_task(cpu, id, Some(parent));
         self.tasks[parent as usize].ret = self.tasks[id as usize].pid as i64;
@@ -131,6 +129,7 @@ impl Kernel {
             wq_regs: Vec::new(),
             stats: TaskStats::default(),
             born_at: self.cpus[cpu].clock,
+            start_offset: 0,
             woken_at: super::task::NOT_WOKEN,
         });
         self.programs.push(Some(program));

@@ -102,6 +102,9 @@ pub struct Task {
     pub stats: TaskStats,
     /// When the task was created.
     pub born_at: Time,
+    /// The seeded start offset: user-mode time before its program's first operation
+    /// ([`crate::kernel::initial`]).
+    pub start_offset: Time,
     /// When it was last woken (or first woken after fork), until it is switched in;
     /// [`NOT_WOKEN`] otherwise (for `counters.wakeup_latency_*`).
     pub woken_at: Time,
