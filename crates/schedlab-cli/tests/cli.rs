@@ -754,6 +754,45 @@ fn run_repeat_spreads_lat_pipe_and_reports_min_and_max() {
     assert!(min <= value && value <= max);
 }
 
+/// See: issue 17 item 10. `bench` says what its columns are, and every row has them; the
+/// JSON rows carry the same figures by name.
+#[test]
+fn bench_explains_its_columns() {
+    let o = schedlab(&["bench", "--quick"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("columns:"), "{text}");
+    for unit in [
+        "events simulated",
+        "wall seconds",
+        "wall ns per event",
+        "peak resident",
+    ] {
+        assert!(text.contains(unit), "legend lacks {unit:?}: {text}");
+    }
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains(" events ")).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    for r in rows {
+        for col in [" s ", "M ev/s", "ns/ev", "MB", "sim/wall"] {
+            assert!(r.contains(col), "row lacks {col:?}: {r}");
+        }
+    }
+    let o = schedlab(&["bench", "--quick", "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        assert!(r["events"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["wall_s"].as_f64().unwrap() > 0.0, "{r}");
+        let (eps, nspe) = (
+            r["events_per_s"].as_f64().unwrap(),
+            r["ns_per_event"].as_f64().unwrap(),
+        );
+        assert!((eps * nspe / 1e9 - 1.0).abs() < 1e-9, "{r}");
+    }
+}
+
 #[test]
 fn list_tables_names_every_table_with_its_source() {
     let o = schedlab(&["list", "tables"]);

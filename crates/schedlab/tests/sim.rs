@@ -283,8 +283,10 @@ fn nanosleep_wakes_on_a_tick_boundary() {
         })
     });
     let slept = sim.k.rec.last("b").unwrap() - sim.k.rec.first("a").unwrap();
-    // 2.4 rounds up to jiffies and adds one: 3 + 1 ticks of 10 ms, less the phase.
-    assert!((30 * MS..=41 * MS).contains(&slept), "slept {slept} ns");
+    // 2.4 rounds up to jiffies and adds one: the timer expires 3 + 1 jiffies after the
+    // jiffy of the call (30..40 ms after it), and the CPU sees it at its next tick, which
+    // lags the jiffy by the CPU's seeded phase (< 10 ms; kernel/initial.rs).
+    assert!((30 * MS..50 * MS).contains(&slept), "slept {slept} ns");
 }
 
 #[test]

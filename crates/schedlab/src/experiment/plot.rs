@@ -163,7 +163,10 @@ pub fn describe(table: &Table, simulated: &[Option<Spread>]) -> Plot {
     let mut present: Vec<Vec<usize>> = vec![Vec::new(); rows.len()];
     for (ci, c) in table.cells.iter().enumerate() {
         let row = rows.iter().position(|r| *r == c.row).expect("row");
-        let pi = policies.iter().position(|p| *p == c.policy).expect("policy");
+        let pi = policies
+            .iter()
+            .position(|p| *p == c.policy)
+            .expect("policy");
         let sim = simulated.get(ci).copied().flatten();
         if c.value.is_some_and(f64::is_finite) {
             present[row].push(2 * pi);
