@@ -770,7 +770,7 @@ fn bench_explains_its_columns() {
     ] {
         assert!(text.contains(unit), "legend lacks {unit:?}: {text}");
     }
-    let rows: Vec<&str> = text.lines().filter(|l| l.contains(" events ")).collect();
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains(" ev/s ")).collect();
     assert_eq!(rows.len(), 3, "{text}");
     for r in rows {
         for col in [" s ", "M ev/s", "ns/ev", "MB", "sim/wall"] {
