@@ -7,8 +7,10 @@
 //! balancer and wake-up placement are shared; what differs is in `cfs.rs` (slices from a
 //! period, tick preemption, sleeper credit and START_DEBIT, buddies, skip-buddy yield) and
 //! `eevdf.rs` (deadlines, eligibility, lag placement, run-to-parity, delayed dequeue,
-//! deadline yield). Arithmetic is in `entity.rs`, PELT in `pelt.rs`, the domains in
-//! `topology.rs`, balancing and `select_task_rq_fair` in `balance.rs`.
+//! deadline yield). Arithmetic is in `entity.rs`, PELT in `pelt.rs` (and when signals
+//! are updated, attached and detached, with `util_est`, in `load.rs`), the domains in
+//! `topology.rs`, balancing and `select_task_rq_fair` in `balance.rs`, the invariants in
+//! `check.rs`.
 //!
 //! ```text
 //!  per CPU: Rq { rq->lock, curr, timeline (BTreeMap by (key, seq)), W, S/L, min_vruntime,
@@ -83,8 +85,10 @@
 
 pub mod balance;
 pub mod cfs;
+mod check;
 pub mod eevdf;
 pub mod entity;
+mod load;
 pub mod pelt;
 pub mod topology;
 
@@ -650,55 +654,6 @@ impl Fair {
         }
     }
 
-    /// `update_load_avg(cfs_rq, se)`: the entity's signals, then its queue's. An entity
-    /// not yet attached (new or migrated) is attached here (`DO_ATTACH`).
-    fn update_load_avg(&mut self, ctx: &SchedCtx<'_>, cpu: CpuId, p: Option<TaskId>) {
-        let now = ctx.now();
-        if let Some(p) = p {
-            let running = self.rqs[cpu].curr == Some(p);
-            let se = &mut self.se[p as usize];
-            if se.avg.last_update_time != 0 {
-                let runnable = se.on_rq && !se.sched_delayed;
-                if se
-                    .avg
-                    .update(now, se.load.weight, se.on_rq, runnable, running)
-                {
-                    // cfs_se_util_change.
-                    se.util_est_unchanged = false;
-                }
-            }
-        }
-        self.update_cfs_rq_load_avg(now, cpu);
-        if let Some(p) = p {
-            let se = &mut self.se[p as usize];
-            if se.avg.last_update_time == 0 {
-                let w = se.load.weight;
-                self.rqs[cpu].avg.attach(&mut se.avg, w);
-            }
-        }
-    }
-
-    /// `update_cfs_rq_load_avg`.
-    fn update_cfs_rq_load_avg(&mut self, now: u64, cpu: CpuId) {
-        let rq = &mut self.rqs[cpu];
-        let runnable = rq.nr_running as u64;
-        if rq.avg.update_sum(now, rq.load, runnable, rq.curr.is_some()) {
-            rq.avg.update_avg(1);
-        }
-    }
-
-    /// Take `p`'s PELT contribution off its queue (migration, exit:
-    /// `remove_entity_load_avg`, applied at once).
-    fn detach_entity_load_avg(&mut self, p: TaskId) {
-        let se = &mut self.se[p as usize];
-        if se.avg.last_update_time != 0 {
-            let w = se.load.weight;
-            let snapshot = se.avg;
-            self.rqs[se.cpu].avg.detach(&snapshot, w);
-        }
-        se.avg.last_update_time = 0;
-    }
-
     fn publish_nr(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
         let n = self.rqs[cpu].nr_running;
         let now = ctx.now();
@@ -852,64 +807,6 @@ impl Fair {
         self.rqs[cpu].curr = None;
     }
 
-    /// `cpu_load(rq)`: the queue's PELT load.
-    pub fn cpu_load(&self, cpu: CpuId) -> u64 {
-        self.rqs[cpu].avg.load_avg
-    }
-
-    /// `cpu_util_cfs(cpu)`: `max(util_avg, util_est)` capped at the capacity.
-    pub fn cpu_util(&self, cpu: CpuId) -> u64 {
-        let rq = &self.rqs[cpu];
-        rq.avg
-            .util_avg
-            .max(rq.util_est)
-            .min(pelt::SCHED_CAPACITY_SCALE)
-    }
-
-    /// `cpu_util_cfs_boost(cpu)`: runnable counts too.
-    pub fn cpu_util_boost(&self, cpu: CpuId) -> u64 {
-        let rq = &self.rqs[cpu];
-        rq.avg
-            .util_avg
-            .max(rq.avg.runnable_avg)
-            .max(rq.util_est)
-            .min(pelt::SCHED_CAPACITY_SCALE)
-    }
-
-    /// `task_util_est(p)`.
-    pub fn task_util_est(&self, p: TaskId) -> u64 {
-        let se = &self.se[p as usize];
-        se.avg.util_avg.max(se.util_est)
-    }
-
-    /// `util_est_enqueue`.
-    fn util_est_enqueue(&mut self, cpu: CpuId, p: TaskId) {
-        self.rqs[cpu].util_est += self.se[p as usize].util_est;
-    }
-
-    /// `util_est_dequeue`.
-    fn util_est_dequeue(&mut self, cpu: CpuId, p: TaskId) {
-        let rq = &mut self.rqs[cpu];
-        rq.util_est = rq.util_est.saturating_sub(self.se[p as usize].util_est);
-    }
-
-    /// `util_est_update` at a sleep (§5.5).
-    fn util_est_update(&mut self, p: TaskId) {
-        let se = &mut self.se[p as usize];
-        if se.util_est_unchanged {
-            return;
-        }
-        se.util_est = pelt::util_est_ewma(se.util_est, se.avg.util_avg, se.avg.runnable_avg);
-        se.util_est_unchanged = true;
-    }
-
-    /// `task_h_load(p)` with FAIR_GROUP_SCHED on the root queue: `load_avg·L/(L+1)`.
-    pub fn task_h_load(&self, p: TaskId) -> u64 {
-        let se = &self.se[p as usize];
-        let l = self.rqs[se.cpu].avg.load_avg;
-        se.avg.load_avg * l / (l + 1)
-    }
-
     /// `idle_cpu(cpu)` as seen from the executing CPU (its `curr` and `nr_running`
     /// lines are read).
     pub fn idle_cpu(&self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> bool {
@@ -969,122 +866,6 @@ impl Fair {
             m.insert("delayed_dequeues".into(), s.delayed_dequeues as f64);
         }
         m
-    }
-
-    /// The weighted lag of `cpu`'s queue, `Σ w·(V − v)` over the on-rq entities.
-    pub fn weighted_lag_sum(&self, cpu: CpuId) -> i128 {
-        let v = self.avg_vruntime(cpu) as i128;
-        let rq = &self.rqs[cpu];
-        let mut sum: i128 = rq
-            .timeline
-            .iter()
-            .map(|(_, p)| {
-                let se = &self.se[p as usize];
-                se.load.weight as i128 * (v - se.vruntime as i128)
-            })
-            .sum();
-        if let Some((w, cv)) = self.curr_wv(cpu) {
-            sum += w as i128 * (v - cv as i128);
-        }
-        sum
-    }
-
-    fn check_rq(
-        &self,
-        k: &crate::kernel::Kernel,
-        c: CpuId,
-        seen: &mut [Option<CpuId>],
-    ) -> Result<(), String> {
-        let name = self.name_str();
-        let rq = &self.rqs[c];
-        let mut n = 0u32;
-        let mut w = 0u64;
-        let mut avg = AvgVruntime::default();
-        for (key, p) in rq.timeline.iter() {
-            let se = &self.se[p as usize];
-            if let Some(o) = seen[p as usize].replace(c) {
-                return Err(format!("{name}: task {p} queued on cpu {o} and cpu {c}"));
-            }
-            if !se.on_rq || se.cpu != c || se.key != key {
-                return Err(format!(
-                    "{name}: task {p} in cpu {c}'s tree but on_rq {} cpu {} key {} vs {key}",
-                    se.on_rq, se.cpu, se.key
-                ));
-            }
-            if rq.curr == Some(p) {
-                return Err(format!("{name}: curr {p} of cpu {c} is in the tree"));
-            }
-            n += 1;
-            w += se.load.weight;
-            avg.add(se.load.weight, se.vruntime, rq.min_vruntime);
-        }
-        if let Some(cp) = rq.curr {
-            let se = &self.se[cp as usize];
-            if se.on_rq {
-                if let Some(o) = seen[cp as usize].replace(c) {
-                    return Err(format!(
-                        "{name}: curr {cp} of cpu {c} also queued on cpu {o}"
-                    ));
-                }
-                if se.cpu != c {
-                    return Err(format!(
-                        "{name}: curr {cp} of cpu {c} accounted on cpu {}",
-                        se.cpu
-                    ));
-                }
-                n += 1;
-                w += se.load.weight;
-            }
-        }
-        if n != rq.nr_running || w != rq.load {
-            return Err(format!(
-                "{name}: cpu {c} nr_running {} load {} but {n} queued weighing {w}",
-                rq.nr_running, rq.load
-            ));
-        }
-        let est: u64 = rq
-            .timeline
-            .iter()
-            .map(|(_, p)| p)
-            .chain(rq.curr.filter(|&p| self.se[p as usize].on_rq))
-            .filter(|&p| !self.se[p as usize].sched_delayed)
-            .map(|p| self.se[p as usize].util_est)
-            .sum();
-        if est != rq.util_est {
-            return Err(format!(
-                "{name}: cpu {c} util_est {} but its tasks' sum {est}",
-                rq.util_est
-            ));
-        }
-        if self.eevdf() && avg != rq.avg_vruntime {
-            return Err(format!(
-                "{name}: cpu {c} avg_vruntime {:?} but recomputed {avg:?}",
-                rq.avg_vruntime
-            ));
-        }
-        if self.eevdf() {
-            let lag = self.weighted_lag_sum(c);
-            let l = rq.avg_vruntime.load as i128 + self.curr_wv(c).map_or(0, |(w, _)| w as i128);
-            if lag > 0 || (l > 0 && lag <= -l) {
-                return Err(format!(
-                    "{name}: cpu {c} weighted lag {lag} not in (-{l}, 0]"
-                ));
-            }
-        }
-        for (_, p) in rq.timeline.iter() {
-            let t = k.task(p);
-            let se = &self.se[p as usize];
-            if t.processor != c {
-                return Err(format!(
-                    "{name}: pid {} queued on cpu {c} has processor {}",
-                    t.pid, t.processor
-                ));
-            }
-            if t.state != TaskState::Running && t.on_cpu.is_none() && !se.sched_delayed {
-                return Err(format!("{name}: queued pid {} is {:?}", t.pid, t.state));
-            }
-        }
-        Ok(())
     }
 }
 
