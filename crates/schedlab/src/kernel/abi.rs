@@ -52,6 +52,47 @@ pub enum Op {
     /// 0, or `EINVAL` when the mask names no online CPU. If the task's CPU is no longer
     /// allowed it moves before returning to user mode.
     SetAffinity { mask: u64 },
+    /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, at)`: sleep until `at` (returns at
+    /// once when `at` has passed). Timers fire on the tick, as the modelled kernel has no
+    /// high-resolution timers.
+    SleepUntil { at: Time },
+    /// A pthread call on the process's synchronisation object: the futex fast path stays in
+    /// user mode, the slow path (wait, wake) enters the kernel ([`SyncOp`]).
+    Sync(SyncOp),
+}
+
+/// The pthread operations the programs use, on objects named by small integers that the
+/// workload allocates (one namespace per run; an object's kind is fixed by its first use).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncOp {
+    /// `pthread_mutex_lock`: returns 0.
+    Lock(u32),
+    /// `pthread_mutex_unlock`: returns 0, or `EPERM` when the caller does not own it.
+    Unlock(u32),
+    /// `pthread_cond_wait(cond, mutex)` with `mutex` held: returns 0 with it held again,
+    /// or `EPERM` when the caller does not own it.
+    CondWait {
+        /// The condition variable.
+        cond: u32,
+        /// The mutex the caller holds.
+        mutex: u32,
+    },
+    /// `pthread_cond_signal`: wake one waiter (lost when none waits); returns how many woke.
+    Signal(u32),
+    /// `pthread_cond_broadcast`: wake every waiter; returns how many woke.
+    Broadcast(u32),
+    /// `pthread_barrier_wait` on a barrier of `parties`: returns when `parties` callers
+    /// have arrived.
+    Barrier {
+        /// The barrier.
+        id: u32,
+        /// How many callers open it.
+        parties: u32,
+    },
+    /// `sem_post`.
+    SemPost(u32),
+    /// `sem_wait`.
+    SemWait(u32),
 }
 
 /// `EBADF`, for a file descriptor that is not open.
@@ -66,6 +107,8 @@ pub const ENFILE: i64 = -23;
 pub const EINVAL: i64 = -22;
 /// `EPIPE`.
 pub const EPIPE: i64 = -32;
+/// `EPERM`, for unlocking a mutex the caller does not own.
+pub const EPERM: i64 = -1;
 
 /// The name of the error a negative system-call return stands for (`ENFILE` for −23), or
 /// the number itself when the ABI defines no name for it: messages name errors, never a
@@ -78,6 +121,7 @@ pub fn errno_name(ret: i64) -> String {
         ENFILE => "ENFILE".into(),
         EINVAL => "EINVAL".into(),
         EPIPE => "EPIPE".into(),
+        EPERM => "EPERM".into(),
         r => format!("return value {r}"),
     }
 }

@@ -42,6 +42,7 @@ impl Kernel {
             cache: CacheModel::for_costs(n, costs),
             ic: Interconnect::new(n, machine.preset.cpus_per_bus, costs, machine.model),
             waitqs: Vec::new(),
+            usync: Vec::new(),
             streams: Vec::new(),
             files: Vec::new(),
             open_files: 0,

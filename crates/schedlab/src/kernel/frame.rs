@@ -56,6 +56,15 @@ pub enum Sys {
     Nice { inc: i32 },
     /// `sched_setaffinity(0, mask)`.
     SetAffinity { mask: u64 },
+    /// `clock_nanosleep(TIMER_ABSTIME, at)`; `armed` once the timer is set.
+    SleepUntil { at: Time, armed: bool },
+    /// A pthread call ([`super::usync`]); `again` when re-entered after a sleep;
+    /// `generation`: the barrier generation the caller arrived in.
+    Sync {
+        op: super::abi::SyncOp,
+        again: bool,
+        generation: u64,
+    },
 }
 
 /// One continuation.

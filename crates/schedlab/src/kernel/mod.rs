@@ -56,6 +56,7 @@ mod syscall;
 pub mod task;
 mod tcp;
 pub mod types;
+mod usync;
 pub mod waitq;
 
 use crate::engine::{EventQueue, SimRng, Time};
@@ -216,6 +217,8 @@ pub struct Kernel {
     pub ic: Interconnect,
     /// Wait queues.
     pub waitqs: Vec<WaitQueue>,
+    /// The pthread objects of the run ([`usync`]), by id.
+    pub(crate) usync: Vec<usync::Object>,
     /// Streams.
     pub streams: Vec<Stream>,
     /// File table.

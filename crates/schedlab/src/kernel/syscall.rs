@@ -69,6 +69,23 @@ impl Kernel {
             Sys::Open { kind } => self.sys_open(cpu, kind),
             Sys::Close { fd } => self.sys_close(cpu, task, fd, &mut wakes),
             Sys::SetAffinity { mask } => Outcome::Done(self.sched_setaffinity(cpu, task, mask)),
+            Sys::SleepUntil { at, armed } => {
+                let clock = self.cpus[cpu].clock;
+                if armed || at <= clock {
+                    Outcome::Done(0)
+                } else {
+                    // An absolute timer expires at the first jiffy at or after `at`.
+                    let exp = at.div_ceil(self.tick_ns);
+                    self.cpus[cpu].timers.push((exp, task));
+                    self.tasks[task as usize].state = TaskState::Interruptible;
+                    Outcome::Block(Sys::SleepUntil { at, armed: true })
+                }
+            }
+            Sys::Sync {
+                op,
+                again,
+                generation,
+            } => self.sys_sync(cpu, task, op, again, generation, &mut wakes),
             Sys::Nice { inc } => {
                 let t = &mut self.tasks[task as usize];
                 t.nice = (t.nice + inc).clamp(-20, 19);

@@ -1,0 +1,242 @@
+//! pthread mutexes, condition variables, barriers and semaphores, as a futex-based C
+//! library and kernel run them (glibc NPTL on Linux ≥ 2.6; rtapp.md §6).
+//!
+//! An object lives in the process's memory; its word is changed by an atomic instruction
+//! in user mode (charged `lock_ns`), and only a caller that must wait, or that must wake a
+//! waiter, enters the kernel (`futex(FUTEX_WAIT|FUTEX_WAKE)`, charged `syscall_ns`). The
+//! model keeps each object's word and its futex wait queue together here, so the check of
+//! the word and the sleep are one step, as the futex hash-bucket lock makes them.
+//!
+//! * **Mutex**: unlocking wakes one waiter, which retries and may lose the mutex to a
+//!   caller that came meanwhile (no hand-off: glibc's default mutex). Waiters are FIFO.
+//! * **Condition variable**: `wait` releases the mutex and sleeps in one step, and on
+//!   waking takes the mutex again; `signal` wakes the longest waiter and is lost when none
+//!   waits; `broadcast` wakes all (no requeue onto the mutex: they contend for it).
+//! * **Barrier**: the last of `parties` arrivals wakes the others; a generation number
+//!   tells a waiter its barrier opened.
+//! * **Semaphore**: counting, starts at 0; posts are remembered.
+//!
+//! Invariant: a mutex's owner, when set, is a live task that called `Lock` and not yet
+//! `Unlock`; every sleeper is on its object's wait queue with state `Interruptible`.
+//! Not modelled: priority inheritance (`pi_enabled`), robust and recursive mutexes.
+
+use super::abi::{SyncOp, EPERM};
+use super::frame::Sys;
+use super::syscall::{Outcome, Wakes};
+use super::task::{TaskId, TaskState};
+use super::types::WqId;
+use super::{Acct, Kernel};
+use crate::machine::CpuId;
+
+/// A synchronisation object's state.
+#[derive(Debug)]
+pub(crate) struct Object {
+    wq: WqId,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    Unused,
+    Mutex { owner: Option<TaskId> },
+    Cond,
+    Barrier { arrived: u32, generation: u64 },
+    Sem { count: u64 },
+}
+
+impl Kernel {
+    /// The object `id`, created on first use.
+    fn object(&mut self, id: u32) -> &mut Object {
+        let i = id as usize;
+        while self.usync.len() <= i {
+            let wq = self.new_waitq();
+            self.usync.push(Object {
+                wq,
+                state: State::Unused,
+            });
+        }
+        &mut self.usync[i]
+    }
+
+    /// Sleep on `wq` as an exclusive waiter (FIFO, woken one at a time).
+    fn futex_wait(&mut self, cpu: CpuId, task: TaskId, wq: WqId) {
+        let ns = self.machine.costs().syscall_ns;
+        self.charge(cpu, ns, Acct::Running);
+        self.stats.syscalls += 1;
+        self.tasks[task as usize].state = TaskState::Interruptible;
+        self.waitqs[wq as usize].add(task, true);
+        self.tasks[task as usize].wq_regs.push(wq);
+    }
+
+    /// Wake `n` waiters of `wq` (0: all) from a `futex(FUTEX_WAKE)` call; how many woke.
+    fn futex_wake(&mut self, cpu: CpuId, wq: WqId, n: u32, wakes: &mut Wakes) -> i64 {
+        if self.waitqs[wq as usize].waiters.is_empty() {
+            return 0;
+        }
+        let ns = self.machine.costs().syscall_ns;
+        self.charge(cpu, ns, Acct::Running);
+        self.stats.syscalls += 1;
+        let list = self.take_waiters(cpu, wq, n);
+        let woken = list.len() as i64;
+        wakes.push((list, false));
+        woken
+    }
+
+    /// One pthread call (or its re-entry after a sleep).
+    pub(super) fn sys_sync(
+        &mut self,
+        cpu: CpuId,
+        task: TaskId,
+        op: SyncOp,
+        again: bool,
+        generation: u64,
+        wakes: &mut Wakes,
+    ) -> Outcome {
+        if !again {
+            let ns = self.machine.costs().lock_ns;
+            self.charge(cpu, ns, Acct::Running);
+        }
+        let block = |generation| {
+            Outcome::Block(Sys::Sync {
+                op,
+                again: true,
+                generation,
+            })
+        };
+        match op {
+            SyncOp::Lock(id) => {
+                if self.mutex_trylock(id, task) {
+                    Outcome::Done(0)
+                } else {
+                    let wq = self.object(id).wq;
+                    self.futex_wait(cpu, task, wq);
+                    block(0)
+                }
+            }
+            SyncOp::Unlock(id) => Outcome::Done(self.mutex_unlock(cpu, id, task, wakes)),
+            SyncOp::CondWait { cond, mutex } => {
+                if !again {
+                    let r = self.mutex_unlock(cpu, mutex, task, wakes);
+                    if r != 0 {
+                        return Outcome::Done(r);
+                    }
+                    let o = self.object(cond);
+                    if matches!(o.state, State::Unused) {
+                        o.state = State::Cond;
+                    }
+                    let wq = o.wq;
+                    self.futex_wait(cpu, task, wq);
+                    return block(0);
+                }
+                // Woken (by the condition, or by the mutex): take the mutex again.
+                if self.mutex_trylock(mutex, task) {
+                    Outcome::Done(0)
+                } else {
+                    let wq = self.object(mutex).wq;
+                    self.futex_wait(cpu, task, wq);
+                    block(0)
+                }
+            }
+            SyncOp::Signal(cond) | SyncOp::Broadcast(cond) => {
+                let wq = self.object(cond).wq;
+                let n = u32::from(matches!(op, SyncOp::Signal(_)));
+                Outcome::Done(self.futex_wake(cpu, wq, n, wakes))
+            }
+            SyncOp::Barrier { id, parties } => {
+                let o = self.object(id);
+                let wq = o.wq;
+                if matches!(o.state, State::Unused) {
+                    o.state = State::Barrier {
+                        arrived: 0,
+                        generation: 0,
+                    };
+                }
+                let State::Barrier {
+                    arrived,
+                    generation: now_gen,
+                } = &mut o.state
+                else {
+                    return Outcome::Done(EPERM);
+                };
+                if again {
+                    return if *now_gen != generation {
+                        Outcome::Done(0)
+                    } else {
+                        self.futex_wait(cpu, task, wq);
+                        block(generation)
+                    };
+                }
+                *arrived += 1;
+                if *arrived >= parties {
+                    *arrived = 0;
+                    *now_gen += 1;
+                    self.futex_wake(cpu, wq, 0, wakes);
+                    Outcome::Done(0)
+                } else {
+                    let g = *now_gen;
+                    self.futex_wait(cpu, task, wq);
+                    block(g)
+                }
+            }
+            SyncOp::SemPost(id) => {
+                let o = self.object(id);
+                let wq = o.wq;
+                match &mut o.state {
+                    State::Sem { count } => *count += 1,
+                    s @ State::Unused => *s = State::Sem { count: 1 },
+                    _ => return Outcome::Done(EPERM),
+                }
+                self.futex_wake(cpu, wq, 1, wakes);
+                Outcome::Done(0)
+            }
+            SyncOp::SemWait(id) => {
+                let o = self.object(id);
+                let wq = o.wq;
+                match &mut o.state {
+                    State::Sem { count } if *count > 0 => {
+                        *count -= 1;
+                        Outcome::Done(0)
+                    }
+                    State::Sem { .. } | State::Unused => {
+                        if matches!(o.state, State::Unused) {
+                            o.state = State::Sem { count: 0 };
+                        }
+                        self.futex_wait(cpu, task, wq);
+                        block(0)
+                    }
+                    _ => Outcome::Done(EPERM),
+                }
+            }
+        }
+    }
+
+    /// Take mutex `id` for `task` if it is free.
+    fn mutex_trylock(&mut self, id: u32, task: TaskId) -> bool {
+        let o = self.object(id);
+        match &mut o.state {
+            State::Mutex { owner: Some(_) } => false,
+            State::Mutex { owner } => {
+                *owner = Some(task);
+                true
+            }
+            s => {
+                *s = State::Mutex { owner: Some(task) };
+                true
+            }
+        }
+    }
+
+    /// Release mutex `id` held by `task`, waking one waiter: 0, or `EPERM`.
+    fn mutex_unlock(&mut self, cpu: CpuId, id: u32, task: TaskId, wakes: &mut Wakes) -> i64 {
+        let o = self.object(id);
+        match &mut o.state {
+            State::Mutex { owner } if *owner == Some(task) => {
+                *owner = None;
+                let wq = o.wq;
+                self.futex_wake(cpu, wq, 1, wakes);
+                0
+            }
+            _ => EPERM,
+        }
+    }
+}
