@@ -156,6 +156,7 @@ pub fn build(w: &NativeWorkload, p: &Params, runs: Vec<OneRun>) -> NativeReport 
             value: round(med),
             unit: o.unit.clone(),
             better: o.better.clone(),
+            details: None,
         },
         counters: NativeCounters {
             context_switches: s.ctxt,

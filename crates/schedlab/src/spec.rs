@@ -110,6 +110,16 @@ impl Spec {
             ));
         }
         let mut args = Vec::new();
+        if let Some(rest) = rest.filter(|_| PATH_SPECS.contains(&name)) {
+            let path = rest.strip_prefix("file=").unwrap_or(rest).trim();
+            if path.is_empty() {
+                return Err(malformed(format!("empty {what} file"), "NAME:PATH"));
+            }
+            return Ok(Spec {
+                name: name.to_string(),
+                args: vec![("file".to_string(), path.to_string())],
+            });
+        }
         if let Some(rest) = rest {
             for part in rest.split(',') {
                 let part = part.trim();
@@ -168,7 +178,13 @@ pub enum Kind {
     Bool,
     /// One of the listed words.
     Choice(&'static [&'static str]),
+    /// Any non-empty text (a file path).
+    Text,
 }
+
+/// Specs whose whole argument is one path (`rtapp:FILE.json`, commas and `=` included);
+/// `NAME:file=PATH` is the same.
+const PATH_SPECS: &[&str] = &["rtapp"];
 
 /// A declared parameter: name, type and accepted range, default, unit, and where the
 /// default comes from. Declared once, with the const builders below (or the [`crate::options!`]
@@ -215,6 +231,11 @@ impl ParamSpec {
     /// `on` or `off`.
     pub const fn flag(name: &'static str, default: &'static str) -> ParamSpec {
         Self::new(name, default, Kind::Bool)
+    }
+
+    /// A file path.
+    pub const fn text(name: &'static str, default: &'static str) -> ParamSpec {
+        Self::new(name, default, Kind::Text)
     }
 
     /// One of `choices`.
@@ -366,6 +387,7 @@ impl Kind {
             Kind::Float { min, max } => format!("a number in {min}..={max}"),
             Kind::Bool => "on or off".to_string(),
             Kind::Choice(c) => format!("one of {}", c.join(", ")),
+            Kind::Text => "a file path".to_string(),
         }
     }
 
@@ -385,6 +407,8 @@ impl Kind {
                 _ => Err(()),
             },
             Kind::Choice(c) => c.iter().find(|&&x| x == v).map(|s| s.to_string()).ok_or(()),
+            Kind::Text if !v.is_empty() => Ok(v.to_string()),
+            Kind::Text => Err(()),
         }
     }
 }

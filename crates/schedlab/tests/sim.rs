@@ -1185,6 +1185,7 @@ fn extremes(p: &schedlab::spec::ParamSpec) -> Vec<String> {
         Kind::Float { min, max } => vec![min.to_string(), max.to_string()],
         Kind::Bool => vec!["off".into(), "on".into()],
         Kind::Choice(c) => c.iter().map(|s| s.to_string()).collect(),
+        Kind::Text => vec![p.default.to_string()],
     }
 }
 
@@ -1432,6 +1433,7 @@ fn valid_value(p: &'static schedlab::spec::ParamSpec, small: bool) -> BoxedStrat
         Kind::Bool => prop::sample::select(vec!["on", "off"])
             .prop_map(String::from)
             .boxed(),
+        Kind::Text => Just(p.default.to_string()).boxed(),
         Kind::Choice(c) => prop::sample::select(c.to_vec())
             .prop_map(String::from)
             .boxed(),

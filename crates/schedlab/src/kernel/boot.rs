@@ -28,10 +28,12 @@ impl Kernel {
         let n = machine.cpus;
         let costs = machine.costs();
         let hz = class.hz();
+        let hrtimers = class.hrtimers();
         let tick_ns = Machine::tick_ns(hz);
         let mut k = Kernel {
             now: 0,
             hz,
+            hrtimers,
             tick_ns,
             queue: EventQueue::new(),
             rng: SimRng::new(seed),
@@ -129,6 +131,7 @@ impl Kernel {
             gen: 0,
             pending_ticks: 0,
             pending_ipi: false,
+            hrtimers_fired: crate::kernel::types::WakeList::new(),
             last_schedule: 0,
             active_mm: 0,
             timers: Vec::new(),

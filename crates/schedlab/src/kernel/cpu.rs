@@ -39,6 +39,10 @@ impl Kernel {
                 self.cpus[cpu as usize].pending_ipi = true;
                 self.interrupt(cpu as usize);
             }
+            Event::HrTimer { cpu, task } => {
+                self.cpus[cpu as usize].hrtimers_fired.push(task);
+                self.interrupt(cpu as usize);
+            }
         }
     }
 
@@ -126,7 +130,7 @@ impl Kernel {
             let c = &self.cpus[cpu];
             let synced = c.clock <= now;
             let curr = c.curr;
-            if c.pending_ticks > 0 || c.pending_ipi {
+            if c.pending_ticks > 0 || c.pending_ipi || !c.hrtimers_fired.is_empty() {
                 if !synced {
                     return self.suspend(cpu);
                 }
@@ -185,7 +189,7 @@ impl Kernel {
                 Frame::NewTask { child, thread } => self.new_task(cpu, curr, child, thread),
                 Frame::Tail { prev } => self.finish_task_switch(cpu, prev),
                 Frame::Tick { user } => self.tick(cpu, curr, user),
-                Frame::Ipi => {
+                Frame::Ipi | Frame::TimerIrq => {
                     let ns = self.machine.costs().irq_ns;
                     self.charge(cpu, ns, Acct::Sched);
                 }
@@ -216,10 +220,21 @@ impl Kernel {
         let c = &mut self.cpus[cpu];
         let ticks = std::mem::take(&mut c.pending_ticks);
         let ipi = std::mem::take(&mut c.pending_ipi);
+        let mut fired = std::mem::take(&mut c.hrtimers_fired);
         let curr = c.curr;
         let st = &mut self.tasks[curr as usize].kstack;
         let user = st.last().is_some_and(Frame::is_user);
         st.push(Frame::IrqExit { user });
+        if !fired.is_empty() {
+            // hrtimer_interrupt: the interrupt's entry, then one wake-up per expired timer.
+            fired.reverse();
+            st.push(Frame::Wake {
+                list: fired,
+                sync: false,
+                irq: true,
+            });
+            st.push(Frame::TimerIrq);
+        }
         if ipi {
             st.push(Frame::Ipi);
         }

@@ -100,6 +100,8 @@ pub enum Frame {
     Tick { user: bool },
     /// Reschedule IPI.
     Ipi,
+    /// A high-resolution timer interrupt (its wake-ups are the frame below).
+    TimerIrq,
     /// Return from interrupt: reschedule if returning to user mode with `need_resched`.
     IrqExit { user: bool },
     /// The idle loop.

@@ -93,7 +93,13 @@ pub enum Event {
     Tick { cpu: u16 },
     /// A reschedule IPI arrives.
     Ipi { cpu: u16 },
+    /// A high-resolution timer of `task`, armed on `cpu`, expires.
+    HrTimer { cpu: u16, task: TaskId },
 }
+
+/// The timer slack of a SCHED_OTHER task (`init_task.timer_slack_ns`, Linux ≥ 2.6.28:
+/// 50 µs): an hrtimer sleep may end this much after its instant, and on a quiet CPU does.
+pub const TIMER_SLACK_NS: Time = 50_000;
 
 /// A user-mode pass over a working set in progress on a CPU (`Kernel::compute`).
 #[derive(Clone, Copy, Debug)]
@@ -136,6 +142,8 @@ pub struct Cpu {
     pub pending_ticks: u32,
     /// A reschedule IPI is held.
     pub pending_ipi: bool,
+    /// Tasks whose high-resolution timer expired, its interrupt held (in expiry order).
+    pub hrtimers_fired: crate::kernel::types::WakeList,
     /// Time of the last context switch (2.4 `last_schedule`).
     pub last_schedule: Time,
     /// The mm loaded in the MMU (lazy TLB: idle keeps the previous one).
@@ -197,6 +205,9 @@ pub struct Kernel {
     pub machine: Machine,
     /// Timer frequency of the policy's kernel.
     pub hz: u32,
+    /// High-resolution timers (the policy's kernel is ≥ 2.6.16): sleeps end at their
+    /// instant plus [`TIMER_SLACK_NS`], on an interrupt of their own.
+    pub hrtimers: bool,
     /// Tick period.
     pub tick_ns: Time,
     pub(crate) queue: EventQueue<Event>,

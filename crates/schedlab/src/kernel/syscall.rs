@@ -53,6 +53,10 @@ impl Kernel {
             Sys::Sleep { ns, armed } => {
                 if armed {
                     Outcome::Done(0)
+                } else if self.hrtimers {
+                    let at = self.cpus[cpu].clock + ns;
+                    self.arm_hrtimer(cpu, task, at);
+                    Outcome::Block(Sys::Sleep { ns, armed: true })
                 } else {
                     // sys_nanosleep: round up to jiffies, plus one (2.4 `schedule_timeout`).
                     let j = self.jiffies_at(self.cpus[cpu].clock);
@@ -73,6 +77,9 @@ impl Kernel {
                 let clock = self.cpus[cpu].clock;
                 if armed || at <= clock {
                     Outcome::Done(0)
+                } else if self.hrtimers {
+                    self.arm_hrtimer(cpu, task, at);
+                    Outcome::Block(Sys::SleepUntil { at, armed: true })
                 } else {
                     // An absolute timer expires at the first jiffy at or after `at`.
                     let exp = at.div_ceil(self.tick_ns);
@@ -309,5 +316,21 @@ impl Kernel {
             wakes.push((self.take_waiters(cpu, wq, 0), false));
         }
         Outcome::Done(0)
+    }
+}
+
+impl Kernel {
+    /// Sleep `task` on a high-resolution timer of `cpu` that expires at `at` plus the
+    /// timer slack (`hrtimer_nanosleep`; the clock event is programmed to the hard expiry).
+    fn arm_hrtimer(&mut self, cpu: CpuId, task: TaskId, at: crate::engine::Time) {
+        let fire = at + super::TIMER_SLACK_NS;
+        self.queue.push(
+            fire,
+            super::Event::HrTimer {
+                cpu: cpu as u16,
+                task,
+            },
+        );
+        self.tasks[task as usize].state = TaskState::Interruptible;
     }
 }

@@ -14,6 +14,7 @@ pub mod lat_proc;
 pub mod loop_yield;
 pub mod mkbench;
 pub mod reflex;
+pub mod rtapp;
 pub mod sched_yield;
 pub mod synthetic;
 pub mod tbench;
@@ -88,6 +89,7 @@ pub static WORKLOADS: &[WorkloadInfo] = &[
     tbench::INFO,
     loop_yield::INFO,
     sched_yield::INFO,
+    rtapp::INFO,
     lat_proc::INFO,
     // The simulator's own stress load stays last.
     synthetic::INFO,
@@ -121,6 +123,9 @@ pub struct Metric {
     pub unit: String,
     /// `lower` or `higher`.
     pub better: String,
+    /// What the benchmark reports beside its figure (rt-app: per-thread rows), if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
 }
 
 /// A metric value in the unit of the original benchmark.
@@ -130,6 +135,7 @@ pub fn metric(name: &str, value: f64, unit: &str, better: &str) -> Metric {
         value,
         unit: unit.into(),
         better: better.into(),
+        details: None,
     }
 }
 

@@ -111,6 +111,12 @@ pub trait SchedClass {
     /// Timer frequency of this class's kernel.
     fn hz(&self) -> u32;
 
+    /// Whether this class's kernel has high-resolution timers (Linux ≥ 2.6.16): sleeps
+    /// then end at their instant (plus the timer slack), not at the next tick.
+    fn hrtimers(&self) -> bool {
+        false
+    }
+
     /// Called from: boot, once, before any task exists; no lock held. Create locks and
     /// per-CPU run queues.
     fn init(&mut self, ctx: &mut SchedCtx<'_>);
@@ -253,6 +259,9 @@ impl<T: SchedClass + ?Sized> SchedClass for Box<T> {
     }
     fn hz(&self) -> u32 {
         (**self).hz()
+    }
+    fn hrtimers(&self) -> bool {
+        (**self).hrtimers()
     }
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         (**self).init(ctx)

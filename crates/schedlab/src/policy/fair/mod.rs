@@ -878,6 +878,10 @@ impl SchedClass for Fair {
         self.options.clone()
     }
 
+    fn hrtimers(&self) -> bool {
+        true
+    }
+
     fn hz(&self) -> u32 {
         self.t.hz
     }
