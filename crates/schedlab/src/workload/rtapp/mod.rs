@@ -177,7 +177,13 @@ impl Shared {
         *k += 1;
         self.next_index += 1;
         self.live += 1;
-        Some(Box::new(Thread::new(index, thread_name, task, me.clone(), true)))
+        Some(Box::new(Thread::new(
+            index,
+            thread_name,
+            task,
+            me.clone(),
+            true,
+        )))
     }
 
     /// Thread `index` finished an iteration.
@@ -331,9 +337,8 @@ impl Workload for RtAppWorkload {
         let mut threads: Vec<ThreadStats> = sh.threads.values().cloned().collect();
         for t in &mut threads {
             if t.timers > t.missed_timers {
-                t.wakeup_latency_mean_us = crate::report::round(
-                    t.wu_lat_sum as f64 / (t.timers - t.missed_timers) as f64,
-                );
+                t.wakeup_latency_mean_us =
+                    crate::report::round(t.wu_lat_sum as f64 / (t.timers - t.missed_timers) as f64);
             }
         }
         let worst = threads

@@ -126,9 +126,8 @@ pub enum Event {
 
 /// Event prefixes, longest first where one is a prefix of another (§6).
 const PREFIXES: &[&str] = &[
-    "runtime", "run", "memrun", "mem", "sem_post", "sem_wait", "unlock", "lock", "wait",
-    "signal", "broad", "sync", "sleep", "timer", "suspend", "resume", "iorun", "yield",
-    "barrier", "fork",
+    "runtime", "run", "memrun", "mem", "sem_post", "sem_wait", "unlock", "lock", "wait", "signal",
+    "broad", "sync", "sleep", "timer", "suspend", "resume", "iorun", "yield", "barrier", "fork",
 ];
 
 /// Task and phase keys that are properties (rtapp.md §4).
@@ -136,12 +135,27 @@ const TASK_KEYS: &[&str] = &["instance", "loop", "delay", "phases"];
 const ATTR_KEYS: &[&str] = &["policy", "priority", "cpus"];
 /// Properties accepted with no effect here (no deadline class, NUMA, uclamp or cgroups).
 const IGNORED_ATTRS: &[&str] = &[
-    "dl-runtime", "dl-period", "dl-deadline", "period", "deadline", "nodes_membind",
-    "util_min", "util_max", "taskgroup",
+    "dl-runtime",
+    "dl-period",
+    "dl-deadline",
+    "period",
+    "deadline",
+    "nodes_membind",
+    "util_min",
+    "util_max",
+    "taskgroup",
 ];
 const GLOBAL_IGNORED: &[&str] = &[
-    "calibration", "lock_pages", "logdir", "log_basename", "log_size", "ftrace", "gnuplot",
-    "io_device", "mem_buffer_size", "pi_enabled",
+    "calibration",
+    "lock_pages",
+    "logdir",
+    "log_basename",
+    "log_size",
+    "ftrace",
+    "gnuplot",
+    "io_device",
+    "mem_buffer_size",
+    "pi_enabled",
 ];
 
 /// The event prefix `key` starts with, if any.
@@ -231,7 +245,9 @@ fn parse_global(v: &Value<'_>, ignored: &mut Vec<String>) -> Result<Global, Stri
         let k = p.name.as_str();
         match k {
             "duration" => g.duration_s = int(&p.value, "global: duration")?,
-            "cumulative_slack" => g.cumulative_slack = boolean(&p.value, "global: cumulative_slack")?,
+            "cumulative_slack" => {
+                g.cumulative_slack = boolean(&p.value, "global: cumulative_slack")?
+            }
             "default_policy" => {
                 let s = string(&p.value, "global: default_policy")?;
                 policy(&s, "global: default_policy")?;
@@ -299,7 +315,9 @@ fn parse_task(
                     .transpose()?
                     .unwrap_or(1);
                 if loops == 0 {
-                    return Err(format!("{pat}: loop 0 (rt-app would repeat it forever; use -1)"));
+                    return Err(format!(
+                        "{pat}: loop 0 (rt-app would repeat it forever; use -1)"
+                    ));
                 }
                 v.push(PhaseDef {
                     name: pname.to_string(),
@@ -426,10 +444,18 @@ fn parse_events(
             "mem" | "iorun" => Event::Mem(uint(&p.value, &what)?),
             "memrun" => {
                 let Value::Object(m) = &p.value else {
-                    return Err(format!("{what}: expected an object {{\"type\", \"count\", ...}}"));
+                    return Err(format!(
+                        "{what}: expected an object {{\"type\", \"count\", ...}}"
+                    ));
                 };
-                let count = field(m, "count").map(|v| uint(v, &what)).transpose()?.unwrap_or(0);
-                let stride = field(m, "stride").map(|v| uint(v, &what)).transpose()?.unwrap_or(1);
+                let count = field(m, "count")
+                    .map(|v| uint(v, &what))
+                    .transpose()?
+                    .unwrap_or(0);
+                let stride = field(m, "stride")
+                    .map(|v| uint(v, &what))
+                    .transpose()?
+                    .unwrap_or(1);
                 let chase = field(m, "type")
                     .map(|v| string(v, &what))
                     .transpose()?
@@ -534,7 +560,10 @@ fn int(v: &Value<'_>, what: &str) -> Result<i64, String> {
             .value
             .parse::<i64>()
             .map_err(|_| format!("{what}: {} is not an integer", n.value)),
-        other => Err(format!("{what}: expected an integer, found {}", kind(other))),
+        other => Err(format!(
+            "{what}: expected an integer, found {}",
+            kind(other)
+        )),
     }
 }
 
@@ -546,7 +575,10 @@ fn uint(v: &Value<'_>, what: &str) -> Result<u64, String> {
 fn boolean(v: &Value<'_>, what: &str) -> Result<bool, String> {
     match v {
         Value::BooleanLit(b) => Ok(b.value),
-        other => Err(format!("{what}: expected true or false, found {}", kind(other))),
+        other => Err(format!(
+            "{what}: expected true or false, found {}",
+            kind(other)
+        )),
     }
 }
 

@@ -28,7 +28,10 @@ enum After {
     /// A `run` began at this time (its wall time goes to the row's `run`).
     Ran(Time),
     /// A `runtime` until `end`, begun at `start`.
-    Runtime { start: Time, end: Time },
+    Runtime {
+        start: Time,
+        end: Time,
+    },
     /// A timer sleep until `at`: the wake-up latency is measured.
     Timer(Time),
 }
@@ -111,7 +114,10 @@ impl Thread {
             Event::Run(us) => {
                 self.row.c_duration += us;
                 self.row.perf += us;
-                q.push_back(Op::Compute { ns: us * 1000, ws: 0 });
+                q.push_back(Op::Compute {
+                    ns: us * 1000,
+                    ws: 0,
+                });
                 After::Ran(now)
             }
             Event::Runtime(us) => {
@@ -249,10 +255,7 @@ impl Thread {
             After::Ran(start) => self.row.run += now - start,
             After::Runtime { start, end } => {
                 if now < end {
-                    self.pending = Pending::Ops(
-                        VecDeque::new(),
-                        After::Runtime { start, end },
-                    );
+                    self.pending = Pending::Ops(VecDeque::new(), After::Runtime { start, end });
                     return Some(Op::Compute {
                         ns: (end - now).min(RUNTIME_POLL_NS),
                         ws: 0,
