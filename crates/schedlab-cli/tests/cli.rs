@@ -616,6 +616,48 @@ fn native_compare_runs_the_real_tools() {
     }
 }
 
+/// issue 19 item 1: an rt-app file runs natively (threads, pthread objects, real timers)
+/// and, where rt-app is installed, beside the real rt-app, read from its logs.
+#[test]
+fn native_runs_rt_app_files_beside_rt_app() {
+    let o = schedlab(&[
+        "native",
+        "rtapp:@prodcons",
+        "--runs",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["result"]["metric"], "max_wakeup_latency_us");
+    let counts = &v["counters"]["counts"];
+    assert_eq!(counts["producer-1.rows"], 200.0, "{v}");
+    assert_eq!(counts["producer-1.missed_timers"], 0.0, "{v}");
+    // A signal sent while the consumer is not waiting is lost (rtapp.md §9 (b)).
+    let consumer = counts["consumer-0.rows"].as_f64().unwrap();
+    assert!((190.0..=200.0).contains(&consumer), "{v}");
+    if !on_path("rt-app") {
+        eprintln!("skipped rtapp --compare: rt-app is not installed (apt-get install rt-app)");
+        return;
+    }
+    let o = schedlab(&[
+        "native",
+        "rtapp:@prodcons",
+        "--runs",
+        "1",
+        "--compare",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = &v["compare"][0];
+    assert_eq!(row["tool"], "rt-app", "{v}");
+    assert!(row["note"].is_null(), "{row}");
+    assert!(row["median"].as_f64().unwrap() > 0.0, "{row}");
+}
+
 #[test]
 fn reproduce_refuses_an_unwritable_out_before_any_work() {
     let o = schedlab(&["reproduce", "--out", "/proc/schedlab-cannot-be-here"]);

@@ -44,6 +44,9 @@ pub struct Tool {
     pub parse: fn(&str) -> Option<f64>,
     /// Why the tool cannot run these parameters, if it cannot.
     pub unsupported: Option<String>,
+    /// Run in this directory and read the figure from the `*.log` files it writes there
+    /// (rt-app), not from its standard output.
+    pub logs_in: Option<std::path::PathBuf>,
 }
 
 /// The number after `key` on the first line that contains it.
@@ -74,6 +77,14 @@ pub fn parse_perf_pipe(out: &str) -> Option<f64> {
         let v = it.next()?.parse::<f64>().ok()?;
         (it.next()? == "usecs/op").then_some(v)
     })
+}
+
+/// rt-app's logs (rtapp.md §8): the largest `wu_lat` (the last column) of any row, µs.
+pub fn parse_rt_app_logs(logs: &str) -> Option<f64> {
+    logs.lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().last()?.parse::<f64>().ok())
+        .reduce(f64::max)
 }
 
 /// The tools for a workload, or why there are none.
@@ -114,6 +125,7 @@ pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
                     args: rt,
                     parse: parse_hackbench,
                     unsupported: None,
+                    logs_in: None,
                 },
                 Tool {
                     label: "perf bench sched messaging",
@@ -124,6 +136,7 @@ pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
                     unsupported: fixed.then(|| {
                         "perf bench sched messaging has fixed datasize=100 and fds=20".into()
                     }),
+                    logs_in: None,
                 },
             ])
         }
@@ -140,10 +153,29 @@ pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
                 .collect(),
             parse: parse_perf_pipe,
             unsupported: None,
+            logs_in: None,
         }])
         }
+        "rtapp" => {
+            let o = schedlab::workload::rtapp::Options::from_params(p);
+            let dir = std::env::temp_dir().join(format!("schedlab-rt-app-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).map_err(|e| format!("--compare: {}: {e}", dir.display()))?;
+            // rt-app writes its logs to the file's `logdir`, relative to where it runs.
+            let text = schedlab::workload::rtapp::file_text(&o.file)?;
+            let file = dir.join("workload.json");
+            std::fs::write(&file, text).map_err(|e| format!("--compare: {}: {e}", file.display()))?;
+            Ok(vec![Tool {
+                label: "rt-app",
+                program: "rt-app",
+                package: "rt-app",
+                args: vec![file.display().to_string()],
+                parse: parse_rt_app_logs,
+                unsupported: None,
+                logs_in: Some(dir),
+            }])
+        }
         other => Err(format!(
-            "--compare: no reference tool for {other} (supported: hackbench with rt-tests hackbench and perf bench sched messaging, lat_pipe with perf bench sched pipe)"
+            "--compare: no reference tool for {other} (supported: hackbench with rt-tests hackbench and perf bench sched messaging, lat_pipe with perf bench sched pipe, rtapp with rt-app)"
         )),
     }
 }
@@ -159,6 +191,10 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
 /// Run a tool once, supervised like a native run; its figure or why not.
 pub fn run_tool(t: &Tool, opts: &RunOptions) -> Result<f64, RunError> {
     let mut cmd = Command::new(t.program);
+    if let Some(dir) = &t.logs_in {
+        clear_logs(dir);
+        cmd.current_dir(dir);
+    }
     cmd.args(&t.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -253,6 +289,10 @@ fn watch_tool(
             t.program, status
         )));
     }
+    let out = match &t.logs_in {
+        Some(dir) => read_logs(dir),
+        None => out,
+    };
     (t.parse)(&out).ok_or_else(|| {
         RunError::Failed(format!(
             "{}: could not find the figure in its output: {:?}",
@@ -260,6 +300,32 @@ fn watch_tool(
             out.lines().last().unwrap_or("")
         ))
     })
+}
+
+fn log_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn clear_logs(dir: &std::path::Path) {
+    for f in log_files(dir) {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+fn read_logs(dir: &std::path::Path) -> String {
+    log_files(dir)
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Run the workload and its tools `cfg.runs` times, interleaved; the report of the
@@ -321,6 +387,13 @@ pub fn compare(cfg: &NativeConfig) -> Result<NativeReport, NativeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_rt_app_logs() {
+        let log = "# Policy : SCHED_OTHER priority : 0\n#idx     perf      run   period           start             end          rel_st      slack c_duration   c_period     wu_lat\n   0    10000      228    10056     40475933017     40475943074             153       9760       1000      10000         68\n   0    10000      259     9991     40475943078     40475953069           10214       9669       1000      10000         63\n";
+        assert_eq!(parse_rt_app_logs(log), Some(68.0));
+        assert_eq!(parse_rt_app_logs("# only a header\n"), None);
+    }
 
     #[test]
     fn parses_the_tools_outputs() {

@@ -16,6 +16,7 @@ pub mod lat_pipe;
 pub mod lat_proc;
 pub mod loop_yield;
 pub mod reflex;
+pub mod rtapp;
 pub mod sched_yield;
 pub mod window;
 
@@ -117,5 +118,11 @@ pub static NATIVE_WORKLOADS: &[NativeWorkload] = &[
         "lmbench lat_proc: fork (and exec) a child that exits, and wait for it",
         no_prepare,
         lat_proc::run,
+    ),
+    native(
+        sim::rtapp::INFO,
+        "an rt-app file played by threads of this process with pthread objects and real timers",
+        no_prepare,
+        rtapp::run,
     ),
 ];

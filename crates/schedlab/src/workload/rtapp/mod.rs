@@ -71,20 +71,22 @@ const BUILTIN: &[(&str, &str)] = &[
     ("@phases", include_str!("examples/phases.json")),
 ];
 
+/// The text of `file`: a built-in example (`@name`) or a file read from disk.
+pub fn file_text(file: &str) -> Result<String, String> {
+    match BUILTIN.iter().find(|(n, _)| *n == file) {
+        Some((_, t)) => Ok(t.to_string()),
+        None => std::fs::read_to_string(file).map_err(|e| {
+            format!("rtapp: cannot read {file}: {e} (give a path, or one of @periodic, @prodcons, @phases)")
+        }),
+    }
+}
+
 /// When `duration` is −1, the run stops here at the latest.
 const UNBOUNDED_LIMIT_S: i64 = 10;
 
 fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let o = Options::from_params(p);
-    let text = match BUILTIN.iter().find(|(n, _)| *n == o.file) {
-        Some((_, t)) => t.to_string(),
-        None => std::fs::read_to_string(&o.file).map_err(|e| {
-            SpecError::Invalid(format!(
-                "rtapp: cannot read {}: {e} (give a path, or one of @periodic, @prodcons, @phases)",
-                o.file
-            ))
-        })?,
-    };
+    let text = file_text(&o.file).map_err(SpecError::Invalid)?;
     let app = parse::parse(&text, m.cpus)
         .map_err(|e| SpecError::Invalid(format!("rtapp: {}: {e}", o.file)))?;
     let c = m.costs();

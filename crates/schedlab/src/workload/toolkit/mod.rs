@@ -140,6 +140,8 @@ pub(crate) mod testing {
             Op::Exec { .. } => "exec".into(),
             Op::Nice { inc } => format!("nice {inc}"),
             Op::SetAffinity { mask } => format!("setaffinity {mask:#x}"),
+            Op::SleepUntil { at } => format!("sleep-until {at}"),
+            Op::Sync(s) => format!("{s:?}"),
         }
     }
 
