@@ -393,6 +393,27 @@ impl RunReport {
             "  result      {} = {} {} ({} is better)",
             self.result.metric, self.result.value, self.result.unit, self.result.better
         );
+        if let Some(threads) = self
+            .result
+            .details
+            .as_ref()
+            .and_then(|d| d["threads"].as_array())
+        {
+            // rt-app's per-thread rows (workload/rtapp).
+            for t in threads {
+                let _ = writeln!(
+                    o,
+                    "  thread      {:<16} rows {:>6}  run {:>9} us  wake-up latency mean {:>9} max {:>7} us  slack min {:>8} us  timers missed {}",
+                    t["name"].as_str().unwrap_or("?"),
+                    t["rows"],
+                    t["run_us"],
+                    t["wakeup_latency_mean_us"],
+                    t["wakeup_latency_max_us"],
+                    t["slack_min_us"],
+                    t["missed_timers"],
+                );
+            }
+        }
         let c = &self.counters;
         let _ = writeln!(
             o,
