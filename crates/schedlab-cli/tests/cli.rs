@@ -631,12 +631,16 @@ fn native_runs_rt_app_files_beside_rt_app() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["result"]["metric"], "max_wakeup_latency_us");
-    let counts = &v["counters"]["counts"];
-    assert_eq!(counts["producer-1.rows"], 200.0, "{v}");
-    assert_eq!(counts["producer-1.missed_timers"], 0.0, "{v}");
-    // A signal sent while the consumer is not waiting is lost (rtapp.md §9 (b)).
-    let consumer = counts["consumer-0.rows"].as_f64().unwrap();
-    assert!((190.0..=200.0).contains(&consumer), "{v}");
+    let counts = &v["counters"]["workload"];
+    // Every thread logged rows; the producer's timer drives 200 iterations (fewer only if
+    // a loaded host pushes it past `duration`).
+    let producer = counts["producer-1.rows"].as_f64().unwrap();
+    assert!((100.0..=200.0).contains(&producer), "{v}");
+    assert!(counts["consumer-0.rows"].as_f64().unwrap() >= 1.0, "{v}");
+    assert!(
+        counts["producer-1.wakeup_latency_max_us"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
     if !on_path("rt-app") {
         eprintln!("skipped rtapp --compare: rt-app is not installed (apt-get install rt-app)");
         return;
@@ -953,6 +957,8 @@ fn docs_cite_only_files_that_exist() {
         "results.json",
         "SPEC.toml",
         "DIR/cells/ID.json",
+        "FILE.json",
+        "my-use-case.json",
     ];
     let mut docs = vec!["README.md".to_string()];
     docs.extend(

@@ -58,7 +58,7 @@ crate::options! {
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "rtapp",
     about: "an rt-app JSON file: tasks, phases, run/sleep/timer/lock/wait/barrier/fork events",
-    small: &["rtapp:@prodcons", "rtapp:@phases"],
+    small: &["rtapp:@prodcons", "rtapp:@periodic"],
     metric: "max wake-up latency, us",
     params: PARAMS,
     build,
