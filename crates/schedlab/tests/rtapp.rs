@@ -376,3 +376,24 @@ fn equal_inputs_give_identical_results() {
         assert_eq!(a, b, "{f}");
     }
 }
+
+/// A thread that changes its own affinity every phase, under every policy: `schedule()`
+/// takes it off its CPU's queue and the switch's tail places it on the new CPU; between
+/// the two the invariant checks (debug builds) must accept it. Found by tutorial
+/// example 8 under eevdf.
+#[test]
+fn affinity_moves_keep_the_invariants_under_every_policy() {
+    let text = r#"{"global": {"duration": 1}, "tasks": {"t": {"cpus": [2], "phases": {
+        "a": {"cpus": [0], "run": 1500},
+        "b": {"cpus": [1], "run": 1500},
+        "c": {"run": 1500}}}}}"#;
+    for p in schedlab::policy::POLICIES {
+        let v = run_text(4, p.name, text).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let rows = threads(&v)[0]["rows"].as_u64().unwrap();
+        assert!(
+            rows > 300,
+            "{}: {rows} rows in 1 s of 1.5 ms phases",
+            p.name
+        );
+    }
+}

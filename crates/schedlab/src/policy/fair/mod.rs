@@ -1255,7 +1255,10 @@ impl SchedClass for Fair {
                 continue;
             }
             let queued = seen[id].is_some();
-            if t.state == TaskState::Running && !queued && t.on_cpu.is_none() {
+            // A task `schedule()` took off for its affinity is on no queue until the
+            // switch's tail places it (the kernel's TASK_ON_RQ_MIGRATING).
+            let migrating = k.cpus.iter().any(|c| c.migrate == Some(id as TaskId));
+            if t.state == TaskState::Running && !queued && t.on_cpu.is_none() && !migrating {
                 return Err(format!("{name}: runnable pid {} on no run queue", t.pid));
             }
             if queued != self.se[id].on_rq {
