@@ -607,7 +607,11 @@ pub(crate) fn check_writable(dir: &std::path::Path) -> Result<(), CliError> {
         ))
     };
     std::fs::create_dir_all(dir).map_err(bad)?;
-    let probe = dir.join(".schedlab-write-test");
+    // A probe of this process and call alone: shards of one sweep check the same
+    // directory at once (a shared name let one shard delete another's probe).
+    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = dir.join(format!(".schedlab-write-test-{}-{n}", std::process::id()));
     std::fs::write(&probe, b"").map_err(bad)?;
     std::fs::remove_file(&probe).map_err(bad)
 }
@@ -714,3 +718,30 @@ sim.simulated_ns            simulated time at the end of the run
 sim.events                  events the engine handled
 (host wall time is not part of the result: equal runs print equal bytes; see run --timing)
 ";
+
+#[cfg(test)]
+mod tests {
+    /// Shards of one sweep check their common `--out` at once (the Ray example runs three
+    /// together): every check passes. A shared probe name failed here with ENOENT.
+    #[test]
+    fn concurrent_checks_of_one_out_directory_all_pass() {
+        let dir = std::env::temp_dir().join(format!("schedlab-probe-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let d = dir.clone();
+                std::thread::spawn(move || {
+                    (0..300)
+                        .map(|_| super::check_writable(&d).map_err(|e| e.to_string()))
+                        .find(Result::is_err)
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().unwrap(), None);
+        }
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(left, 0, "probes left behind");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
