@@ -339,8 +339,11 @@ impl Workload for RtAppWorkload {
         let mut threads: Vec<ThreadStats> = sh.threads.values().cloned().collect();
         for t in &mut threads {
             if t.timers > t.missed_timers {
-                t.wakeup_latency_mean_us =
-                    crate::report::round(t.wu_lat_sum as f64 / (t.timers - t.missed_timers) as f64);
+                t.wakeup_latency_mean_us = {
+                    // To 0.01 µs: the log's figures are whole µs.
+                    let mean = t.wu_lat_sum as f64 / (t.timers - t.missed_timers) as f64;
+                    (mean * 100.0).round() / 100.0
+                };
             }
         }
         let worst = threads
