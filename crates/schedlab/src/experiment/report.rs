@@ -51,34 +51,28 @@ pub fn run_tables(
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         progress(n, total.load(std::sync::atomic::Ordering::Relaxed), t);
     };
-    // determinism: each cell is an independent seeded run; results are placed by index.
-    let mut flat: Vec<CellResult> = jobs
+    // determinism: each cell is an independent seeded run, its repeats run after it in the
+    // same job (seed 2, then seed 3 if the first two disagree), and results are placed by
+    // index. One pool for all runs: no core waits at a barrier between seeds.
+    let flat: Vec<CellResult> = jobs
         .par_iter()
         .map(|&(t, c)| {
-            let r = run_cell(&tables[t], c);
+            let mut r = run_cell(&tables[t], c);
             tick(Some(t));
+            for (seed, wants) in [
+                (2, CellResult::wants_second_seed as fn(&CellResult) -> bool),
+                (3, CellResult::wants_third_seed),
+            ] {
+                if wants(&r) {
+                    total.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let again = run_cell_seeded(&tables[t], c, seed);
+                    tick(None);
+                    r.add_repeat(&again);
+                }
+            }
             r
         })
         .collect();
-    for (seed, wants) in [
-        (2, CellResult::wants_second_seed as fn(&CellResult) -> bool),
-        (3, CellResult::wants_third_seed),
-    ] {
-        let again: Vec<usize> = (0..flat.len()).filter(|&i| wants(&flat[i])).collect();
-        total.fetch_add(again.len(), std::sync::atomic::Ordering::Relaxed);
-        let more: Vec<CellResult> = again
-            .par_iter()
-            .map(|&i| {
-                let (t, c) = jobs[i];
-                let r = run_cell_seeded(&tables[t], c, seed);
-                tick(None);
-                r
-            })
-            .collect();
-        for (&i, r) in again.iter().zip(&more) {
-            flat[i].add_repeat(r);
-        }
-    }
     let mut results: Vec<Vec<CellResult>> = tables.iter().map(|_| Vec::new()).collect();
     for (r, &(t, _)) in flat.into_iter().zip(&jobs) {
         results[t].push(r);
