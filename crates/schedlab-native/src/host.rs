@@ -129,10 +129,17 @@ pub fn pin(list: &str) -> Result<(), String> {
             format_cpu_list(&allowed)
         ));
     }
+    set_affinity(&cpus)
+}
+
+/// `sched_setaffinity(0, cpus)` without checking `cpus` against the current mask (a
+/// pinned process moving its child to a CPU it inherited no right to: the kernel checks
+/// the cpuset, not the parent's mask).
+pub fn set_affinity(cpus: &[usize]) -> Result<(), String> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET indices are < CPU_SETSIZE.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in &cpus {
-        // SAFETY: c < CPU_SETSIZE (checked by parse_cpu_list).
+    for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+        // SAFETY: c < CPU_SETSIZE (filtered above).
         unsafe { libc::CPU_SET(c, &mut set) };
     }
     // SAFETY: `set` is a valid cpu_set_t of the given size.
@@ -140,7 +147,7 @@ pub fn pin(list: &str) -> Result<(), String> {
     if rc != 0 {
         return Err(format!(
             "cannot pin to CPUs {}: sched_setaffinity failed ({})",
-            format_cpu_list(&cpus),
+            format_cpu_list(cpus),
             std::io::Error::last_os_error()
         ));
     }

@@ -1530,3 +1530,39 @@ proptest! {
         }
     }
 }
+
+/// lat_pipe's `pin=same` keeps both ends on CPU 0 (no IPI); `pin=split`
+/// makes every hop a cross-CPU wake-up; the split round trip is the slower one.
+#[test]
+fn lat_pipe_pinning_selects_local_or_cross_cpu_hops() {
+    for policy in ["eevdf", "o1-2.6", "linux-2.4"] {
+        let rounds = 300;
+        let w = |pin: &str| format!("lat_pipe:pin={pin},rounds={rounds},warmup=10");
+        let same = run_json(cfg("piii700-1m", 4, policy, &w("same")));
+        let split = run_json(cfg("piii700-1m", 4, policy, &w("split")));
+        assert_eq!(
+            same["counters"]["ipis"].as_u64(),
+            Some(0),
+            "{policy}: {same}"
+        );
+        let busy = &same["counters"]["cpu_time"];
+        let ipis = split["counters"]["ipis"].as_u64().unwrap();
+        assert!(
+            ipis >= 2 * rounds,
+            "{policy}: {ipis} IPIs for {rounds} round trips"
+        );
+        let v = |r: &serde_json::Value| r["result"]["value"].as_f64().unwrap();
+        assert!(
+            v(&split) > v(&same),
+            "{policy}: split {} same {} {busy}",
+            v(&split),
+            v(&same)
+        );
+    }
+    let one = schedlab::run(cfg("piii700-1m", 1, "eevdf", "lat_pipe:pin=split"));
+    let err = one
+        .err()
+        .expect("pin=split on one CPU is refused")
+        .to_string();
+    assert!(err.contains("pin=split needs 2 CPUs"), "{err}");
+}

@@ -74,7 +74,7 @@ pub static NATIVE_WORKLOADS: &[NativeWorkload] = &[
     native(
         sim::lat_pipe::INFO,
         "lmbench lat_pipe: 1-byte token ping-pong between two processes over two pipes",
-        no_prepare,
+        lat_pipe::prepare,
         lat_pipe::run,
     ),
     native(

@@ -5,6 +5,10 @@
 //! is one write+read by the parent; the figure is µs per round trip (two hops: on one CPU
 //! two context switches and four pipe system calls). The model runs `warmup` untimed round
 //! trips, then `rounds` timed ones; the child exits when the parent is done.
+//!
+//! `pin=same` puts both processes on CPU 0 (`taskset -c 0 lat_pipe`: every hop is a local
+//! wake-up and switch); `pin=split` puts the parent on CPU 0 and the child on CPU 1 (every
+//! hop is a cross-CPU wake-up: IPI, idle exit). `none` leaves placement to the scheduler.
 
 use crate::kernel::abi::{errno_name, program, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
@@ -23,6 +27,9 @@ crate::options! {
             .source("benchmarks.md §4");
         warmup: u64 = int("200", 0, 1_000_000).help("untimed round trips first")
             .source("benchmarks.md §4");
+        pin: String = choice("none", &["none", "same", "split"])
+            .help("none: the scheduler places; same: both on CPU 0; split: parent CPU 0, child CPU 1")
+            .source("taskset, as lmbench users ran it");
     }
 }
 
@@ -36,24 +43,42 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
     build,
 };
 
-fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
+fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let o = Options::from_params(p);
+    let masks = match o.pin.as_str() {
+        "same" => Some((1, 1)),
+        "split" if m.cpus < 2 => {
+            return Err(SpecError::Invalid(format!(
+                "lat_pipe: pin=split needs 2 CPUs, the machine has {} (accepted: pin=none|same)",
+                m.cpus
+            )))
+        }
+        "split" => Some((1, 2)),
+        _ => None,
+    };
     Ok(Box::new(LatPipe {
         rounds: o.rounds,
         warmup: o.warmup,
+        masks,
     }))
 }
 
 struct LatPipe {
     rounds: u64,
     warmup: u64,
+    /// Affinity masks of parent and child, when pinned.
+    masks: Option<(u64, u64)>,
 }
 
-/// The echoing child: read one byte, write it back, `n` times.
-fn child(from_parent: Fd, to_parent: Fd, n: u64) -> Box<dyn Program> {
+/// The echoing child: read one byte, write it back, `n` times (after moving to `mask`).
+fn child(from_parent: Fd, to_parent: Fd, n: u64, mask: Option<u64>) -> Box<dyn Program> {
     let mut left = n;
     let mut reading = true;
+    let mut mask = mask;
     program(move |_env: &mut Env<'_>| {
+        if let Some(mask) = mask.take() {
+            return Op::SetAffinity { mask };
+        }
         if left == 0 {
             return Op::Exit;
         }
@@ -76,6 +101,8 @@ fn child(from_parent: Fd, to_parent: Fd, n: u64) -> Box<dyn Program> {
 
 struct Parent {
     phase: u8,
+    /// Parent and child affinity, set before the pipes are made.
+    masks: Option<(u64, u64)>,
     /// Parent to child, child to parent.
     pipes: Open,
     child: Spawn,
@@ -91,13 +118,23 @@ impl Program for Parent {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         loop {
             match self.phase {
-                0 => step!(self.pipes.step(env)),
-                1 => {
+                0 => {
+                    if let Some((parent, _)) = self.masks {
+                        self.phase += 1;
+                        return Op::SetAffinity { mask: parent };
+                    }
+                }
+                1 => step!(self.pipes.step(env)),
+                2 => {
                     let (p, total) = (self.pipes.fds(), self.total);
-                    step!(self.child.step(env, |_, _| child(p[0], p[1] + 1, total)));
+                    // The child inherits the parent's mask; `split` moves it on.
+                    let mask = self.masks.filter(|(a, b)| a != b).map(|(_, b)| b);
+                    step!(self
+                        .child
+                        .step(env, |_, _| child(p[0], p[1] + 1, total, mask)));
                 }
                 // Round trip `i`: write the token, read the reply.
-                2 => {
+                3 => {
                     if std::mem::take(&mut self.reading) {
                         self.i += 1;
                         env.count("round_trips", 1);
@@ -118,7 +155,7 @@ impl Program for Parent {
                     }
                     env.mark("end");
                 }
-                3 => step!(self.reap.step(env)),
+                4 => step!(self.reap.step(env)),
                 _ => return Op::Exit,
             }
             self.phase += 1;
@@ -130,6 +167,7 @@ impl Workload for LatPipe {
     fn root(&self) -> Box<dyn Program> {
         Box::new(Parent {
             phase: 0,
+            masks: self.masks,
             pipes: Open::pipes(2, |_, ret| {
                 format!("lat_pipe: pipe() failed ({})", errno_name(ret))
             }),
