@@ -75,6 +75,9 @@ enum Cmd {
     Sweep(sweep::SweepArgs),
     /// Run a workload for real on this host: processes, threads, pipes, sockets.
     Native(NativeArgs),
+    /// Run the validation set natively and simulated on the `host` preset under eevdf and
+    /// print native | simulated | ratio per row (`--measure FILE` first measures this host).
+    Validate(ValidateArgs),
     /// Measure the simulator: events/s and wall time for standard runs.
     Bench {
         /// Fewer and smaller runs.
@@ -180,6 +183,27 @@ impl TraceArgs {
 }
 
 #[derive(clap::Args)]
+pub(crate) struct ValidateArgs {
+    /// First measure this host (topology, caches, HZ; costs from micro-benchmarks) into
+    /// FILE, a host preset, and validate against it. Without it the `host` preset is
+    /// $SCHEDLAB_HOST's file, else the shipped data/host.json.
+    #[arg(long, value_name = "FILE")]
+    measure: Option<std::path::PathBuf>,
+    /// Only measure (with --measure): write FILE and stop.
+    #[arg(long, requires = "measure")]
+    measure_only: bool,
+    /// Only the rows whose workload contains this text (e.g. lat_pipe).
+    #[arg(long, value_name = "TEXT")]
+    only: Option<String>,
+    /// Native repetitions per row (the median is compared; at least 5).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(5..=1000))]
+    runs: u32,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(clap::Args)]
 struct NativeArgs {
     /// Workload, NAME[:key=value,...] (see `schedlab native --list`).
     workload: Option<String>,
@@ -263,6 +287,7 @@ fn main() -> ExitCode {
         },
         Cmd::Sweep(a) => sweep::sweep(a),
         Cmd::Native(a) => native::native(a),
+        Cmd::Validate(a) => native::validate(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -616,6 +641,27 @@ pub(crate) fn check_writable(dir: &std::path::Path) -> Result<(), CliError> {
     std::fs::remove_file(&probe).map_err(bad)
 }
 
+/// Refuse an output file whose directory cannot be written, before any work (and without
+/// leaving an empty file behind).
+pub(crate) fn check_writable_file(path: &std::path::Path) -> Result<(), CliError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if path.is_dir() {
+        return Err(CliError::Input(format!(
+            "cannot write {}: it is a directory (accepted: a file path)",
+            path.display()
+        )));
+    }
+    check_writable(dir).map_err(|_| {
+        CliError::Input(format!(
+            "cannot write {}: its directory is not writable (accepted: a file in a directory this user can create or write)",
+            path.display()
+        ))
+    })
+}
+
 /// A spinner on stderr for long runs, only when stderr is a terminal.
 pub(crate) fn progress_bar() -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() {
@@ -630,7 +676,8 @@ fn list(what: ListWhat) -> String {
     let mut o = String::new();
     match what {
         ListWhat::Machines => {
-            for p in PRESETS {
+            let host = schedlab::machine::host::preset();
+            for p in PRESETS.iter().chain(host.as_ref().ok().copied()) {
                 o += &format!(
                     "{:<16} {}\n                 {} CPUs, L2 {} KB, {} MB RAM (nproc {}, file-max {})\n",
                     p.name,
@@ -641,6 +688,9 @@ fn list(what: ListWhat) -> String {
                     p.limits.nproc,
                     p.limits.file_max
                 );
+            }
+            if let Err(e) = host {
+                o += &format!("{:<16} not available: {e}\n", schedlab::machine::host::NAME);
             }
             o += &format!(
                 "\nmodel switches, after the preset name (PRESET:key=value,...):\n{}",

@@ -89,3 +89,54 @@ pub(crate) fn native(a: NativeArgs) -> Result<(), CliError> {
         Format::Text => out(&report.to_text()),
     }
 }
+
+/// `schedlab validate`: measure (if asked), then the validation rows.
+pub(crate) fn validate(a: crate::ValidateArgs) -> Result<(), CliError> {
+    use schedlab_native::{measure, validate};
+    let rows = validate::select(a.only.as_deref()).map_err(CliError::Input)?;
+    if let Some(path) = &a.measure {
+        crate::check_writable_file(path)?;
+        let command = std::iter::once("schedlab".to_string())
+            .chain(std::env::args().skip(1))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let opts = measure::MeasureOptions { reps: 7, command };
+        let mut tell = |i: usize, n: usize, name: &str| eprintln!("measure [{i}/{n}] {name}");
+        let file = measure::measure(&opts, &mut tell).map_err(CliError::Failed)?;
+        let text = serde_json::to_string_pretty(&file).expect("a host file serializes") + "\n";
+        std::fs::write(path, text).map_err(|e| {
+            CliError::Failed(format!("cannot write {}: {e}", path.display()))
+        })?;
+        eprintln!("schedlab: wrote the host preset {}", path.display());
+        if a.measure_only {
+            return Ok(());
+        }
+        schedlab::machine::host::install(file).map_err(CliError::Failed)?;
+    } else {
+        let h = schedlab::machine::host::file().map_err(CliError::Input)?;
+        let me = schedlab_native::host::host();
+        if h.measured.cpu_model != me.cpu_model || h.cpus != me.cpus_online {
+            eprintln!(
+                "schedlab: the host preset was measured on {} x {} (Linux {}), this is {} x {}: run `schedlab validate --measure FILE` to measure this one",
+                h.cpus, h.measured.cpu_model, h.measured.kernel, me.cpus_online, me.cpu_model
+            );
+        }
+    }
+    let mut tell = |i: usize, n: usize, w: &str, stage: &str| {
+        eprintln!("validate [{i}/{n}] {w}: {stage}");
+    };
+    let report = validate::validate(
+        &rows,
+        a.runs as usize,
+        Some(runner::interrupt_flag()),
+        &mut tell,
+    )
+    .map_err(CliError::Failed)?;
+    match a.format {
+        Format::Json => out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report).expect("the report serializes")
+        )),
+        Format::Text => out(&report.to_text()),
+    }
+}

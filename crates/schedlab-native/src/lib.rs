@@ -22,10 +22,12 @@
 pub mod compare;
 pub mod host;
 pub mod limits;
+pub mod measure;
 pub mod report;
 pub mod runner;
 pub mod sys;
 pub mod trace;
+pub mod validate;
 pub mod workload;
 
 use std::sync::atomic::AtomicBool;

@@ -17,13 +17,14 @@
 
 pub mod bus;
 pub mod cache;
+pub mod host;
 pub mod interconnect;
 pub mod preset;
 pub mod spinlock;
 
 pub use cache::CacheModel;
 pub use interconnect::{Interconnect, LineId, LockKind, Model};
-pub use preset::{Costs, Limits, Preset, PRESETS};
+pub use preset::{Costs, CpuIds, Limits, Preset, PRESETS};
 pub use spinlock::{LockId, LockStats, SpinLock};
 
 crate::options! {
@@ -103,14 +104,12 @@ impl Machine {
     /// `cpus` CPUs (`None` = all of them).
     pub fn boot_spec(spec: &str, cpus: Option<usize>) -> Result<Machine, crate::spec::SpecError> {
         let spec = crate::spec::Spec::parse("machine", spec)?;
-        let preset = preset::find(&spec.name).ok_or_else(|| {
-            let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
-            crate::spec::SpecError::unknown("machine", &spec.name, &names)
-        })?;
+        let preset = preset::lookup(&spec.name)?;
         let params = crate::spec::resolve("machine", &spec, MODEL_PARAMS)?;
         let mut m = Machine::boot(preset, cpus).map_err(crate::spec::SpecError::Invalid)?;
         let opts = ModelOptions::from_params(&params);
         m.model = opts.model();
+        m.model.bus &= preset.shared_bus;
         m.limits = opts.limits(preset);
         Ok(m)
     }
@@ -127,7 +126,10 @@ impl Machine {
         Ok(Machine {
             preset,
             cpus: n,
-            model: Model::default(),
+            model: Model {
+                bus: Model::default().bus && preset.shared_bus,
+                ..Model::default()
+            },
             limits: preset.limits.clone(),
         })
     }

@@ -8,7 +8,8 @@ use crate::engine::Time;
 
 /// Every cost the kernel and the policies charge, in simulated nanoseconds unless named
 /// otherwise.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Costs {
     /// Core clock in MHz. B§6.1: 700 MHz Pentium III Xeon.
     pub cpu_mhz: u64,
@@ -170,7 +171,8 @@ pub struct Costs {
 }
 
 /// Kernel resource limits of the preset's 2.4 kernel (B§1.4).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Physical memory in MB (sets the thread limits below).
     pub ram_mb: u64,
@@ -208,13 +210,34 @@ pub struct Preset {
     pub cpus: usize,
     /// CPUs per front-side bus (ProFusion: 4).
     pub cpus_per_bus: usize,
+    /// True when the CPUs share front-side buses whose slots queue (the P6 era). A modern
+    /// machine's point-to-point links and meshes are not modelled as a bus: `bus=on` has
+    /// no effect there.
+    pub shared_bus: bool,
+    /// Which CPUs share a core, a last-level cache and a node; `None`: one thread per
+    /// core, a private L2 per CPU, one node (the P6 presets).
+    pub topology: Option<CpuIds>,
     /// The cost table.
     pub costs: Costs,
     /// Kernel resource limits.
     pub limits: Limits,
 }
 
-const fn piii700(l2_bytes: u64) -> Costs {
+/// Per CPU, the ids of its core, last-level cache and NUMA node (from
+/// `/sys/devices/system/cpu/cpuN/{topology,cache}` on a host).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuIds {
+    /// Core id per CPU (equal ids: SMT siblings).
+    pub core: Vec<usize>,
+    /// Last-level cache id per CPU.
+    pub llc: Vec<usize>,
+    /// NUMA node per CPU.
+    pub node: Vec<usize>,
+}
+
+/// The P6 cost table with an L2 of `l2_bytes` (public: a host file can start from it).
+pub const fn piii700(l2_bytes: u64) -> Costs {
     Costs {
         cpu_mhz: 700,
         syscall_ns: 500,
@@ -281,6 +304,8 @@ pub static PRESETS: &[Preset] = &[
             "8 x Pentium III Xeon 700 MHz, 1 MB L2, ProFusion (2 buses x 4): the Jan 2002 box",
         cpus: 8,
         cpus_per_bus: 4,
+        shared_bus: true,
+        topology: None,
         costs: piii700(1024 * 1024),
         limits: Limits::for_ram(1024),
     },
@@ -290,6 +315,8 @@ pub static PRESETS: &[Preset] = &[
             "8 x Pentium III Xeon 700 MHz, 2 MB L2, ProFusion: the Netfinity 8500R of 2001",
         cpus: 8,
         cpus_per_bus: 4,
+        shared_bus: true,
+        topology: None,
         costs: piii700(2 * 1024 * 1024),
         limits: Limits::for_ram(2560),
     },
@@ -298,12 +325,27 @@ pub static PRESETS: &[Preset] = &[
         description: "4 x Pentium III Xeon 700 MHz, 1 MB L2, one bus: the lmbench/tbench box",
         cpus: 4,
         cpus_per_bus: 4,
+        shared_bus: true,
+        topology: None,
         costs: piii700(1024 * 1024),
         limits: Limits::for_ram(4096),
     },
 ];
 
-/// Look a preset up by name.
+/// Look a preset up by name: one of [`PRESETS`], or `host` ([`super::host`]).
 pub fn find(name: &str) -> Option<&'static Preset> {
-    PRESETS.iter().find(|p| p.name == name)
+    lookup(name).ok()
+}
+
+/// Look a preset up by name, saying why not in one line (an unknown name, or a `host`
+/// file that does not load).
+pub fn lookup(name: &str) -> Result<&'static Preset, crate::spec::SpecError> {
+    if name == super::host::NAME {
+        return super::host::preset().map_err(crate::spec::SpecError::Invalid);
+    }
+    PRESETS.iter().find(|p| p.name == name).ok_or_else(|| {
+        let mut names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        names.push(super::host::NAME);
+        crate::spec::SpecError::unknown("machine", name, &names)
+    })
 }

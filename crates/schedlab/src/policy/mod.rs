@@ -112,10 +112,7 @@ pub fn build_named(
     machine: &str,
     cpus: usize,
 ) -> Result<Box<dyn SchedClass>, SpecError> {
-    let preset = crate::machine::preset::find(machine).ok_or_else(|| {
-        let names: Vec<&str> = crate::machine::PRESETS.iter().map(|p| p.name).collect();
-        SpecError::unknown("machine", machine, &names)
-    })?;
+    let preset = crate::machine::preset::lookup(machine)?;
     let m = Machine::boot(preset, Some(cpus)).map_err(SpecError::Invalid)?;
     build(&Spec::parse("policy", spec)?, &m)
 }

@@ -59,11 +59,19 @@ impl Topology {
         Topology { core, llc, node }
     }
 
-    /// What the booted machine has: one thread per core, a private L2 per CPU, one
-    /// node (see the module doc).
+    /// What the booted machine has: its preset's topology (the `host` preset's comes from
+    /// sysfs), or for the P6 presets one thread per core, a private L2 per CPU, one node
+    /// (see the module doc). `maxcpus=` keeps the first `m.cpus` CPUs.
     pub fn of_machine(m: &Machine) -> Topology {
         let n = m.cpus;
-        Topology::new((0..n).collect(), (0..n).collect(), vec![0; n])
+        match &m.preset.topology {
+            Some(ids) => Topology::new(
+                ids.core[..n].to_vec(),
+                ids.llc[..n].to_vec(),
+                ids.node[..n].to_vec(),
+            ),
+            None => Topology::new((0..n).collect(), (0..n).collect(), vec![0; n]),
+        }
     }
 
     /// CPUs.
