@@ -104,9 +104,8 @@ pub(crate) fn validate(a: crate::ValidateArgs) -> Result<(), CliError> {
         let mut tell = |i: usize, n: usize, name: &str| eprintln!("measure [{i}/{n}] {name}");
         let file = measure::measure(&opts, &mut tell).map_err(CliError::Failed)?;
         let text = serde_json::to_string_pretty(&file).expect("a host file serializes") + "\n";
-        std::fs::write(path, text).map_err(|e| {
-            CliError::Failed(format!("cannot write {}: {e}", path.display()))
-        })?;
+        std::fs::write(path, text)
+            .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("schedlab: wrote the host preset {}", path.display());
         if a.measure_only {
             return Ok(());

@@ -1082,3 +1082,131 @@ fn bad_trace_arguments_are_input_errors() {
         assert!(err.contains("accepted"), "{err}");
     }
 }
+
+/// `validate`: bad filters and unwritable host files are refused in one line, exit 2.
+#[test]
+fn validate_refuses_bad_input_in_one_line() {
+    one_line_error(
+        &["validate", "--only", "no-such-row"],
+        "no validate row matches",
+    );
+    one_line_error(
+        &["validate", "--measure", "/proc/no/such/dir/host.json"],
+        "cannot write /proc/no/such/dir/host.json",
+    );
+    let o = schedlab(&["validate", "--runs", "2"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "fewer than 5 native runs is refused"
+    );
+}
+
+/// `validate --format json` prints `{"rows": [{"workload", "native", "simulated",
+/// "ratio"}]}` with ratio = simulated / native and the median of the native runs.
+#[test]
+fn validate_prints_native_simulated_and_ratio_per_row() {
+    let o = schedlab(&[
+        "validate",
+        "--only",
+        "lat_pipe:pin=same",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(r["workload"], "lat_pipe:pin=same,rounds=20000");
+    let (n, s) = (
+        r["native"].as_f64().unwrap(),
+        r["simulated"].as_f64().unwrap(),
+    );
+    assert!(n > 0.0 && s > 0.0, "{r}");
+    assert!((r["ratio"].as_f64().unwrap() - s / n).abs() < 1e-9, "{r}");
+    let mut runs: Vec<f64> = r["native_runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(runs.len(), 5);
+    runs.sort_by(f64::total_cmp);
+    assert_eq!(runs[2], n, "the native figure is the median run");
+}
+
+/// `validate --measure FILE --measure-only` writes a host preset that `run --machine host`
+/// then uses through $SCHEDLAB_HOST: its costs and provenance are in the report.
+#[test]
+fn a_measured_host_file_becomes_the_host_preset() {
+    if schedlab_native_cpus() < 2 {
+        eprintln!("skipped: measuring needs 2 CPUs");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("schedlab-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("host.json");
+    let f = file.to_str().unwrap();
+    let o = schedlab(&["validate", "--measure", f, "--measure-only"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let h: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(h["schema"], "schedlab-host/1");
+    assert!(h["measured"]["command"]
+        .as_str()
+        .unwrap()
+        .contains("--measure"));
+    let syscall = h["costs"]["syscall_ns"].as_u64().unwrap();
+    assert!(syscall > 0, "{}", h["costs"]);
+    assert!(h["sources"]["syscall_ns"]
+        .as_str()
+        .unwrap()
+        .starts_with("measured"));
+    let run = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args([
+            "run",
+            "--machine",
+            "host",
+            "--policy",
+            "eevdf",
+            "--workload",
+        ])
+        .arg("lat_pipe:pin=split,rounds=200,warmup=10")
+        .args(["--format", "json"])
+        .env("SCHEDLAB_HOST", &file)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(r["machine"]["name"], "host");
+    assert_eq!(r["cpus"], h["cpus"]);
+    let bad = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args([
+            "run",
+            "--machine",
+            "host",
+            "--policy",
+            "eevdf",
+            "--workload",
+            "lat_pipe",
+        ])
+        .env("SCHEDLAB_HOST", dir.join("missing.json"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        e.contains("cannot read host file") && e.lines().count() == 1,
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn schedlab_native_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

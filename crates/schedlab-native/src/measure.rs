@@ -9,7 +9,7 @@
 //! |---------------------|---------------------------------------------------------------|
 //! | `syscall_ns`        | `getppid()`                                                   |
 //! | `pipe_call_ns`      | 1-byte pipe write + read in one thread, less two syscalls, / 2 |
-//! | `copy_ns_per_kb`    | the same with 4 KB, less the 1-byte pair, / 8 KB copied       |
+//! | `copy_ns_per_kb`    | the same with 64 KB, less the 1-byte pair, / 128 KB copied    |
 //! | `unix_call_ns`      | 100-byte AF_UNIX write + read, less syscalls and copies, / 2  |
 //! | `schedule_ns`       | `sched_yield()` alone on a CPU, less a syscall                |
 //! | `switch_ns`         | two threads yielding on one CPU, less one alone               |
@@ -109,7 +109,8 @@ fn yielders(cpu: usize, threads: usize, n: u64) -> Res<f64> {
         })
         .collect();
     for h in hs {
-        h.join().map_err(|_| "a yielding thread panicked".to_string())??;
+        h.join()
+            .map_err(|_| "a yielding thread panicked".to_string())??;
     }
     Ok((now_ns() - t0) as f64 / (threads as u64 * n) as f64)
 }
@@ -151,7 +152,9 @@ fn ping_pong(a: usize, b: usize, process: bool, n: u64) -> Res<f64> {
     }
     let ns = (now_ns() - t0) as f64 / (2 * n) as f64;
     match peer {
-        Ok(h) => h.join().map_err(|_| "the echo thread panicked".to_string())??,
+        Ok(h) => h
+            .join()
+            .map_err(|_| "the echo thread panicked".to_string())??,
         Err(pid) => {
             let mut st = 0;
             // SAFETY: reaping our own child.
@@ -215,7 +218,14 @@ fn fork_costs(n: u64) -> Res<(f64, f64, f64)> {
         let t1 = now_ns();
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: wait for the child to become a zombie without reaping it.
-        unsafe { libc::waitid(libc::P_PID, pid as u32, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as u32,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
         let t2 = now_ns();
         let mut st = 0;
         // SAFETY: reaping our own zombie child.
@@ -265,8 +275,48 @@ fn bounce(a: usize, b: usize, n: u64) -> Res<f64> {
         }
     }
     let ns = (now_ns() - t0) as f64 / (2 * n) as f64;
-    h.join().map_err(|_| "the bouncing thread panicked".to_string())??;
+    h.join()
+        .map_err(|_| "the bouncing thread panicked".to_string())??;
     Ok(ns)
+}
+
+/// A 64 KB buffer written on CPU `b`, then read on `a`, `n` times: ns per line read.
+fn stream_c2c(a: usize, b: usize, line: usize, n: u64) -> Res<f64> {
+    const BYTES: usize = 64 * 1024;
+    let buf: Arc<Vec<AtomicU64>> = Arc::new((0..BYTES / 8).map(|_| AtomicU64::new(0)).collect());
+    let turn = Arc::new(AtomicU64::new(0));
+    let (b2, t2) = (buf.clone(), turn.clone());
+    let h = std::thread::spawn(move || -> Res<()> {
+        pin_self(b)?;
+        for i in 0..n {
+            while t2.load(Ordering::Acquire) != 2 * i {
+                std::hint::spin_loop();
+            }
+            for w in b2.iter() {
+                w.store(i, Ordering::Relaxed);
+            }
+            t2.store(2 * i + 1, Ordering::Release);
+        }
+        Ok(())
+    });
+    pin_self(a)?;
+    let mut total = 0u64;
+    let mut sum = 0u64;
+    for i in 0..n {
+        while turn.load(Ordering::Acquire) != 2 * i + 1 {
+            std::hint::spin_loop();
+        }
+        let t0 = now_ns();
+        for w in buf.iter() {
+            sum = sum.wrapping_add(w.load(Ordering::Relaxed));
+        }
+        total += now_ns() - t0;
+        turn.store(2 * i + 2, Ordering::Release);
+    }
+    std::hint::black_box(sum);
+    h.join()
+        .map_err(|_| "the writing thread panicked".to_string())??;
+    Ok(total as f64 / (n as usize * BYTES / line) as f64)
 }
 
 /// Dependent loads through a random cycle of lines over `bytes`: ns per load.
@@ -354,7 +404,13 @@ fn unix_fill(len: usize) -> Res<(u64, u64)> {
     let mut sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: valid out-pointers of the sizes given.
     unsafe {
-        libc::getsockopt(a, libc::SOL_SOCKET, libc::SO_SNDBUF, (&mut sndbuf as *mut libc::c_int).cast(), &mut sz);
+        libc::getsockopt(
+            a,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&mut sndbuf as *mut libc::c_int).cast(),
+            &mut sz,
+        );
         libc::fcntl(a, libc::F_SETFL, libc::O_NONBLOCK);
     }
     let buf = vec![0u8; len];
@@ -378,13 +434,18 @@ fn pipe_size() -> Res<u64> {
 }
 
 fn read(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// `CONFIG_<key>` from /proc/config.gz or /boot/config-$(uname -r).
 fn kernel_config() -> String {
     let release = read("/proc/sys/kernel/osrelease").unwrap_or_default();
-    if let Ok(o) = std::process::Command::new("zcat").arg("/proc/config.gz").output() {
+    if let Ok(o) = std::process::Command::new("zcat")
+        .arg("/proc/config.gz")
+        .output()
+    {
         if o.status.success() {
             return String::from_utf8_lossy(&o.stdout).into_owned();
         }
@@ -393,14 +454,19 @@ fn kernel_config() -> String {
 }
 
 fn config_value<'a>(config: &'a str, key: &str) -> Option<&'a str> {
-    config.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
 }
 
 /// HZ and the preemption model.
 fn kernel_facts(config: &str) -> (u32, String, &'static str) {
     let (hz, hz_src) = match config_value(config, "CONFIG_HZ").and_then(|v| v.parse().ok()) {
         Some(hz) => (hz, "kernel config CONFIG_HZ"),
-        None => (250, "not found (no /proc/config.gz or /boot/config): 250, x86 defconfig"),
+        None => (
+            250,
+            "not found (no /proc/config.gz or /boot/config): 250, x86 defconfig",
+        ),
     };
     let model = ["NONE", "VOLUNTARY", "LAZY", "RT"]
         .iter()
@@ -414,8 +480,11 @@ fn kernel_facts(config: &str) -> (u32, String, &'static str) {
             }
         });
     let dynamic = config_value(config, "CONFIG_PREEMPT_DYNAMIC") == Some("y");
-    let boot = read("/sys/kernel/debug/sched/preempt")
-        .and_then(|s| s.split_whitespace().find(|w| w.starts_with('(')).map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string()));
+    let boot = read("/sys/kernel/debug/sched/preempt").and_then(|s| {
+        s.split_whitespace()
+            .find(|w| w.starts_with('('))
+            .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
+    });
     let preempt = match (dynamic, boot) {
         (true, Some(b)) => format!("preempt={b} (PREEMPT_DYNAMIC)"),
         (true, None) => format!("PREEMPT_DYNAMIC, built default {model}"),
@@ -449,7 +518,9 @@ fn topology(n: usize) -> CpuIds {
             .unwrap_or(c);
         ids.llc.push(llc);
         let node = (0..64)
-            .find(|i| std::path::Path::new(&format!("/sys/devices/system/cpu/cpu{c}/node{i}")).exists())
+            .find(|i| {
+                std::path::Path::new(&format!("/sys/devices/system/cpu/cpu{c}/node{i}")).exists()
+            })
             .unwrap_or(0);
         ids.node.push(node);
     }
@@ -465,7 +536,11 @@ fn cache(level: u32) -> Option<(u64, u64, u64)> {
         }
         let size = f("size")?;
         let kb: u64 = size.trim_end_matches('K').parse().ok()?;
-        Some((kb * 1024, f("ways_of_associativity")?.parse().ok()?, f("coherency_line_size")?.parse().ok()?))
+        Some((
+            kb * 1024,
+            f("ways_of_associativity")?.parse().ok()?,
+            f("coherency_line_size")?.parse().ok()?,
+        ))
     })
 }
 
@@ -477,18 +552,31 @@ fn cpu_model_and_mhz() -> (String, u64, bool) {
             .and_then(|l| l.split_once(':'))
             .map(|(_, v)| v.trim().to_string())
     };
-    let mhz = field("cpu MHz").and_then(|v| v.parse::<f64>().ok()).unwrap_or(1000.0);
+    let mhz = field("cpu MHz")
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(1000.0);
     let hv = field("flags").is_some_and(|f| f.split_whitespace().any(|w| w == "hypervisor"));
-    (field("model name").unwrap_or_else(|| "unknown CPU".into()), mhz.round() as u64, hv)
+    (
+        field("model name").unwrap_or_else(|| "unknown CPU".into()),
+        mhz.round() as u64,
+        hv,
+    )
 }
 
 fn limits() -> Limits {
     let num = |p: &str| read(p).and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
     let ram_kb = read("/proc/meminfo")
-        .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
         .unwrap_or(1 << 20);
     let max_threads = num("/proc/sys/kernel/threads-max").unwrap_or(32768);
-    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: a valid out-pointer.
     unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) };
     Limits {
@@ -500,8 +588,7 @@ fn limits() -> Limits {
 }
 
 /// The costs the fit adjusts with the simulator: `ipi_latency_ns` such that the simulated
-/// split lat_pipe round trip equals the measured one (`target_us`). Bisection: the round
-/// trip grows with the latency.
+/// split lat_pipe round trip equals the measured one (`target_us`).
 fn fit_ipi_latency(file: &HostFile, target_us: f64) -> Result<(u64, f64), String> {
     let sim = |lat: u64| -> Result<f64, String> {
         let mut f = file.clone();
@@ -519,11 +606,22 @@ fn fit_ipi_latency(file: &HostFile, target_us: f64) -> Result<(u64, f64), String
         sim.run(&mut |_, _| {}).map_err(|e| e.to_string())?;
         Ok(sim.report().map_err(|e| e.to_string())?.result.value)
     };
-    let (mut lo, mut hi) = (0u64, 200_000u64);
-    if sim(lo)? >= target_us {
+    // The smallest latency that matches: the round trip is not monotonic in it beyond a
+    // round trip's worth (IPIs still in flight then serve later wake-ups), so bracket the
+    // first crossing by doubling from 250 ns, then bisect inside it.
+    if sim(0)? >= target_us {
         return Ok((0, sim(0)?));
     }
-    while hi - lo > 20 {
+    let (mut lo, mut hi) = (0u64, 250u64);
+    while sim(hi)? < target_us {
+        if hi >= 1_000_000 {
+            return Err(format!(
+                "cannot fit ipi_latency_ns: the simulated split lat_pipe stays below the measured {target_us:.2} us"
+            ));
+        }
+        (lo, hi) = (hi, hi * 2);
+    }
+    while hi - lo > 10 {
         let mid = (lo + hi) / 2;
         if sim(mid)? < target_us {
             lo = mid;
@@ -548,14 +646,12 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
     };
     let r = run_benchmarks(o, a, b, progress).map_err(|e| e.to_string());
     let _ = set_affinity(&allowed);
-    let (bench, mut costs, mut src) = r?;
-    let (cpu_model, mhz, virtualized) = cpu_model_and_mhz();
+    let (bench, costs, mut src) = r?;
+    let (cpu_model, _, virtualized) = cpu_model_and_mhz();
     // SAFETY: sysconf has no preconditions.
     let cpus = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize).min(64);
     let config = kernel_config();
     let (hz, preempt, hz_src) = kernel_facts(&config);
-    costs.cpu_mhz = mhz;
-    src.insert("cpu_mhz".into(), "procfs: /proc/cpuinfo cpu MHz".into());
     src.insert("measured.hz".into(), hz_src.into());
     let mut file = HostFile {
         schema: SCHEMA.into(),
@@ -588,12 +684,21 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
     Ok(file)
 }
 
-type Measured3 = (BTreeMap<String, f64>, schedlab::machine::Costs, BTreeMap<String, String>);
+type Measured3 = (
+    BTreeMap<String, f64>,
+    schedlab::machine::Costs,
+    BTreeMap<String, String>,
+);
 
-fn run_benchmarks(o: &MeasureOptions, a: usize, b: usize, progress: Progress<'_>) -> Res<Measured3> {
+fn run_benchmarks(
+    o: &MeasureOptions,
+    a: usize,
+    b: usize,
+    progress: Progress<'_>,
+) -> Res<Measured3> {
     let reps = o.reps.max(3);
     let mut bench = BTreeMap::new();
-    let steps = 16;
+    let steps = 17;
     let mut step = 0;
     let mut tick = |name: &str, v: f64, bench: &mut BTreeMap<String, f64>| {
         step += 1;
@@ -603,24 +708,54 @@ fn run_benchmarks(o: &MeasureOptions, a: usize, b: usize, progress: Progress<'_>
     pin_self(a)?;
     tick("getppid", per_op(reps, 200_000, null_syscall)?, &mut bench);
     let (pr, pw) = sys::pipe()?;
-    tick("pipe_pair_1", per_op(reps, 100_000, |n| pair(pw, pr, 1, n))?, &mut bench);
-    tick("pipe_pair_4096", per_op(reps, 50_000, |n| pair(pw, pr, 4096, n))?, &mut bench);
+    tick(
+        "pipe_pair_1",
+        per_op(reps, 100_000, |n| pair(pw, pr, 1, n))?,
+        &mut bench,
+    );
+    tick(
+        "pipe_pair_65536",
+        per_op(reps, 5_000, |n| pair(pw, pr, 65536, n))?,
+        &mut bench,
+    );
     sys::close(pr);
     sys::close(pw);
     let (ua, ub) = sys::socketpair()?;
-    tick("unix_pair_100", per_op(reps, 50_000, |n| pair(ua, ub, 100, n))?, &mut bench);
+    tick(
+        "unix_pair_100",
+        per_op(reps, 50_000, |n| pair(ua, ub, 100, n))?,
+        &mut bench,
+    );
     sys::close(ua);
     sys::close(ub);
-    tick("yield_alone", per_op(reps, 200_000, yield_loop)?, &mut bench);
-    let two = median((0..reps).map(|_| yielders(a, 2, 50_000)).collect::<Res<Vec<_>>>()?);
+    tick(
+        "yield_alone",
+        per_op(reps, 200_000, yield_loop)?,
+        &mut bench,
+    );
+    let two = median(
+        (0..reps)
+            .map(|_| yielders(a, 2, 50_000))
+            .collect::<Res<Vec<_>>>()?,
+    );
     tick("yield_two_threads", two, &mut bench);
     let hop = |a2, b2, p| -> Res<f64> {
-        Ok(median((0..reps).map(|_| ping_pong(a2, b2, p, 20_000)).collect::<Res<Vec<_>>>()?))
+        Ok(median(
+            (0..reps)
+                .map(|_| ping_pong(a2, b2, p, 20_000))
+                .collect::<Res<Vec<_>>>()?,
+        ))
     };
     tick("hop_same_thread", hop(a, a, false)?, &mut bench);
     tick("hop_same_process", hop(a, a, true)?, &mut bench);
     tick("hop_split_process", hop(a, b, true)?, &mut bench);
-    let ww = |c| -> Res<f64> { Ok(median((0..reps).map(|_| waking_write(a, c, 2_000)).collect::<Res<Vec<_>>>()?)) };
+    let ww = |c| -> Res<f64> {
+        Ok(median(
+            (0..reps)
+                .map(|_| waking_write(a, c, 2_000))
+                .collect::<Res<Vec<_>>>()?,
+        ))
+    };
     tick("write_waking_remote", ww(b)?, &mut bench);
     pin_self(a)?;
     let (f, w, whole) = fork_costs(300)?;
@@ -628,22 +763,62 @@ fn run_benchmarks(o: &MeasureOptions, a: usize, b: usize, progress: Progress<'_>
     bench.insert("waitpid_zombie".into(), w.round());
     tick("fork_exit_wait", whole, &mut bench);
     tick("thread_create", clone_cost(300)?, &mut bench);
-    tick("line_bounce", median((0..reps).map(|_| bounce(a, b, 200_000)).collect::<Res<Vec<_>>>()?), &mut bench);
+    tick(
+        "line_bounce",
+        median(
+            (0..reps)
+                .map(|_| bounce(a, b, 200_000))
+                .collect::<Res<Vec<_>>>()?,
+        ),
+        &mut bench,
+    );
+    let line_guess = cache(1).map_or(64, |c| c.2) as usize;
+    let st = median(
+        (0..reps)
+            .map(|_| stream_c2c(a, b, line_guess, 200))
+            .collect::<Res<Vec<_>>>()?,
+    );
+    bench.insert(
+        "stream_c2c_64kb_per_line".into(),
+        (st * 10.0).round() / 10.0,
+    );
     pin_self(a)?;
     let (line, l1, l1_ways, l2, l2_ways) = match (cache(1), cache(2)) {
         (Some((l1, w1, line)), Some((l2, w2, _))) => (line, l1, w1, l2, w2),
         _ => (64, 32 * 1024, 8, 512 * 1024, 8),
     };
-    let l2_hit = median((0..reps).map(|_| chase(l2 as usize / 2, line as usize, 2_000_000)).collect());
-    let l1_hit = median((0..reps).map(|_| chase(l1 as usize / 2, line as usize, 2_000_000)).collect());
+    let l2_hit = median(
+        (0..reps)
+            .map(|_| chase(l2 as usize / 2, line as usize, 2_000_000))
+            .collect(),
+    );
+    let l1_hit = median(
+        (0..reps)
+            .map(|_| chase(l1 as usize / 2, line as usize, 2_000_000))
+            .collect(),
+    );
     bench.insert("chase_l1".into(), (l1_hit * 10.0).round() / 10.0);
     bench.insert("chase_half_l2".into(), (l2_hit * 10.0).round() / 10.0);
-    let miss = median((0..reps).map(|_| chase(64 << 20, line as usize, 2_000_000)).collect());
+    let miss = median(
+        (0..reps)
+            .map(|_| chase(64 << 20, line as usize, 2_000_000))
+            .collect(),
+    );
     tick("chase_64mb", miss, &mut bench);
-    let beyond = median((0..reps).map(|_| chase(4 * l2 as usize, line as usize, 2_000_000)).collect());
+    let beyond = median(
+        (0..reps)
+            .map(|_| chase(4 * l2 as usize, line as usize, 2_000_000))
+            .collect(),
+    );
     bench.insert("chase_4x_l2".into(), (beyond * 10.0).round() / 10.0);
-    bench.insert("stream_64mb_per_line".into(), (stream(64 << 20, line as usize) * 10.0).round() / 10.0);
-    bench.insert("sum_l1_per_kb".into(), (sum_l1(20_000) * 10.0).round() / 10.0);
+    bench.insert(
+        "stream_64mb_per_line".into(),
+        (stream(64 << 20, line as usize) * 10.0).round() / 10.0,
+    );
+    bench.insert(
+        "sum_l1_per_kb".into(),
+        (sum_l1(20_000) * 10.0).round() / 10.0,
+    );
     let fds: Vec<(RawFd, RawFd)> = (0..100).map(|_| sys::pipe()).collect::<Res<_>>()?;
     let rd: Vec<RawFd> = fds.iter().map(|p| p.0).collect();
     let p10 = per_op(reps, 50_000, |n| poll_fds(&rd[..10], n))?;
@@ -666,7 +841,19 @@ fn run_benchmarks(o: &MeasureOptions, a: usize, b: usize, progress: Progress<'_>
     let (msgs, sndbuf) = unix_fill(100)?;
     bench.insert("unix_fill_100_msgs".into(), msgs as f64);
     let pipe_bytes = pipe_size()?;
-    let (costs, src) = solve(&bench, Geometry { line, l1, l1_ways, l2, l2_ways, sndbuf, msgs, pipe_bytes });
+    let (costs, src) = solve(
+        &bench,
+        Geometry {
+            line,
+            l1,
+            l1_ways,
+            l2,
+            l2_ways,
+            sndbuf,
+            msgs,
+            pipe_bytes,
+        },
+    );
     tick("solve", 0.0, &mut bench);
     bench.remove("solve");
     Ok((bench, costs, src))
@@ -685,99 +872,387 @@ struct Geometry {
 }
 
 /// Solve the cost equations (module doc) from the medians.
-fn solve(b: &BTreeMap<String, f64>, g: Geometry) -> (schedlab::machine::Costs, BTreeMap<String, String>) {
+fn solve(
+    b: &BTreeMap<String, f64>,
+    g: Geometry,
+) -> (schedlab::machine::Costs, BTreeMap<String, String>) {
     let mut c = piii700(g.l2);
     let mut src = BTreeMap::new();
     let set = |src: &mut BTreeMap<String, String>, field: &str, v: f64, how: &str| -> u64 {
         let clamped = v.max(0.0).round() as u64;
-        let note = if v < 0.0 { format!("{how} (the difference was {v:.0} ns: lost in noise, clamped to 0)") } else { how.to_string() };
+        let note = if v < 0.0 {
+            format!("{how} (the difference was {v:.0} ns: lost in noise, clamped to 0)")
+        } else {
+            how.to_string()
+        };
         src.insert(field.to_string(), format!("measured: {note}"));
         clamped
     };
     let syscall = b["getppid"];
     c.syscall_ns = set(&mut src, "syscall_ns", syscall, "getppid()");
     let pipe_call = (b["pipe_pair_1"] - 2.0 * syscall) / 2.0;
-    c.pipe_call_ns = set(&mut src, "pipe_call_ns", pipe_call, "1-byte pipe write+read in one thread, less two syscalls, per call");
-    let copy_per_kb = (b["pipe_pair_4096"] - b["pipe_pair_1"]) / 8.0;
-    c.copy_ns_per_kb = set(&mut src, "copy_ns_per_kb", copy_per_kb, "4 KB pipe write+read less the 1-byte pair, per KB copied");
+    c.pipe_call_ns = set(
+        &mut src,
+        "pipe_call_ns",
+        pipe_call,
+        "1-byte pipe write+read in one thread, less two syscalls, per call",
+    );
+    let copy_per_kb = (b["pipe_pair_65536"] - b["pipe_pair_1"]) / 128.0;
+    c.copy_ns_per_kb = set(&mut src, "copy_ns_per_kb", copy_per_kb, "64 KB pipe write+read in one thread less the 1-byte pair, per KB copied (buffers beyond L1, pipe pages allocated and freed)");
     let unix = (b["unix_pair_100"] - 2.0 * syscall - 200.0 / 1024.0 * copy_per_kb) / 2.0;
-    c.unix_call_ns = set(&mut src, "unix_call_ns", unix, "100-byte AF_UNIX write+read, less syscalls and copies, per call");
+    c.unix_call_ns = set(
+        &mut src,
+        "unix_call_ns",
+        unix,
+        "100-byte AF_UNIX write+read, less syscalls and copies, per call",
+    );
     let schedule = b["yield_alone"] - syscall;
-    c.schedule_ns = set(&mut src, "schedule_ns", schedule, "sched_yield() alone on a CPU, less a syscall");
+    c.schedule_ns = set(
+        &mut src,
+        "schedule_ns",
+        schedule,
+        "sched_yield() alone on a CPU, less a syscall",
+    );
     let switch = b["yield_two_threads"] - b["yield_alone"];
-    c.switch_ns = set(&mut src, "switch_ns", switch, "two threads yielding on one CPU, less one alone");
+    c.switch_ns = set(
+        &mut src,
+        "switch_ns",
+        switch,
+        "two threads yielding on one CPU, less one alone",
+    );
     let wakeup = b["hop_same_thread"] - 2.0 * syscall - 2.0 * pipe_call - schedule - switch;
-    c.wakeup_ns = set(&mut src, "wakeup_ns", wakeup, "thread ping-pong on one CPU per hop, less 2 syscalls, 2 pipe calls, schedule and switch");
-    c.switch_mm_ns = set(&mut src, "switch_mm_ns", b["hop_same_process"] - b["hop_same_thread"], "process ping-pong on one CPU less the thread one, per hop");
+    c.wakeup_ns = set(
+        &mut src,
+        "wakeup_ns",
+        wakeup,
+        "thread ping-pong on one CPU per hop, less 2 syscalls, 2 pipe calls, schedule and switch",
+    );
+    c.switch_mm_ns = set(
+        &mut src,
+        "switch_mm_ns",
+        b["hop_same_process"] - b["hop_same_thread"],
+        "process ping-pong on one CPU less the thread one, per hop",
+    );
     let local_write = syscall + pipe_call + wakeup;
     c.ipi_send_ns = set(&mut src, "ipi_send_ns", b["write_waking_remote"] - local_write, "a 1-byte write() waking a reader asleep on another CPU, less syscall, pipe call and wake-up");
     c.idle_exit_ns = 0;
-    src.insert("idle_exit_ns".into(), "0: included in ipi_latency_ns (user space sees only their sum)".into());
-    c.fork_ns = set(&mut src, "fork_ns", b["fork_parent"], "fork() as the parent sees it");
-    c.wait_ns = set(&mut src, "wait_ns", b["waitpid_zombie"], "waitpid() of a zombie");
-    c.exit_ns = set(&mut src, "exit_ns", b["fork_exit_wait"] - b["fork_parent"] - b["waitpid_zombie"], "fork+exit+wait less fork and wait (the child's exit and the parent's wake-up)");
-    c.clone_ns = set(&mut src, "clone_ns", b["thread_create"], "pthread_create() as the creator sees it");
-    c.c2c_line_ns = set(&mut src, "c2c_line_ns", b["line_bounce"], "an atomic counter bounced between two CPUs, per transfer");
+    src.insert(
+        "idle_exit_ns".into(),
+        "0: included in ipi_latency_ns (user space sees only their sum)".into(),
+    );
+    c.fork_ns = set(
+        &mut src,
+        "fork_ns",
+        b["fork_parent"],
+        "fork() as the parent sees it",
+    );
+    c.wait_ns = set(
+        &mut src,
+        "wait_ns",
+        b["waitpid_zombie"],
+        "waitpid() of a zombie",
+    );
+    c.exit_ns = set(
+        &mut src,
+        "exit_ns",
+        b["fork_exit_wait"] - b["fork_parent"] - b["waitpid_zombie"],
+        "fork+exit+wait less fork and wait (the child's exit and the parent's wake-up)",
+    );
+    c.clone_ns = set(
+        &mut src,
+        "clone_ns",
+        b["thread_create"],
+        "pthread_create() as the creator sees it",
+    );
+    c.c2c_line_ns = set(
+        &mut src,
+        "c2c_line_ns",
+        b["line_bounce"],
+        "an atomic counter bounced between two CPUs, per transfer",
+    );
+    c.c2c_stream_line_ns = Some(set(
+        &mut src,
+        "c2c_stream_line_ns",
+        b["stream_c2c_64kb_per_line"],
+        "64 KB written on one CPU, read on another, per line",
+    ));
     c.c2c_cross_bus_line_ns = c.c2c_line_ns;
-    src.insert("c2c_cross_bus_line_ns".into(), "= c2c_line_ns (one LLC; no second bus)".into());
+    src.insert(
+        "c2c_cross_bus_line_ns".into(),
+        "= c2c_line_ns (one LLC; no second bus)".into(),
+    );
     c.upgrade_ns = c.c2c_line_ns / 2;
-    src.insert("upgrade_ns".into(), "inferred: half a line transfer (an invalidation without data)".into());
-    c.mem_latency_ns = set(&mut src, "mem_latency_ns", b["chase_4x_l2"], "dependent loads over 4 x L2: an L2 miss as this machine serves it (from the LLC)");
-    c.l2_line_ns = set(&mut src, "l2_line_ns", b["chase_half_l2"] - b["chase_l1"], "dependent loads over half the L2, less L1 hits");
-    c.mem_line_ns = set(&mut src, "mem_line_ns", b["stream_64mb_per_line"], "streaming read of 64 MB, per line");
-    c.sum_ns_per_kb = set(&mut src, "sum_ns_per_kb", b["sum_l1_per_kb"], "summing a 4 KB int array (lmbench sumit), per KB");
-    c.poll_fd_ns = set(&mut src, "poll_fd_ns", (b["poll_100"] - b["poll_10"]) / 90.0, "poll() of 100 pipes less 10, per fd");
-    c.poll_ns = set(&mut src, "poll_ns", b["poll_10"] - 10.0 * (b["poll_100"] - b["poll_10"]) / 90.0 - syscall, "poll() of 10 pipes less the per-fd work and a syscall");
-    c.file_create_ns = set(&mut src, "file_create_ns", (b["pipe_create_close"] - 3.0 * syscall) / 2.0, "pipe()+2 close() less syscalls, per file");
+    src.insert(
+        "upgrade_ns".into(),
+        "inferred: half a line transfer (an invalidation without data)".into(),
+    );
+    c.mem_latency_ns = set(
+        &mut src,
+        "mem_latency_ns",
+        b["chase_4x_l2"],
+        "dependent loads over 4 x L2: an L2 miss as this machine serves it (from the LLC)",
+    );
+    c.l2_line_ns = set(
+        &mut src,
+        "l2_line_ns",
+        b["chase_half_l2"] - b["chase_l1"],
+        "dependent loads over half the L2, less L1 hits",
+    );
+    c.mem_line_ns = set(
+        &mut src,
+        "mem_line_ns",
+        b["stream_64mb_per_line"],
+        "streaming read of 64 MB, per line",
+    );
+    c.sum_ns_per_kb = set(
+        &mut src,
+        "sum_ns_per_kb",
+        b["sum_l1_per_kb"],
+        "summing a 4 KB int array (lmbench sumit), per KB",
+    );
+    c.poll_fd_ns = set(
+        &mut src,
+        "poll_fd_ns",
+        (b["poll_100"] - b["poll_10"]) / 90.0,
+        "poll() of 100 pipes less 10, per fd",
+    );
+    c.poll_ns = set(
+        &mut src,
+        "poll_ns",
+        b["poll_10"] - 10.0 * (b["poll_100"] - b["poll_10"]) / 90.0 - syscall,
+        "poll() of 10 pipes less the per-fd work and a syscall",
+    );
+    c.file_create_ns = set(
+        &mut src,
+        "file_create_ns",
+        (b["pipe_create_close"] - 3.0 * syscall) / 2.0,
+        "pipe()+2 close() less syscalls, per file",
+    );
     let mhz = cpu_model_and_mhz().1.max(1);
+    c.cpu_mhz = mhz;
+    src.insert("cpu_mhz".into(), "procfs: /proc/cpuinfo cpu MHz".into());
+    src.insert(
+        "ipi_latency_ns".into(),
+        "fitted with the simulator after the rest (measure)".into(),
+    );
     c.task_examine_ns = (30 * 1000 / mhz).max(1);
-    src.insert("task_examine_ns".into(), "inferred: 30 cycles of goodness()-class work at this clock (benchmarks.md §6.3 for P6)".into());
+    src.insert(
+        "task_examine_ns".into(),
+        "inferred: 30 cycles of goodness()-class work at this clock (benchmarks.md §6.3 for P6)"
+            .into(),
+    );
     c.waitq_entry_ns = (21 * 1000 / mhz).max(1);
-    src.insert("waitq_entry_ns".into(), "inferred: the P6 value's 21 cycles at this clock".into());
+    src.insert(
+        "waitq_entry_ns".into(),
+        "inferred: the P6 value's 21 cycles at this clock".into(),
+    );
     c.lock_ns = (20 * 1000 / mhz).max(1);
-    src.insert("lock_ns".into(), "inferred: ~20 cycles for an uncontended lock-prefixed RMW on a current core".into());
+    src.insert(
+        "lock_ns".into(),
+        "inferred: ~20 cycles for an uncontended lock-prefixed RMW on a current core".into(),
+    );
     c.line_bytes = g.line;
     c.l1_bytes = g.l1;
     c.l1_ways = g.l1_ways;
     c.l2_bytes = g.l2;
     c.l2_ways = g.l2_ways;
     for f in ["line_bytes", "l1_bytes", "l1_ways", "l2_bytes", "l2_ways"] {
-        src.insert(f.into(), "sysfs: /sys/devices/system/cpu/cpu0/cache (L2 = the private level 2)".into());
+        src.insert(
+            f.into(),
+            "sysfs: /sys/devices/system/cpu/cpu0/cache (L2 = the private level 2)".into(),
+        );
     }
     c.task_align_bytes = g.line;
-    src.insert("task_align_bytes".into(), "inferred: task_structs come from a slab, not THREAD_SIZE-aligned stacks (no set aliasing)".into());
+    src.insert(
+        "task_align_bytes".into(),
+        "inferred: task_structs come from a slab, not THREAD_SIZE-aligned stacks (no set aliasing)"
+            .into(),
+    );
     c.kernel_footprint_bytes = 8 * 1024;
-    src.insert("kernel_footprint_bytes".into(), "inferred: the hot part of a 6.x task_struct and its 16 KB stack, ~8 KB".into());
+    src.insert(
+        "kernel_footprint_bytes".into(),
+        "inferred: the hot part of a 6.x task_struct and its 16 KB stack, ~8 KB".into(),
+    );
     c.pipe_buf_bytes = g.pipe_bytes;
-    src.insert("pipe_buf_bytes".into(), "measured: fcntl(F_GETPIPE_SZ)".into());
+    src.insert(
+        "pipe_buf_bytes".into(),
+        "measured: fcntl(F_GETPIPE_SZ)".into(),
+    );
     c.unix_sndbuf_bytes = g.sndbuf;
-    src.insert("unix_sndbuf_bytes".into(), "measured: getsockopt(SO_SNDBUF) of a socketpair".into());
+    src.insert(
+        "unix_sndbuf_bytes".into(),
+        "measured: getsockopt(SO_SNDBUF) of a socketpair".into(),
+    );
     if g.msgs > 0 {
         c.skb_overhead_bytes = (g.sndbuf / g.msgs).saturating_sub(100);
-        src.insert("skb_overhead_bytes".into(), format!("measured: {} 100-byte writes fill SO_SNDBUF {}; truesize - 100 per write", g.msgs, g.sndbuf));
+        src.insert(
+            "skb_overhead_bytes".into(),
+            format!(
+                "measured: {} 100-byte writes fill SO_SNDBUF {}; truesize - 100 per write",
+                g.msgs, g.sndbuf
+            ),
+        );
     }
     let wmem = read("/proc/sys/net/ipv4/tcp_wmem").unwrap_or_default();
-    let wmem: Vec<u64> = wmem.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    let wmem: Vec<u64> = wmem
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
     if let [_, def, max] = wmem[..] {
         c.tcp_sndbuf_bytes = def;
         c.tcp_wmem_max_bytes = max;
-        src.insert("tcp_sndbuf_bytes".into(), "procfs: net.ipv4.tcp_wmem[1]".into());
-        src.insert("tcp_wmem_max_bytes".into(), "procfs: net.ipv4.tcp_wmem[2]".into());
+        src.insert(
+            "tcp_sndbuf_bytes".into(),
+            "procfs: net.ipv4.tcp_wmem[1]".into(),
+        );
+        src.insert(
+            "tcp_wmem_max_bytes".into(),
+            "procfs: net.ipv4.tcp_wmem[2]".into(),
+        );
     }
     if let Some(mtu) = read("/sys/class/net/lo/mtu").and_then(|m| m.parse::<u64>().ok()) {
         c.tcp_mss_bytes = mtu - 52;
-        src.insert("tcp_mss_bytes".into(), "sysfs: lo MTU less 40 bytes of headers and 12 of timestamps".into());
+        src.insert(
+            "tcp_mss_bytes".into(),
+            "sysfs: lo MTU less 40 bytes of headers and 12 of timestamps".into(),
+        );
     }
     c.idle_poll = false;
-    src.insert("idle_poll".into(), "cpuidle halts idle CPUs (idle=poll not assumed)".into());
+    src.insert(
+        "idle_poll".into(),
+        "cpuidle halts idle CPUs (idle=poll not assumed)".into(),
+    );
     for f in [
-        "tcp_sendmsg_ns", "tcp_recvmsg_ns", "tcp_segment_ns", "tcp_ack_ns", "tcp_connect_ns", "exec_ns",
-        "tick_ns", "irq_ns", "bus_slot_ns", "line_slots", "page_bytes",
+        "tcp_sendmsg_ns",
+        "tcp_recvmsg_ns",
+        "tcp_segment_ns",
+        "tcp_ack_ns",
+        "tcp_connect_ns",
+        "exec_ns",
+        "tick_ns",
+        "irq_ns",
+        "bus_slot_ns",
+        "line_slots",
+        "page_bytes",
     ] {
-        src.entry(f.to_string()).or_insert_with(|| "not measured: the P6 preset's value (no validate row depends on it)".into());
+        src.entry(f.to_string()).or_insert_with(|| {
+            "not measured: the P6 preset's value (no validate row depends on it)".into()
+        });
     }
     src.insert("page_bytes".into(), "x86-64 base page: 4 KB".into());
-    src.insert("bus_slot_ns".into(), "unused: no shared front-side bus on this preset".into());
-    src.insert("line_slots".into(), "unused: no shared front-side bus on this preset".into());
+    src.insert(
+        "bus_slot_ns".into(),
+        "unused: no shared front-side bus on this preset".into(),
+    );
+    src.insert(
+        "line_slots".into(),
+        "unused: no shared front-side bus on this preset".into(),
+    );
     (c, src)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench() -> BTreeMap<String, f64> {
+        [
+            ("getppid", 100.0),
+            ("pipe_pair_1", 700.0),
+            ("pipe_pair_65536", 700.0 + 128.0 * 50.0),
+            ("unix_pair_100", 1200.0),
+            ("yield_alone", 400.0),
+            ("yield_two_threads", 1400.0),
+            ("hop_same_thread", 3000.0),
+            ("hop_same_process", 3100.0),
+            ("write_waking_remote", 1900.0),
+            ("fork_parent", 50_000.0),
+            ("waitpid_zombie", 5_000.0),
+            ("fork_exit_wait", 100_000.0),
+            ("thread_create", 10_000.0),
+            ("line_bounce", 80.0),
+            ("stream_c2c_64kb_per_line", 4.0),
+            ("chase_4x_l2", 20.0),
+            ("chase_half_l2", 6.0),
+            ("chase_l1", 1.5),
+            ("stream_64mb_per_line", 8.0),
+            ("sum_l1_per_kb", 30.0),
+            ("poll_10", 1000.0),
+            ("poll_100", 1900.0),
+            ("pipe_create_close", 2300.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    fn geometry() -> Geometry {
+        Geometry {
+            line: 64,
+            l1: 32 * 1024,
+            l1_ways: 8,
+            l2: 512 * 1024,
+            l2_ways: 8,
+            sndbuf: 212_992,
+            msgs: 278,
+            pipe_bytes: 65_536,
+        }
+    }
+
+    /// Each cost is the module doc's equation over the medians.
+    #[test]
+    fn the_cost_equations_solve_in_order() {
+        let (c, src) = solve(&bench(), geometry());
+        assert_eq!(c.syscall_ns, 100);
+        assert_eq!(c.pipe_call_ns, 250); // (700 - 200) / 2
+        assert_eq!(c.copy_ns_per_kb, 50);
+        assert_eq!(c.schedule_ns, 300); // 400 - 100
+        assert_eq!(c.switch_ns, 1000); // 1400 - 400
+                                       // 3000 - 2 x 100 - 2 x 250 - 300 - 1000
+        assert_eq!(c.wakeup_ns, 1000);
+        assert_eq!(c.switch_mm_ns, 100);
+        // 1900 - (100 + 250 + 1000)
+        assert_eq!(c.ipi_send_ns, 550);
+        assert_eq!(c.exit_ns, 45_000);
+        assert_eq!(c.c2c_stream_line_ns, Some(4));
+        assert_eq!(c.poll_fd_ns, 10); // (1900 - 1000) / 90
+        assert_eq!(c.skb_overhead_bytes, 212_992 / 278 - 100);
+        assert_eq!(
+            (c.line_bytes, c.l2_bytes, c.pipe_buf_bytes),
+            (64, 512 * 1024, 65_536)
+        );
+        // Every field of the cost table has a source.
+        let fields = serde_json::to_value(&c).unwrap();
+        for k in fields.as_object().unwrap().keys() {
+            assert!(src.contains_key(k), "no source for {k}");
+        }
+    }
+
+    /// A difference lost in noise is clamped to 0, and the source says so.
+    #[test]
+    fn a_negative_difference_is_clamped_and_said() {
+        let mut b = bench();
+        b.insert("hop_same_process".into(), 2900.0);
+        let (c, src) = solve(&b, geometry());
+        assert_eq!(c.switch_mm_ns, 0);
+        assert!(
+            src["switch_mm_ns"].contains("clamped to 0"),
+            "{}",
+            src["switch_mm_ns"]
+        );
+    }
+
+    #[test]
+    fn hz_and_the_preemption_model_come_from_the_kernel_config() {
+        let cfg = "CONFIG_HZ_1000=y\nCONFIG_HZ=1000\nCONFIG_PREEMPT_VOLUNTARY=y\n";
+        let (hz, preempt, _) = kernel_facts(cfg);
+        assert_eq!((hz, preempt.as_str()), (1000, "preempt voluntary"));
+        let cfg = "CONFIG_HZ=250\nCONFIG_PREEMPT_NONE=y\nCONFIG_PREEMPT_DYNAMIC=y\n";
+        let (hz, preempt, _) = kernel_facts(cfg);
+        assert_eq!(hz, 250);
+        assert!(preempt.contains("PREEMPT_DYNAMIC"), "{preempt}");
+        let (hz, _, src) = kernel_facts("");
+        assert_eq!(hz, 250);
+        assert!(src.starts_with("not found"));
+    }
 }

@@ -1566,3 +1566,28 @@ fn lat_pipe_pinning_selects_local_or_cross_cpu_hops() {
         .to_string();
     assert!(err.contains("pin=split needs 2 CPUs"), "{err}");
 }
+
+/// Two threads yielding on one CPU switch once per yield under every fair class: a
+/// reschedule that `schedule()`'s own pick asked for (6.12's `update_curr` in `put_prev`
+/// finding prev ineligible) is answered by that switch, not carried to prev's next turn
+/// (it was, and EEVDF made two switches per yield: the pair preempted each other).
+#[test]
+fn a_yield_is_one_switch_under_every_policy() {
+    for policy in ["eevdf", "cfs", "o1-2.6", "linux-2.4"] {
+        let r = run_json(cfg(
+            "piii700-1m",
+            1,
+            policy,
+            "sched_yield:threads=2,duration_ms=40,warmup_ms=5",
+        ));
+        let c = &r["counters"];
+        let (cs, sys) = (
+            c["context_switches"].as_f64().unwrap(),
+            c["syscalls"].as_f64().unwrap(),
+        );
+        assert!(
+            (cs - sys).abs() < 0.02 * sys,
+            "{policy}: {cs} switches for {sys} syscalls"
+        );
+    }
+}

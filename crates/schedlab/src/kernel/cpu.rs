@@ -415,7 +415,7 @@ impl Kernel {
             }
             let from = n.last_ran.filter(|&o| o != cpu);
             let per_line = match from {
-                Some(o) => self.machine.line_transfer_ns(o, cpu),
+                Some(o) => self.machine.stream_line_ns(o, cpu),
                 None => costs.mem_line_ns,
             };
             let miss = self

@@ -82,10 +82,7 @@ impl HostFile {
     /// The checks a file must pass before it becomes a preset.
     pub fn check(&self) -> Result<(), String> {
         if self.schema != SCHEMA {
-            return Err(format!(
-                "schema is '{}' (accepted: {SCHEMA})",
-                self.schema
-            ));
+            return Err(format!("schema is '{}' (accepted: {SCHEMA})", self.schema));
         }
         if self.cpus == 0 || self.cpus > 64 {
             return Err(format!(
@@ -125,7 +122,11 @@ impl HostFile {
             m.kernel,
             m.hz,
             m.preempt,
-            if m.virtualized { ", virtual machine" } else { "" },
+            if m.virtualized {
+                ", virtual machine"
+            } else {
+                ""
+            },
             m.command
         );
         Preset {
@@ -188,7 +189,11 @@ mod tests {
         let p = h.to_preset();
         assert_eq!(p.cpus, h.cpus);
         assert!(!p.shared_bus);
-        assert!(h.sources.contains_key("syscall_ns"), "{:?}", h.sources.keys());
+        assert!(
+            h.sources.contains_key("syscall_ns"),
+            "{:?}",
+            h.sources.keys()
+        );
         // Round trip: what we write is what we read.
         let text = serde_json::to_string_pretty(&h).unwrap();
         assert_eq!(HostFile::parse(&text, "again").unwrap(), h);

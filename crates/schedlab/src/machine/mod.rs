@@ -159,6 +159,16 @@ impl Machine {
         }
     }
 
+    /// Cost per line of a burst of dirty lines moved from `from`'s cache to `to` (a copy,
+    /// a kernel-state refill): the preset's streaming figure where it has one.
+    #[inline]
+    pub fn stream_line_ns(&self, from: CpuId, to: CpuId) -> Time {
+        match self.costs().c2c_stream_line_ns {
+            Some(ns) if from != to => ns,
+            _ => self.line_transfer_ns(from, to),
+        }
+    }
+
     /// Cost of copying `bytes` of kernel-buffered data whose lines were last written on
     /// `last_cpu` into (or out of) a buffer on `cpu`: an in-cache copy, plus a line
     /// transfer per line when the data sits dirty in another CPU's cache.
@@ -168,7 +178,7 @@ impl Machine {
         let remote = match last_cpu {
             Some(from) if from != cpu => {
                 let lines = bytes.div_ceil(c.line_bytes);
-                lines * self.line_transfer_ns(from, cpu)
+                lines * self.stream_line_ns(from, cpu)
             }
             _ => 0,
         };

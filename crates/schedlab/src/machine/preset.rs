@@ -57,6 +57,12 @@ pub struct Costs {
     /// Moving one dirty 32-byte line between two CPUs on one ProFusion bus: a
     /// memory-latency-class miss (B§6.3: 150-250 ns for a contended line). *calibrated*
     pub c2c_line_ns: Time,
+    /// One line of a burst (a copy, a kernel-state refill) pulled from another CPU's cache
+    /// when the CPU keeps many misses in flight and prefetches: a bandwidth, not a latency.
+    /// `None`: a burst costs `c2c_line_ns` (or the cross-bus figure) per line, as on the
+    /// P6 presets, whose calibration assumed so (B§6.3).
+    #[serde(default)]
+    pub c2c_stream_line_ns: Option<Time>,
     /// The same across the two ProFusion buses (B§6.1: the coherency filter must forward
     /// the snoop). Inferred: one extra bus crossing on top of `c2c_line_ns`.
     pub c2c_cross_bus_line_ns: Time,
@@ -255,6 +261,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         lock_ns: 40,
         c2c_line_ns: 130,
         c2c_cross_bus_line_ns: 330,
+        c2c_stream_line_ns: None,
         pipe_call_ns: 600,
         unix_call_ns: 2_500,
         tcp_sendmsg_ns: 2_000,

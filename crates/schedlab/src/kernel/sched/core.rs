@@ -19,8 +19,13 @@ impl Kernel {
         let (class, mut ctx) = self.sched(cpu);
         let t0 = ctx.now();
         let next = pick_next(class, &mut ctx, cpu, prev);
+        // clear_tsk_need_resched(prev) after the pick (2.6.0 `switch_tasks:`, 6.12
+        // `__schedule`): a resched the pick itself asked for (6.12's update_curr in
+        // put_prev finding prev ineligible) is answered by this very switch; left set it
+        // would preempt prev the moment it next runs, a switch no kernel makes.
         let (spent, lock_ns) = (ctx.now() - t0, ctx.lock_ns);
         ctx.charge(fixed);
+        self.tasks[prev as usize].need_resched = false;
         self.stats.schedule_calls += 1;
         self.stats.schedule_ns += spent;
         self.stats.schedule_lock_ns += lock_ns;
