@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use schedlab::machine::PRESETS;
 use schedlab::policy::POLICIES;
 use schedlab::workload::WORKLOADS;
 use schedlab::{RunConfig, Simulation};
@@ -677,7 +676,7 @@ fn list(what: ListWhat) -> String {
     match what {
         ListWhat::Machines => {
             let host = schedlab::machine::host::preset();
-            for p in PRESETS.iter().chain(host.as_ref().ok().copied()) {
+            for p in schedlab::machine::preset::all() {
                 o += &format!(
                     "{:<16} {}\n                 {} CPUs, L2 {} KB, {} MB RAM (nproc {}, file-max {})\n",
                     p.name,

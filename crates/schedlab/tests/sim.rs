@@ -476,10 +476,10 @@ fn initial_conditions_stay_within_their_bounds() {
 /// every preset without running the whole product.
 #[test]
 fn every_benchmark_runs_under_every_policy_and_preset() {
-    let presets = schedlab::machine::preset::PRESETS;
+    let presets = schedlab::machine::preset::all();
     for (i, p) in POLICIES.iter().enumerate() {
         for (j, w) in small_benchmarks().enumerate() {
-            let preset = &presets[(i + j) % presets.len()];
+            let preset = presets[(i + j) % presets.len()];
             let c = cfg(preset.name, preset.cpus.min(4), p.name, w);
             let r = schedlab::run(c)
                 .unwrap_or_else(|e| panic!("{w} on {} under {}: {e}", preset.name, p.name));
@@ -499,7 +499,7 @@ fn every_benchmark_runs_under_every_policy_and_preset() {
 #[test]
 fn fair_policies_run_every_benchmark_on_every_preset() {
     for policy in ["cfs", "eevdf"] {
-        for preset in schedlab::machine::preset::PRESETS {
+        for preset in schedlab::machine::preset::all() {
             for w in small_benchmarks() {
                 let c = cfg(preset.name, preset.cpus.min(4), policy, w);
                 let r = schedlab::run(c)
@@ -1301,7 +1301,7 @@ fn word() -> impl Strategy<Value = String> {
         known.push(p.name.into());
         known.extend(p.params.iter().map(|p| p.name.to_string()));
     }
-    for m in schedlab::machine::PRESETS {
+    for m in schedlab::machine::preset::all() {
         known.push(m.name.into());
     }
     known.extend(
@@ -1473,7 +1473,7 @@ fn any_policy() -> BoxedStrategy<String> {
 }
 
 fn any_machine() -> BoxedStrategy<(String, usize)> {
-    let presets = schedlab::machine::PRESETS;
+    let presets = schedlab::machine::preset::all();
     (
         prop::sample::select(presets.iter().map(|p| (p.name, p.cpus)).collect::<Vec<_>>()),
         prop::sample::select(vec![
@@ -1588,6 +1588,35 @@ fn a_yield_is_one_switch_under_every_policy() {
         assert!(
             (cs - sys).abs() < 0.02 * sys,
             "{policy}: {cs} switches for {sys} syscalls"
+        );
+    }
+}
+
+/// The many-core preset builds SMT, LLC (package) and NUMA domains, and its cross-package
+/// line transfer costs more than a transfer within a package.
+#[test]
+fn the_manycore_preset_has_smt_llc_and_numa_levels() {
+    let p = schedlab::machine::preset::find("modern-2s-64").unwrap();
+    assert_eq!(p.cpus, 64);
+    let m = schedlab::machine::Machine::boot(p, None).unwrap();
+    assert!(m.line_transfer_ns(0, 40) > m.line_transfer_ns(0, 2));
+    let t = schedlab::policy::fair::topology::Topology::of_machine(&m);
+    let doms = schedlab::policy::fair::topology::build_domains(&t);
+    let levels: Vec<&str> = doms[0].iter().map(|d| d.level).collect();
+    assert_eq!(levels.len(), 3, "{levels:?}");
+    assert_eq!(doms[0][0].span, vec![0, 1], "SMT siblings");
+    assert_eq!(doms[0][1].span.len(), 32, "one package");
+    assert_eq!(doms[0][2].span.len(), 64, "both nodes");
+    for policy in ["eevdf", "cfs"] {
+        let r = run_json(cfg(
+            "modern-2s-64",
+            64,
+            policy,
+            "hackbench:groups=4,loops=20",
+        ));
+        assert!(
+            r["counters"]["migrations"].as_u64().unwrap() > 0,
+            "{policy}: {r}"
         );
     }
 }
