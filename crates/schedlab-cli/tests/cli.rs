@@ -129,7 +129,7 @@ fn bad_input_gets_one_clear_line() {
     a[8] = "lat_pipe:bogus=1";
     one_line_error(
         &a,
-        "unknown option 'bogus' for workload lat_pipe (accepted: rounds, warmup)",
+        "unknown option 'bogus' for workload lat_pipe (accepted: rounds, warmup, pin)",
     );
     let mut a = RUN.to_vec();
     a[8] = "lat_pipe:rounds=x";
@@ -958,6 +958,7 @@ fn docs_cite_only_files_that_exist() {
         "SPEC.toml",
         "DIR/cells/ID.json",
         "FILE.json",
+        "myhost.json",
         "my-use-case.json",
     ];
     let mut docs = vec!["README.md".to_string()];

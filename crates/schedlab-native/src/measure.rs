@@ -582,7 +582,7 @@ fn limits() -> Limits {
     Limits {
         ram_mb: ram_kb / 1024,
         max_threads,
-        nproc: (rl.rlim_cur as u64).min(max_threads),
+        nproc: rl.rlim_cur.min(max_threads),
         file_max: num("/proc/sys/fs/file-max").unwrap_or(1 << 20).min(1 << 24),
     }
 }
@@ -1089,8 +1089,8 @@ fn solve(
         "unix_sndbuf_bytes".into(),
         "measured: getsockopt(SO_SNDBUF) of a socketpair".into(),
     );
-    if g.msgs > 0 {
-        c.skb_overhead_bytes = (g.sndbuf / g.msgs).saturating_sub(100);
+    if let Some(per_write) = g.sndbuf.checked_div(g.msgs) {
+        c.skb_overhead_bytes = per_write.saturating_sub(100);
         src.insert(
             "skb_overhead_bytes".into(),
             format!(

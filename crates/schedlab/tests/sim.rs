@@ -357,8 +357,9 @@ fn bad_input_is_one_clear_error() {
         .err()
         .unwrap();
     assert!(
-        e.to_string()
-            .contains("unknown option 'bogus' for workload lat_pipe (accepted: rounds, warmup)"),
+        e.to_string().contains(
+            "unknown option 'bogus' for workload lat_pipe (accepted: rounds, warmup, pin)"
+        ),
         "{e}"
     );
     let e = Simulation::new(cfg("piii700-1m", 9, "fifo", "lat_pipe"))
@@ -1559,11 +1560,10 @@ fn lat_pipe_pinning_selects_local_or_cross_cpu_hops() {
             v(&same)
         );
     }
-    let one = schedlab::run(cfg("piii700-1m", 1, "eevdf", "lat_pipe:pin=split"));
-    let err = one
-        .err()
-        .expect("pin=split on one CPU is refused")
-        .to_string();
+    let Err(e) = schedlab::run(cfg("piii700-1m", 1, "eevdf", "lat_pipe:pin=split")) else {
+        panic!("pin=split on one CPU is refused");
+    };
+    let err = e.to_string();
     assert!(err.contains("pin=split needs 2 CPUs"), "{err}");
 }
 
