@@ -115,20 +115,26 @@ fn yielders(cpu: usize, threads: usize, n: u64) -> Res<f64> {
     Ok((now_ns() - t0) as f64 / (threads as u64 * n) as f64)
 }
 
+/// The peer of a ping-pong: on CPU `cpu`, read a byte from `from` and write it to `to`,
+/// `n` times.
+fn echo(cpu: usize, from: RawFd, to: RawFd, n: u64) -> impl FnOnce() -> Res<()> + Send {
+    move || {
+        pin_self(cpu)?;
+        let mut t = [0u8; 1];
+        for _ in 0..n {
+            sys::read_full(from, &mut t, "measure echo")?;
+            sys::write_full(to, &t)?;
+        }
+        Ok(())
+    }
+}
+
 /// A 1-byte ping-pong between this thread (on `a`) and a peer on `b`: a thread or a
 /// forked process. ns per hop (half a round trip).
 fn ping_pong(a: usize, b: usize, process: bool, n: u64) -> Res<f64> {
     let (r1, w1) = sys::pipe()?;
     let (r2, w2) = sys::pipe()?;
-    let echo = move || -> Res<()> {
-        pin_self(b)?;
-        let mut t = [0u8; 1];
-        for _ in 0..n {
-            sys::read_full(r1, &mut t, "measure echo")?;
-            sys::write_full(w2, &t)?;
-        }
-        Ok(())
-    };
+    let echo = echo(b, r1, w2, n);
     pin_self(a)?;
     let peer = if process {
         // SAFETY: the child runs only `echo` (reads, writes, exit), then _exit.
@@ -171,15 +177,7 @@ fn ping_pong(a: usize, b: usize, process: bool, n: u64) -> Res<f64> {
 fn waking_write(a: usize, b: usize, n: u64) -> Res<f64> {
     let (r1, w1) = sys::pipe()?;
     let (r2, w2) = sys::pipe()?;
-    let h = std::thread::spawn(move || -> Res<()> {
-        pin_self(b)?;
-        let mut t = [0u8; 1];
-        for _ in 0..n {
-            sys::read_full(r1, &mut t, "measure waking reader")?;
-            sys::write_full(w2, &t)?;
-        }
-        Ok(())
-    });
+    let h = std::thread::spawn(echo(b, r1, w2, n));
     pin_self(a)?;
     let mut t = [1u8; 1];
     let mut v = Vec::with_capacity(n as usize);
@@ -394,6 +392,35 @@ fn poll_fds(fds: &[RawFd], n: u64) -> Res<()> {
         unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, 0) };
     }
     Ok(())
+}
+
+/// 100-byte AF_UNIX writes queued `depth` deep on each of `sockets` socketpairs, then read
+/// back, in one thread: ns per write+read.
+fn unix_queue(sockets: usize, depth: usize, messages: usize) -> Res<f64> {
+    let pairs: Vec<(RawFd, RawFd)> = (0..sockets)
+        .map(|_| sys::socketpair())
+        .collect::<Res<_>>()?;
+    let mut buf = [5u8; 100];
+    let rounds = (messages / (sockets * depth)).max(1);
+    let t0 = now_ns();
+    for _ in 0..rounds {
+        for &(a, _) in &pairs {
+            for _ in 0..depth {
+                sys::write_full(a, &buf)?;
+            }
+        }
+        for &(_, b) in &pairs {
+            for _ in 0..depth {
+                sys::read_full(b, &mut buf, "measure queue")?;
+            }
+        }
+    }
+    let ns = (now_ns() - t0) as f64 / (rounds * sockets * depth) as f64;
+    for (a, b) in pairs {
+        sys::close(a);
+        sys::close(b);
+    }
+    Ok(ns)
 }
 
 /// How many `len`-byte writes a fresh AF_UNIX stream socket takes before EAGAIN, and its
@@ -846,6 +873,22 @@ fn run_benchmarks(
     tick("pipe_create_close", pipe_pairs, &mut bench);
     let (msgs, sndbuf) = unix_fill(100)?;
     bench.insert("unix_fill_100_msgs".into(), msgs as f64);
+    // Deep enough that the queued truesize is 4 x L2 (and within SO_SNDBUF).
+    let truesize = (sndbuf / msgs.max(1)).max(128) as usize;
+    let deep = (4 * l2 as usize / (80 * truesize)).clamp(2, msgs.max(2) as usize - 1);
+    let q = |d| -> Res<f64> {
+        Ok(median(
+            (0..reps)
+                .map(|_| unix_queue(80, d, 200_000))
+                .collect::<Res<Vec<_>>>()?,
+        ))
+    };
+    bench.insert("unix_queue_80x1".into(), (q(1)? * 10.0).round() / 10.0);
+    bench.insert(
+        format!("unix_queue_80x{deep}"),
+        (q(deep)? * 10.0).round() / 10.0,
+    );
+    bench.insert("unix_queue_deep".into(), deep as f64);
     let pipe_bytes = pipe_size()?;
     let (costs, src) = solve(
         &bench,
@@ -941,6 +984,13 @@ fn solve(
     );
     let local_write = syscall + pipe_call + wakeup;
     c.ipi_send_ns = set(&mut src, "ipi_send_ns", b["write_waking_remote"] - local_write, "a 1-byte write() waking a reader asleep on another CPU, less syscall, pipe call and wake-up");
+    let deep = format!(
+        "unix_queue_80x{}",
+        b.get("unix_queue_deep").copied().unwrap_or(0.0)
+    );
+    if let (Some(shallow), Some(d)) = (b.get("unix_queue_80x1"), b.get(&deep)) {
+        c.skb_cold_ns = Some(set(&mut src, "skb_cold_ns", d - shallow, "100-byte AF_UNIX write+read over 80 socketpairs queued 4 x L2 deep, less queued 1 deep, per skb"));
+    }
     c.idle_exit_ns = 0;
     src.insert(
         "idle_exit_ns".into(),
@@ -1186,6 +1236,9 @@ mod tests {
             ("poll_10", 1000.0),
             ("poll_100", 1900.0),
             ("pipe_create_close", 2300.0),
+            ("unix_queue_80x1", 3000.0),
+            ("unix_queue_80x27", 3800.0),
+            ("unix_queue_deep", 27.0),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -1221,6 +1274,7 @@ mod tests {
         assert_eq!(c.ipi_send_ns, 550);
         assert_eq!(c.exit_ns, 45_000);
         assert_eq!(c.c2c_stream_line_ns, Some(4));
+        assert_eq!(c.skb_cold_ns, Some(800));
         assert_eq!(c.poll_fd_ns, 10); // (1900 - 1000) / 90
         assert_eq!(c.skb_overhead_bytes, 212_992 / 278 - 100);
         assert_eq!(

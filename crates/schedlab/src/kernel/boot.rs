@@ -46,6 +46,7 @@ impl Kernel {
             waitqs: Vec::new(),
             usync: Vec::new(),
             streams: Vec::new(),
+            skb_written: vec![0; machine.cpus],
             files: Vec::new(),
             open_files: 0,
             live_tasks: 0,

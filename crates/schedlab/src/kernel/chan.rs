@@ -39,8 +39,8 @@ pub struct Stream {
     pub len: u64,
     /// Pipe: buffer size. Sockets: `sndbuf`.
     pub cap: u64,
-    /// Sockets: queued skbs as (data bytes left, truesize).
-    pub skbs: VecDeque<(u64, u64)>,
+    /// Sockets: queued skbs, oldest first.
+    pub skbs: VecDeque<Skb>,
     /// Sockets: `wmem_alloc`, truesize of unread skbs.
     pub wmem: u64,
     /// Woken when data arrives.
@@ -61,6 +61,29 @@ pub struct Stream {
     pub waiting_writers: u32,
     /// TCP: the sender's state for this direction ([`super::tcp`]).
     pub tcp: TcpSend,
+}
+
+/// One queued skb.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Skb {
+    /// Data bytes not yet read.
+    pub data: u64,
+    /// Its `truesize`: data plus the skb's own overhead.
+    pub truesize: u64,
+    /// The CPU that wrote it (whose cache holds it).
+    pub cpu: CpuId,
+    /// That CPU's count of skb bytes written ([`Ageing`]) once this one was.
+    pub stamp: u64,
+}
+
+/// Where an skb's lines are when it is read: per CPU, the skb bytes written there so far.
+/// An skb followed on its CPU by more than the L2 holds has been evicted from it (a FIFO
+/// stand-in for LRU: skbs are written once and read once, oldest first).
+pub struct Ageing<'a> {
+    /// Skb bytes written per CPU.
+    pub written: &'a [u64],
+    /// Bytes after which an skb counts as evicted.
+    pub capacity: u64,
 }
 
 /// TCP sender state of one direction (2.4 `struct tcp_opt`, the parts that decide when a
@@ -104,23 +127,30 @@ impl Stream {
     /// Sockets: copy out up to `len` bytes across the queued skbs, oldest first. Returns
     /// the bytes taken and the truesize of the skbs emptied (their owner decides when
     /// that space returns to the sender: AF_UNIX at once, TCP at the ACK).
-    pub fn take_skbs(&mut self, len: u64) -> (u64, u64) {
-        let (mut copied, mut emptied) = (0, 0);
+    /// With `ageing`, also counts the emptied skbs that had been evicted from their
+    /// writer's cache (third value).
+    pub fn take_skbs(&mut self, len: u64, ageing: Option<&Ageing<'_>>) -> (u64, u64, u64) {
+        let (mut copied, mut emptied, mut cold) = (0, 0, 0);
         while copied < len {
             let Some(front) = self.skbs.front_mut() else {
                 break;
             };
-            let take = front.0.min(len - copied);
-            front.0 -= take;
+            let take = front.data.min(len - copied);
+            front.data -= take;
             copied += take;
-            if front.0 == 0 {
-                let (_, truesize) = self.skbs.pop_front().expect("front exists");
-                emptied += truesize;
+            if front.data == 0 {
+                let skb = self.skbs.pop_front().expect("front exists");
+                emptied += skb.truesize;
+                if let Some(a) = ageing {
+                    if a.written[skb.cpu] - skb.stamp > a.capacity {
+                        cold += 1;
+                    }
+                }
             }
         }
         self.len -= copied;
         self.read += copied;
-        (copied, emptied)
+        (copied, emptied, cold)
     }
 
     /// Data to read, or end of file.
@@ -171,5 +201,50 @@ impl File {
             FileKind::Sock { tx, .. } => Some(tx),
             FileKind::PipeRead(_) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queued(skbs: &[(CpuId, u64)]) -> Stream {
+        let mut s = Stream::new(StreamKind::Unix, 1 << 20, 0, 1);
+        for &(cpu, stamp) in skbs {
+            s.skbs.push_back(Skb {
+                data: 100,
+                truesize: 800,
+                cpu,
+                stamp,
+            });
+            s.len += 100;
+        }
+        s
+    }
+
+    /// An skb is cold when more than the cache's worth of skb bytes were written on its
+    /// CPU after it; the reader's CPU and the other CPUs' writes do not count.
+    #[test]
+    fn an_skb_followed_by_more_than_a_cache_of_writes_is_cold() {
+        let written = [10_000, 1_000];
+        let a = Ageing {
+            written: &written,
+            capacity: 4_000,
+        };
+        // CPU 0 wrote 10 000 bytes in all: the skb stamped 5 000 has 5 000 after it (cold),
+        // the one stamped 7 000 has 3 000 (warm); CPU 1's skb at 0 has 1 000 (warm).
+        let mut s = queued(&[(0, 5_000), (0, 7_000), (1, 0)]);
+        assert_eq!(s.take_skbs(300, Some(&a)), (300, 2_400, 1));
+        let mut s = queued(&[(0, 5_000)]);
+        assert_eq!(
+            s.take_skbs(50, Some(&a)),
+            (50, 0, 0),
+            "a part-read skb is not freed"
+        );
+        assert_eq!(
+            s.take_skbs(50, None),
+            (50, 800, 0),
+            "no ageing: nothing is cold"
+        );
     }
 }

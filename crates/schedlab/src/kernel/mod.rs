@@ -232,6 +232,8 @@ pub struct Kernel {
     pub(crate) usync: Vec<usync::Object>,
     /// Streams.
     pub streams: Vec<Stream>,
+    /// AF_UNIX skb bytes (truesize) written per CPU: the clock of [`chan::Ageing`].
+    pub(crate) skb_written: Vec<u64>,
     /// File table.
     pub files: Vec<File>,
     /// Open files (for `file-max`).
@@ -462,7 +464,7 @@ impl Kernel {
                     s.written, s.read, s.len
                 ));
             }
-            let skb_bytes: u64 = s.skbs.iter().map(|&(d, _)| d).sum();
+            let skb_bytes: u64 = s.skbs.iter().map(|b| b.data).sum();
             if s.kind != chan::StreamKind::Pipe && skb_bytes != s.len {
                 return Err(format!(
                     "stream {i}: skbs hold {skb_bytes} bytes, len {}",

@@ -30,11 +30,20 @@ impl Kernel {
         if let Some(out) = self.wait_for_data(task, s, fd, len) {
             return out;
         }
+        let ageing = costs.skb_cold_ns.map(|_| crate::kernel::chan::Ageing {
+            written: &self.skb_written,
+            capacity: costs.l2_bytes,
+        });
         let st = &mut self.streams[s];
-        let (copied, freed) = st.take_skbs(len);
+        let (copied, freed, cold) = st.take_skbs(len, ageing.as_ref());
         st.wmem -= freed;
         let writable = freed > 0 && st.wmem * 4 <= st.cap;
         let write_wq = st.write_wq;
+        // Skbs evicted from their writer's cache while queued: slab object, head and data
+        // refill from beyond the L2 (`skb_cold_ns`, measured per skb on modern hosts).
+        if let Some(ns) = costs.skb_cold_ns {
+            self.charge(cpu, cold * ns, Acct::Running);
+        }
         self.copy(cpu, s, copied);
         if writable {
             wakes.push((self.take_waiters(cpu, write_wq, 0), false));
@@ -105,8 +114,15 @@ impl Kernel {
             // The skb is fresh memory: no remote lines to pull.
             self.streams[s].last_cpu = None;
             self.copy(cpu, s, size);
+            self.skb_written[cpu] += size + costs.skb_overhead_bytes;
+            let stamp = self.skb_written[cpu];
             let st = &mut self.streams[s];
-            st.skbs.push_back((size, size + costs.skb_overhead_bytes));
+            st.skbs.push_back(crate::kernel::chan::Skb {
+                data: size,
+                truesize: size + costs.skb_overhead_bytes,
+                cpu,
+                stamp,
+            });
             st.wmem += size + costs.skb_overhead_bytes;
             st.len += size;
             st.written += size;

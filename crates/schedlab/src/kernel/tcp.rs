@@ -110,7 +110,12 @@ impl Kernel {
         let size = st.tcp.held;
         // The truesize was charged to wmem as the skb filled; the receive queue keeps the
         // data and the truesize of its first fill.
-        st.skbs.push_back((size, size + costs.skb_overhead_bytes));
+        st.skbs.push_back(crate::kernel::chan::Skb {
+            data: size,
+            truesize: size + costs.skb_overhead_bytes,
+            cpu,
+            stamp: 0,
+        });
         st.len += size;
         st.tcp.held = 0;
         st.tcp.small_unacked = size < costs.tcp_mss_bytes;
@@ -142,7 +147,7 @@ impl Kernel {
             return out;
         }
         let st = &mut self.streams[s];
-        let (copied, emptied) = st.take_skbs(len);
+        let (copied, emptied, _) = st.take_skbs(len, None);
         st.tcp.read_unacked += emptied;
         let drained = st.len == 0;
         self.copy(cpu, s, copied);

@@ -92,6 +92,12 @@ pub struct Costs {
     /// (`tcp_send_ack` … `tcp_ack`, freeing the acknowledged skbs). Inferred: the segment
     /// path without the data copy, checksum and receive-queue work, ≈ two thirds of it.
     pub tcp_ack_ns: Time,
+    /// An AF_UNIX skb read after more skb bytes than the L2 holds were queued on its
+    /// writer's CPU since it: its slab object, head and data come from beyond the L2.
+    /// Measured per skb on a host (a deep queue against a shallow one over the same
+    /// sockets); `None` on the P6 presets, whose calibration does not separate it.
+    #[serde(default)]
+    pub skb_cold_ns: Option<Time>,
     /// Loopback MSS: MTU 16436 − 40 bytes of headers (2.4 drivers/net/loopback.c).
     pub tcp_mss_bytes: u64,
     /// `tcp_wmem[2]`: the send buffer `tcp_new_space` may grow to (2.4: 128 KB).
@@ -268,6 +274,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         tcp_recvmsg_ns: 2_000,
         tcp_segment_ns: 14_000,
         tcp_ack_ns: 9_000,
+        skb_cold_ns: None,
         tcp_mss_bytes: 16_396,
         tcp_wmem_max_bytes: 128 * 1024,
         tcp_connect_ns: 85_000,
