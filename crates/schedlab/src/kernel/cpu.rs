@@ -462,7 +462,12 @@ impl Kernel {
         let n = &mut self.tasks[next as usize];
         n.on_cpu = Some(cpu);
         if n.woken_at != super::task::NOT_WOKEN {
-            self.stats.wakeup_latency.record(now - n.woken_at);
+            // The waker's clock can be ahead of this CPU's (CPU clocks advance separately
+            // between events; on a machine with IPIs cheaper than the waker's remaining
+            // work this shows): a task switched in at or before its wake-up waited 0.
+            self.stats
+                .wakeup_latency
+                .record(now.saturating_sub(n.woken_at));
             n.woken_at = super::task::NOT_WOKEN;
         }
         if !n.is_idle {
