@@ -676,7 +676,7 @@ fn list(what: ListWhat) -> String {
     match what {
         ListWhat::Machines => {
             let host = schedlab::machine::host::preset();
-            for p in schedlab::machine::preset::all() {
+            for p in schedlab::machine::catalog::all() {
                 o += &format!(
                     "{:<16} {}\n                 {} CPUs, L2 {} KB, {} MB RAM (nproc {}, file-max {})\n",
                     p.name,

@@ -333,7 +333,7 @@ fn fork_beyond_the_process_limit_is_refused() {
             }
         })
     });
-    let nproc = schedlab::machine::preset::find("piii700-1m")
+    let nproc = schedlab::machine::catalog::find("piii700-1m")
         .unwrap()
         .limits
         .nproc;
@@ -477,7 +477,7 @@ fn initial_conditions_stay_within_their_bounds() {
 /// every preset without running the whole product.
 #[test]
 fn every_benchmark_runs_under_every_policy_and_preset() {
-    let presets = schedlab::machine::preset::all();
+    let presets = schedlab::machine::catalog::all();
     for (i, p) in POLICIES.iter().enumerate() {
         for (j, w) in small_benchmarks().enumerate() {
             let preset = presets[(i + j) % presets.len()];
@@ -500,7 +500,7 @@ fn every_benchmark_runs_under_every_policy_and_preset() {
 #[test]
 fn fair_policies_run_every_benchmark_on_every_preset() {
     for policy in ["cfs", "eevdf"] {
-        for preset in schedlab::machine::preset::all() {
+        for preset in schedlab::machine::catalog::all() {
             for w in small_benchmarks() {
                 let c = cfg(preset.name, preset.cpus.min(4), policy, w);
                 let r = schedlab::run(c)
@@ -1027,7 +1027,7 @@ fn mq_pool_balancer_runs_and_moves_tasks() {
 /// 2-task reflex (µs per round) on `linux-2.4` with `cpus` CPUs of `piii700-1m` whose
 /// costs `edit` has changed.
 fn reflex_2task_us(cpus: usize, edit: impl FnOnce(&mut schedlab::machine::Costs)) -> f64 {
-    let mut preset = schedlab::machine::preset::find("piii700-1m")
+    let mut preset = schedlab::machine::catalog::find("piii700-1m")
         .unwrap()
         .clone();
     edit(&mut preset.costs);
@@ -1302,7 +1302,7 @@ fn word() -> impl Strategy<Value = String> {
         known.push(p.name.into());
         known.extend(p.params.iter().map(|p| p.name.to_string()));
     }
-    for m in schedlab::machine::preset::all() {
+    for m in schedlab::machine::catalog::all() {
         known.push(m.name.into());
     }
     known.extend(
@@ -1474,7 +1474,7 @@ fn any_policy() -> BoxedStrategy<String> {
 }
 
 fn any_machine() -> BoxedStrategy<(String, usize)> {
-    let presets = schedlab::machine::preset::all();
+    let presets = schedlab::machine::catalog::all();
     (
         prop::sample::select(presets.iter().map(|p| (p.name, p.cpus)).collect::<Vec<_>>()),
         prop::sample::select(vec![
@@ -1596,7 +1596,7 @@ fn a_yield_is_one_switch_under_every_policy() {
 /// line transfer costs more than a transfer within a package.
 #[test]
 fn the_manycore_preset_has_smt_llc_and_numa_levels() {
-    let p = schedlab::machine::preset::find("modern-2s-64").unwrap();
+    let p = schedlab::machine::catalog::find("modern-2s-64").unwrap();
     assert_eq!(p.cpus, 64);
     let m = schedlab::machine::Machine::boot(p, None).unwrap();
     assert!(m.line_transfer_ns(0, 40) > m.line_transfer_ns(0, 2));

@@ -262,7 +262,7 @@ mod tests {
         assert!(tables.iter().any(|t| t.id == "V1-reflex-2002"));
         for t in &tables {
             assert!(
-                crate::machine::preset::find(&t.machine).is_some(),
+                crate::machine::catalog::find(&t.machine).is_some(),
                 "{}: machine {}",
                 t.id,
                 t.machine

@@ -489,10 +489,10 @@ impl Interconnect {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::preset;
+    use crate::machine::catalog;
 
     fn ic(model: Model) -> Interconnect {
-        let p = preset::find("piii700-1m").unwrap();
+        let p = catalog::find("piii700-1m").unwrap();
         Interconnect::new(8, 4, &p.costs, model)
     }
 

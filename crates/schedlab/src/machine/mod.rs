@@ -17,6 +17,7 @@
 
 pub mod bus;
 pub mod cache;
+pub mod catalog;
 pub mod host;
 pub mod interconnect;
 pub mod preset;
@@ -104,7 +105,7 @@ impl Machine {
     /// `cpus` CPUs (`None` = all of them).
     pub fn boot_spec(spec: &str, cpus: Option<usize>) -> Result<Machine, crate::spec::SpecError> {
         let spec = crate::spec::Spec::parse("machine", spec)?;
-        let preset = preset::lookup(&spec.name)?;
+        let preset = catalog::lookup(&spec.name)?;
         let params = crate::spec::resolve("machine", &spec, MODEL_PARAMS)?;
         let mut m = Machine::boot(preset, cpus).map_err(crate::spec::SpecError::Invalid)?;
         let opts = ModelOptions::from_params(&params);

@@ -112,7 +112,7 @@ pub fn build_named(
     machine: &str,
     cpus: usize,
 ) -> Result<Box<dyn SchedClass>, SpecError> {
-    let preset = crate::machine::preset::lookup(machine)?;
+    let preset = crate::machine::catalog::lookup(machine)?;
     let m = Machine::boot(preset, Some(cpus)).map_err(SpecError::Invalid)?;
     build(&Spec::parse("policy", spec)?, &m)
 }

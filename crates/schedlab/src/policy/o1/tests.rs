@@ -6,7 +6,6 @@ use proptest::prelude::*;
 use super::*;
 use crate::engine::{MS, SEC};
 use crate::kernel::sched::testbed::Bed;
-use crate::machine::preset;
 use crate::spec::{self, Spec};
 use crate::RunConfig;
 
@@ -24,7 +23,7 @@ fn bed(policy: &str) -> Bed<O1> {
         "o1-g1" => versions::G1,
         _ => versions::V26,
     };
-    let m = Machine::boot(preset::find(MACHINE).unwrap(), Some(4)).unwrap();
+    let m = Machine::boot(crate::machine::catalog::find(MACHINE).unwrap(), Some(4)).unwrap();
     Bed::new(MACHINE, 4, O1::new(v, &params, &m))
 }
 
