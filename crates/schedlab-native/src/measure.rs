@@ -901,6 +901,7 @@ fn run_benchmarks(
             sndbuf,
             msgs,
             pipe_bytes,
+            mhz: cpu_model_and_mhz().1.max(1),
         },
     );
     tick("solve", 0.0, &mut bench);
@@ -918,6 +919,8 @@ struct Geometry {
     sndbuf: u64,
     msgs: u64,
     pipe_bytes: u64,
+    /// Core clock (`/proc/cpuinfo`).
+    mhz: u64,
 }
 
 /// Solve the cost equations (module doc) from the medians.
@@ -1084,7 +1087,7 @@ fn solve(
         (b["pipe_create_close"] - 3.0 * syscall) / 2.0,
         "pipe()+2 close() less syscalls, per file",
     );
-    let mhz = cpu_model_and_mhz().1.max(1);
+    let mhz = g.mhz;
     c.cpu_mhz = mhz;
     src.insert("cpu_mhz".into(), "procfs: /proc/cpuinfo cpu MHz".into());
     src.insert(
@@ -1255,6 +1258,7 @@ mod tests {
             sndbuf: 212_992,
             msgs: 278,
             pipe_bytes: 65_536,
+            mhz: 3000,
         }
     }
 
@@ -1275,6 +1279,7 @@ mod tests {
         assert_eq!(c.exit_ns, 45_000);
         assert_eq!(c.c2c_stream_line_ns, Some(4));
         assert_eq!(c.skb_cold_ns, Some(800));
+        assert_eq!((c.cpu_mhz, c.task_examine_ns), (3000, 10)); // 30 cycles at 3 GHz
         assert_eq!(c.poll_fd_ns, 10); // (1900 - 1000) / 90
         assert_eq!(c.skb_overhead_bytes, 212_992 / 278 - 100);
         assert_eq!(

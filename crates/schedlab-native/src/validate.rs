@@ -180,13 +180,17 @@ pub fn validate(
     })
 }
 
+impl Row {
+    /// The ratio is within [`TARGET`] of 1.
+    pub fn on_target(&self) -> bool {
+        ((1.0 - TARGET)..=(1.0 + TARGET)).contains(&self.ratio)
+    }
+}
+
 impl Report {
     /// Rows outside the target.
     pub fn misses(&self) -> usize {
-        self.rows
-            .iter()
-            .filter(|r| !((1.0 - TARGET)..=(1.0 + TARGET)).contains(&r.ratio))
-            .count()
+        self.rows.iter().filter(|r| !r.on_target()).count()
     }
 
     /// The human table.
@@ -200,11 +204,7 @@ impl Report {
             "workload", "native", "simulated", "ratio", "unit"
         );
         for r in &self.rows {
-            let mark = if ((1.0 - TARGET)..=(1.0 + TARGET)).contains(&r.ratio) {
-                ""
-            } else {
-                "  MISS"
-            };
+            let mark = if r.on_target() { "" } else { "  MISS" };
             o += &format!(
                 "{:<42} {:>12.4} {:>12.4} {:>7.3}  {:<12}{mark}\n",
                 r.workload,

@@ -61,7 +61,8 @@ pub struct HostFile {
     pub costs: Costs,
     /// Kernel limits (`threads-max`, `ulimit -u`, `file-max`, RAM).
     pub limits: Limits,
-    /// Per cost field: where its value comes from. Sorted by field name.
+    /// Per cost field: where its value comes from (and `measured.hz`: where HZ came
+    /// from). Sorted by key.
     pub sources: std::collections::BTreeMap<String, String>,
     /// Each micro-benchmark's median figure, ns (what the costs were solved from).
     pub benchmarks: std::collections::BTreeMap<String, f64>,
