@@ -757,6 +757,9 @@ counters.forks              tasks created by fork or clone
 counters.affinity_moves     tasks moved off a CPU their new sched_setaffinity mask excludes (only when any were)
 counters.tcp_segments       TCP data segments sent over loopback; several writes share one when Nagle holds them (only when any were)
 counters.tcp_acks           TCP pure ACKs, sent by reads that empty the receive queue (only when any were)
+counters.sock_lock_waits    TCP calls that slept in lock_sock, the socket owned by another task (only when any did)
+counters.semops             SysV semop calls (only when any were)
+counters.semop_sleeps       of which slept (only when any did)
 counters.cpu_time.*         % of all CPU time running tasks, in the scheduler, spinning, idle
 counters.wakeup_latency.*   from a wake-up (try_to_wake_up, or a new task's first) to the task's switch-in:
                             count, p50_ns and p99_ns (within 0.8 %), max_ns (exact)

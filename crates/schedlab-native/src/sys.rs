@@ -142,6 +142,59 @@ pub fn fdpair(use_pipe: bool) -> Res<(RawFd, RawFd)> {
     }
 }
 
+/// A private SysV semaphore set (`semget(IPC_PRIVATE)`), removed (`IPC_RMID`) when
+/// dropped so that a failed run leaves none behind.
+pub struct SemSet {
+    id: libc::c_int,
+}
+
+impl SemSet {
+    /// A set of `n` semaphores, each 0.
+    pub fn new(n: usize) -> Res<SemSet> {
+        // SAFETY: plain system call.
+        let id = check("semget", unsafe {
+            libc::semget(libc::IPC_PRIVATE, n as libc::c_int, libc::IPC_CREAT | 0o600)
+        })?;
+        Ok(SemSet { id })
+    }
+
+    /// `semop` of `op` on semaphore `num`, retried on EINTR.
+    pub fn op(&self, num: usize, op: i16) -> Res<()> {
+        let mut b = libc::sembuf {
+            sem_num: num as u16,
+            sem_op: op,
+            sem_flg: 0,
+        };
+        loop {
+            // SAFETY: b is one valid sembuf.
+            if unsafe { libc::semop(self.id, &mut b, 1) } == 0 {
+                return Ok(());
+            }
+            if errno() != libc::EINTR {
+                return Err(explain("semop", errno()));
+            }
+        }
+    }
+
+    /// `semctl(SETVAL)` of semaphore `num`.
+    pub fn set(&self, num: usize, val: i32) -> Res<()> {
+        // SAFETY: SETVAL takes an int argument.
+        check("semctl(SETVAL)", unsafe {
+            libc::semctl(self.id, num as libc::c_int, libc::SETVAL, val)
+        })?;
+        Ok(())
+    }
+}
+
+impl Drop for SemSet {
+    fn drop(&mut self) {
+        // SAFETY: removing our own set; at worst EINVAL.
+        unsafe {
+            libc::semctl(self.id, 0, libc::IPC_RMID);
+        }
+    }
+}
+
 /// `close(fd)`, ignoring errors (the descriptor is gone either way).
 pub fn close(fd: RawFd) {
     // SAFETY: closing a descriptor number; at worst EBADF.

@@ -152,6 +152,16 @@ pub struct Counters {
     /// TCP pure ACKs through loopback (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub tcp_acks: u64,
+    /// TCP calls that slept in `lock_sock` because another task owned the socket (shown
+    /// when any did).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sock_lock_waits: u64,
+    /// SysV `semop` calls (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub semops: u64,
+    /// Of which slept (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub semop_sleeps: u64,
     /// `schedule()` calls.
     pub schedule_calls: u64,
     /// Mean time of the scheduler's part of `schedule()`: from requesting the run-queue
@@ -336,6 +346,9 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             affinity_moves: s.affinity_moves,
             tcp_segments: s.tcp_segments,
             tcp_acks: s.tcp_acks,
+            sock_lock_waits: s.sock_lock_waits,
+            semops: s.semops,
+            semop_sleeps: s.semop_sleeps,
             schedule_calls: s.schedule_calls,
             schedule_ns_mean: round(s.schedule_ns as f64 / s.schedule_calls.max(1) as f64),
             schedule_lock_ns_mean: round(

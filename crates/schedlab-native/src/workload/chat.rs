@@ -1,28 +1,29 @@
-//! IBM chat (VolanoMark simulator, benchmarks.md §3) over TCP loopback: `rooms` rooms of
-//! `users` users; every user is one TCP connection with a sending and a receiving thread in
-//! the client and a receiving and a sending thread in the server (4 threads per user). Each
-//! client sending thread sends `messages` messages of 100 bytes; the server's receiving
-//! thread hands each message to the sending threads of the other `users − 1` users of the
-//! room, which write it to their clients.
+//! IBM chat (VolanoMark simulator, benchmarks.md §3) over TCP loopback, as chat_s.c and
+//! chat_c.c (version 1.0.1) run it: `rooms` rooms of `users` users; every user is one TCP
+//! connection with a sending and a receiving thread in the client and a receiving and a
+//! sending thread in the server (4 threads per user). Each client sending thread sends
+//! `messages` messages of 100 bytes. The server's receiving thread of a user reads each
+//! message (100 bytes, as `MSG_WAITALL`) and posts the user's semaphore in the room's
+//! SysV semaphore set; the user's server sending thread waits on it and sends the message
+//! to the connection of each **other** user of the room, so a room's sending threads
+//! share its 19 sockets. The client releases its threads with one `semop` on a SysV
+//! semaphore, times until another one counted down by every client thread reaches zero,
+//! and reports (messages sent + messages received) per second, as chat_c's "Average
+//! throughput" does.
 //!
 //! The server is a forked process (threads inside), the client is the leader (threads
-//! inside); both listen and connect on 127.0.0.1 only. Every connection and thread exists
-//! before the clock starts; the clock stops when every client receiving thread has its
-//! `messages · (users − 1)` messages. \[INFERRED\] (benchmarks.md §3, reading (ii)): the
-//! result counts messages delivered to clients per second. `nice` is applied to every
-//! thread of both sides. \[INFERRED\]: TCP_NODELAY is set on every connection so that the
-//! figure measures scheduling and not delayed-ACK timers.
+//! inside); both listen and connect on 127.0.0.1 only. `nice` is applied to every thread
+//! of both sides. \[INFERRED\]: TCP_NODELAY is set on every connection so that the figure
+//! measures scheduling and not delayed-ACK timers (the original sets no option).
 
-use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Condvar, Mutex};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
 
 use schedlab::spec::Params;
 
 use crate::runner::{Counters, Ctx, Outcome, Reporter, Task};
-use crate::sys::{self, explain, Fail, Res};
+use crate::sys::{self, explain, Fail, Res, SemSet};
 
 const MSG: usize = 100;
 const NAMES: &[&str] = &["sent", "delivered", "server_forwarded"];
@@ -34,7 +35,7 @@ fn io_fail(call: &str, e: std::io::Error) -> Fail {
     }
 }
 
-fn read_msg(s: &mut TcpStream, buf: &mut [u8]) -> Res<bool> {
+fn read_msg(s: &mut &TcpStream, buf: &mut [u8]) -> Res<bool> {
     let mut done = 0;
     while done < buf.len() {
         match s.read(&mut buf[done..]) {
@@ -48,38 +49,12 @@ fn read_msg(s: &mut TcpStream, buf: &mut [u8]) -> Res<bool> {
     Ok(true)
 }
 
-/// A server connection's queue of messages to send to its client.
-struct Outbox {
-    q: Mutex<(VecDeque<[u8; MSG]>, bool)>,
-    cv: Condvar,
-}
-
-impl Outbox {
-    fn push(&self, m: [u8; MSG]) {
-        self.q.lock().expect("outbox lock").0.push_back(m);
-        self.cv.notify_one();
-    }
-    fn close(&self) {
-        self.q.lock().expect("outbox lock").1 = true;
-        self.cv.notify_one();
-    }
-    fn pop(&self) -> Option<[u8; MSG]> {
-        let mut g = self.q.lock().expect("outbox lock");
-        loop {
-            if let Some(m) = g.0.pop_front() {
-                return Some(m);
-            }
-            if g.1 {
-                return None;
-            }
-            g = self.cv.wait(g).expect("outbox lock");
-        }
-    }
-}
+/// Semaphore values are shorts: a larger post is made in steps.
+const SEM_STEP: usize = i16::MAX as usize;
 
 fn server(
     listener: TcpListener,
-    (rooms, users, nice): (usize, usize, i32),
+    (rooms, users, nice, messages): (usize, usize, i32, u64),
     ready: i32,
     c: Counters,
     rep: Reporter,
@@ -102,17 +77,14 @@ fn server(
         conns[k] = Some(s);
     }
     drop(listener);
-    let outs: Vec<Arc<Outbox>> = (0..n)
-        .map(|_| {
-            Arc::new(Outbox {
-                q: Mutex::new((VecDeque::new(), false)),
-                cv: Condvar::new(),
-            })
-        })
+    let conns: Vec<Arc<TcpStream>> = conns
+        .into_iter()
+        .map(|s| Arc::new(s.expect("every connection accepted")))
         .collect();
-    let live: Vec<Arc<AtomicUsize>> = (0..rooms)
-        .map(|_| Arc::new(AtomicUsize::new(users)))
-        .collect();
+    // One semaphore per user in its room's set (chat_s's `roomsem`).
+    let sems: Vec<Arc<SemSet>> = (0..rooms)
+        .map(|_| SemSet::new(users).map(Arc::new))
+        .collect::<Res<_>>()?;
     let mut threads = Vec::with_capacity(2 * n);
     let spawn = |f: Box<dyn FnOnce() -> Res<()> + Send>| {
         std::thread::Builder::new()
@@ -124,43 +96,39 @@ fn server(
             })
             .map_err(|e| io_fail("thread creation", e))
     };
-    for (k, conn) in conns.into_iter().enumerate() {
-        let mut rx = conn.expect("every connection accepted");
-        let mut tx = rx.try_clone().map_err(|e| io_fail("dup", e))?;
+    for k in 0..n {
         let (room, user) = (k / users, k % users);
-        let out = Arc::clone(&outs[k]);
-        threads.push(spawn(Box::new(move || {
-            sys::set_nice(nice)?;
-            while let Some(m) = out.pop() {
-                tx.write_all(&m).map_err(|e| io_fail("send", e))?;
-            }
-            let _ = tx.shutdown(Shutdown::Write);
-            Ok(())
-        }))?);
-        let peers: Vec<Arc<Outbox>> = (0..users)
-            .filter(|&u| u != user)
-            .map(|u| Arc::clone(&outs[room * users + u]))
-            .collect();
-        let room_outs: Vec<Arc<Outbox>> = (0..users)
-            .map(|u| Arc::clone(&outs[room * users + u]))
-            .collect();
-        let live = Arc::clone(&live[room]);
+        // srv_rcv: each message in, then the user's semaphore up.
+        let (rx, sem) = (Arc::clone(&conns[k]), Arc::clone(&sems[room]));
         threads.push(spawn(Box::new(move || {
             sys::set_nice(nice)?;
             let mut m = [0u8; MSG];
-            let mut fwd = 0u64;
-            while read_msg(&mut rx, &mut m)? {
+            for i in 0..messages {
+                if !read_msg(&mut &*rx, &mut m)? {
+                    return Err(Fail(format!(
+                        "chat server: client closed after {i} of {messages} messages"
+                    )));
+                }
+                sem.op(user, 1)?;
+            }
+            Ok(())
+        }))?);
+        // srv_snd: wait on the user's semaphore, send to every other user of the room.
+        let peers: Vec<Arc<TcpStream>> = (0..users)
+            .filter(|&u| u != user)
+            .map(|u| Arc::clone(&conns[room * users + u]))
+            .collect();
+        let sem = Arc::clone(&sems[room]);
+        threads.push(spawn(Box::new(move || {
+            sys::set_nice(nice)?;
+            let m = [b'm'; MSG];
+            for _ in 0..messages {
+                sem.op(user, -1)?;
                 for p in &peers {
-                    p.push(m);
-                }
-                fwd += peers.len() as u64;
-            }
-            c.add(2, fwd);
-            if live.fetch_sub(1, Ordering::AcqRel) == 1 {
-                for o in &room_outs {
-                    o.close();
+                    (&**p).write_all(&m).map_err(|e| io_fail("send", e))?;
                 }
             }
+            c.add(2, messages * peers.len() as u64);
             Ok(())
         }))?);
     }
@@ -186,17 +154,26 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let addr = listener
         .local_addr()
         .map_err(|e| io_fail("getsockname", e))?;
+    let n = rooms * users;
+    if 2 * n > SEM_STEP {
+        return Err(Fail(format!(
+            "chat: {} client threads, more than a SysV semaphore counts (32767)",
+            2 * n
+        )));
+    }
     let (ready_r, ready_w) = sys::pipe()?;
     let rep = ctx.reporter();
     // The listener moves into the child; the parent's copy is closed when the closure drops.
     let srv = ctx.fork(move || {
         sys::close(ready_r);
-        server(listener, (rooms, users, nice), ready_w, c, rep)
+        server(listener, (rooms, users, nice, messages), ready_w, c, rep)
     })?;
     sys::close(ready_w);
 
-    let n = rooms * users;
-    let barrier = Arc::new(Barrier::new(2 * n + 1));
+    // chat_c's `clientsemall` (releases the threads) and `c_donesem` (counted down).
+    let go = Arc::new(SemSet::new(1)?);
+    let done = Arc::new(SemSet::new(1)?);
+    done.set(0, (2 * n) as i32)?;
     let mut workers: Vec<Task> = Vec::with_capacity(2 * n);
     for k in 0..n {
         let mut s = TcpStream::connect(addr).map_err(|e| io_fail("connect 127.0.0.1", e))?;
@@ -205,46 +182,46 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
         hello[..4].copy_from_slice(&((k / users) as u32).to_le_bytes());
         hello[4..].copy_from_slice(&((k % users) as u32).to_le_bytes());
         s.write_all(&hello).map_err(|e| io_fail("send", e))?;
-        let mut tx = s.try_clone().map_err(|e| io_fail("dup", e))?;
-        let mut rx = s;
-        let b = Arc::clone(&barrier);
+        let s = Arc::new(s);
+        let (tx, g, d) = (Arc::clone(&s), Arc::clone(&go), Arc::clone(&done));
         workers.push(ctx.thread(move || {
             sys::set_nice(nice)?;
             let m = [b'm'; MSG];
-            b.wait();
+            g.op(0, -1)?;
             for _ in 0..messages {
-                tx.write_all(&m).map_err(|e| io_fail("send", e))?;
+                (&*tx).write_all(&m).map_err(|e| io_fail("send", e))?;
             }
-            let _ = tx.shutdown(Shutdown::Write);
             c.add(0, messages);
-            Ok(())
+            d.op(0, -1)
         })?);
-        let b = Arc::clone(&barrier);
+        let (rx, g, d) = (s, Arc::clone(&go), Arc::clone(&done));
         let expect = messages * (users as u64 - 1);
         workers.push(ctx.thread(move || {
             sys::set_nice(nice)?;
             let mut m = [0u8; MSG];
-            b.wait();
+            g.op(0, -1)?;
             for i in 0..expect {
-                if !read_msg(&mut rx, &mut m)? {
+                if !read_msg(&mut &*rx, &mut m)? {
                     return Err(Fail(format!(
                         "chat client: server closed after {i} of {expect} messages"
                     )));
                 }
             }
             c.add(1, expect);
-            Ok(())
+            d.op(0, -1)
         })?);
     }
     let mut r = [0u8; 1];
     sys::read_full(ready_r, &mut r, "chat server start")?;
-    barrier.wait();
     let t0 = sys::now_ns();
-    ctx.join_all(workers)?;
+    go.op(0, (2 * n) as i16)?;
+    done.op(0, 0)?;
     let ns = sys::now_ns() - t0;
+    ctx.join_all(workers)?;
     ctx.join_all(vec![srv])?;
-    let delivered = (n as u64) * messages * (users as u64 - 1);
-    let rate = delivered as f64 / (ns.max(1) as f64 / 1e9);
+    let sent = (n as u64) * messages;
+    let delivered = sent * (users as u64 - 1);
+    let rate = (sent + delivered) as f64 / (ns.max(1) as f64 / 1e9);
     let mut out = Outcome::new("messages_per_s", rate, "messages/s", "higher", ns);
     out.counts = c.to_map();
     out.counts.insert("server_threads".into(), (2 * n) as f64);

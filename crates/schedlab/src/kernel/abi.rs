@@ -93,6 +93,31 @@ pub enum SyncOp {
     SemPost(u32),
     /// `sem_wait`.
     SemWait(u32),
+    /// SysV `semop(semid, &{sem_num, sem_op, 0}, 1)` on the semaphore `id` (always a
+    /// system call, [`super::usync`]): `op` > 0 adds it; `op` < 0 waits until the value is
+    /// at least −`op` and subtracts; `op` = 0 waits for zero. Returns 0.
+    SemOp {
+        /// The semaphore.
+        id: u32,
+        /// `sem_op`.
+        op: i32,
+    },
+    /// SysV `semctl(semid, sem_num, SETVAL, val)` on the semaphore `id`: returns 0 (a
+    /// system call; it wakes nobody, as in 2.4).
+    SemSetVal {
+        /// The semaphore.
+        id: u32,
+        /// The value.
+        val: u32,
+    },
+}
+
+impl SyncOp {
+    /// SysV semaphore calls are system calls from their first instruction; the pthread
+    /// calls enter the kernel only on their slow path.
+    pub fn is_syscall(&self) -> bool {
+        matches!(self, SyncOp::SemOp { .. } | SyncOp::SemSetVal { .. })
+    }
 }
 
 /// `EBADF`, for a file descriptor that is not open.

@@ -47,6 +47,8 @@ impl Kernel {
             usync: Vec::new(),
             streams: Vec::new(),
             skb_written: vec![0; machine.cpus],
+            sock_locks: Vec::new(),
+            sock_taken: None,
             files: Vec::new(),
             open_files: 0,
             live_tasks: 0,

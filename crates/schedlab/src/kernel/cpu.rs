@@ -186,6 +186,7 @@ impl Kernel {
                     }
                 }
                 Frame::Schedule => self.schedule(cpu, curr),
+                Frame::ReleaseSock { fd } => self.release_sock(cpu, fd),
                 Frame::NewTask { child, thread } => self.new_task(cpu, curr, child, thread),
                 Frame::Tail { prev } => self.finish_task_switch(cpu, prev),
                 Frame::Tick { user } => self.tick(cpu, curr, user),
@@ -325,7 +326,11 @@ impl Kernel {
             },
         };
         // A pthread call starts in user mode: the kernel entry is charged by its slow path.
-        if !matches!(sys, Sys::Sync { .. }) {
+        let entry = match &sys {
+            Sys::Sync { op, .. } => op.is_syscall(),
+            _ => true,
+        };
+        if entry {
             let ns = self.machine.costs().syscall_ns;
             self.charge(cpu, ns, Acct::Running);
             self.stats.syscalls += 1;

@@ -88,6 +88,10 @@ pub enum Frame {
     },
     /// `schedule()`.
     Schedule,
+    /// `release_sock` of the TCP socket `fd`, once the work of the system call that took
+    /// its lock has elapsed: the lock is free, and one task asleep in `lock_sock` is woken
+    /// ([`super::tcp`]).
+    ReleaseSock { fd: Fd },
     /// The policy's part of `do_fork` for a new task: `task_fork` and the first placement (`wake_up_new_task`),
     /// run synced after the fork's own work.
     NewTask {

@@ -65,7 +65,7 @@ use crate::machine::{CacheModel, CpuId, Interconnect, LockId, Machine, SpinLock}
 use abi::{Program, Record};
 use sched::{SchedClass, SchedCtx};
 
-use chan::{File, Stream};
+use chan::{Fd, File, Stream};
 use task::{Task, TaskId, TaskState};
 use types::WakeList;
 use waitq::{WaitQueue, WqId};
@@ -182,6 +182,12 @@ pub struct KernelStats {
     pub tcp_segments: u64,
     /// TCP pure ACKs sent.
     pub tcp_acks: u64,
+    /// TCP calls that found their socket owned by another task and slept in `lock_sock`.
+    pub sock_lock_waits: u64,
+    /// SysV `semop` calls.
+    pub semops: u64,
+    /// `semop` calls that slept.
+    pub semop_sleeps: u64,
     /// Tasks created (fork and clone).
     pub forks: u64,
     /// Tasks moved off a CPU their new affinity excludes (`sched_setaffinity`).
@@ -234,6 +240,11 @@ pub struct Kernel {
     pub streams: Vec<Stream>,
     /// AF_UNIX skb bytes (truesize) written per CPU: the clock of [`chan::Ageing`].
     pub(crate) skb_written: Vec<u64>,
+    /// TCP socket locks (`lock_sock`), by the fd of their endpoint ([`tcp`]).
+    pub(crate) sock_locks: Vec<tcp::SockLock>,
+    /// The socket lock the running system call body took, released by a
+    /// [`frame::Frame::ReleaseSock`] once the body's work has elapsed.
+    pub(crate) sock_taken: Option<Fd>,
     /// File table.
     pub files: Vec<File>,
     /// Open files (for `file-max`).

@@ -113,6 +113,11 @@ impl Kernel {
             }
         }
         let st = &mut self.tasks[task as usize].kstack;
+        // The socket lock is held for the body's work, wake-ups included (2.4 runs the
+        // loopback softirq inside `tcp_sendmsg`), and released before any sleep.
+        if let Some(fd) = self.sock_taken.take() {
+            st.push(Frame::ReleaseSock { fd });
+        }
         for (list, sync) in wakes.into_iter().rev() {
             if !list.is_empty() {
                 st.push(Frame::Wake {

@@ -23,19 +23,92 @@
 //! have. Congestion and receive windows never limit loopback here (cwnd grows by one per
 //! ACK from 2 and the receive buffer is 87 KB). ACKs acknowledge only fully read skbs.
 //!
+//! **The socket lock.** `tcp_sendmsg` and `tcp_recvmsg` run under their endpoint's
+//! `lock_sock` (2.4 include/net/sock.h, net/core/sock.c `__lock_sock`): a sleeping lock
+//! (`sk->lock.users`) held for the whole call — for a write, the loopback path and the
+//! reader's wake-up included, since the NET_RX softirq runs when `dev_queue_xmit`
+//! re-enables bottom halves — and released before any sleep for data or buffer space. A
+//! caller that finds it owned sleeps `TASK_UNINTERRUPTIBLE` as an exclusive waiter and is
+//! woken by the owner's `release_sock`; woken, it tries again and may find the lock taken
+//! by a caller that came meanwhile. Here the lock is owned from the start of the body to
+//! a [`Frame::ReleaseSock`](super::frame::Frame::ReleaseSock) run when the body's work has
+//! elapsed, so other CPUs see it owned for the call's duration. Not modelled: segments
+//! and ACKs that reach an owned socket go to its backlog, processed at `release_sock`; the
+//! model processes them at once.
+//!
 //! Invariant: `written == read + len + held` for every stream; `wmem` is the truesize of
-//! the skbs not yet acknowledged, held or in the receive queue.
+//! the skbs not yet acknowledged, held or in the receive queue. A socket lock's owner is
+//! a task whose system call body took it and whose `ReleaseSock` has not run.
 
 use crate::kernel::abi::EPIPE;
 use crate::kernel::chan::Fd;
 use crate::kernel::frame::Sys;
-use crate::kernel::task::TaskId;
+use crate::kernel::task::{TaskId, TaskState};
+use crate::kernel::waitq::WqId;
 use crate::kernel::{Acct, Kernel};
 use crate::machine::CpuId;
 
 use super::syscall::{Outcome, Wakes};
 
+/// The lock of one TCP endpoint (2.4 `sk->lock`: its owner and its wait queue).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SockLock {
+    owner: Option<TaskId>,
+    wq: Option<WqId>,
+}
+
 impl Kernel {
+    /// 2.4 `lock_sock` on the endpoint `fd` for `task`: true once taken; false when
+    /// another task owns it, with `task` asleep on the lock's queue (the caller blocks and
+    /// retries the call when woken).
+    fn lock_sock(&mut self, task: TaskId, fd: Fd) -> bool {
+        let i = fd as usize;
+        if self.sock_locks.len() <= i {
+            self.sock_locks.resize(i + 1, SockLock::default());
+        }
+        match self.sock_locks[i].owner {
+            None => {
+                self.sock_locks[i].owner = Some(task);
+                self.sock_taken = Some(fd);
+                true
+            }
+            Some(_) => {
+                let wq = match self.sock_locks[i].wq {
+                    Some(wq) => wq,
+                    None => {
+                        let wq = self.new_waitq();
+                        self.sock_locks[i].wq = Some(wq);
+                        wq
+                    }
+                };
+                self.stats.sock_lock_waits += 1;
+                self.tasks[task as usize].state = TaskState::Uninterruptible;
+                self.waitqs[wq as usize].add(task, true);
+                self.tasks[task as usize].wq_regs.push(wq);
+                false
+            }
+        }
+    }
+
+    /// 2.4 `release_sock` on `cpu`: free the lock of endpoint `fd` and wake one waiter.
+    pub(crate) fn release_sock(&mut self, cpu: CpuId, fd: Fd) {
+        let l = &mut self.sock_locks[fd as usize];
+        l.owner = None;
+        if let Some(wq) = l.wq {
+            let list = self.take_waiters(cpu, wq, 1);
+            if !list.is_empty() {
+                let curr = self.cpus[cpu].curr;
+                self.tasks[curr as usize]
+                    .kstack
+                    .push(crate::kernel::frame::Frame::Wake {
+                        list,
+                        sync: false,
+                        irq: false,
+                    });
+            }
+        }
+    }
+
     /// 2.4 `tcp_sendmsg`: copy into the tail skb (a new one when it is full), then push
     /// what Nagle lets go; sleep while `wmem_queued` ≥ `sndbuf`.
     #[allow(clippy::too_many_arguments)]
@@ -52,6 +125,15 @@ impl Kernel {
         let costs = self.machine.costs();
         if self.streams[s].readers == 0 {
             return Outcome::Done(if done > 0 { done as i64 } else { EPIPE });
+        }
+        if !self.lock_sock(task, fd) {
+            return Outcome::Block(Sys::Write {
+                fd,
+                len,
+                done,
+                started: true,
+                waiting: false,
+            });
         }
         self.charge(cpu, costs.tcp_sendmsg_ns, Acct::Running);
         while done < len {
@@ -137,6 +219,14 @@ impl Kernel {
         again: bool,
         wakes: &mut Wakes,
     ) -> Outcome {
+        if !self.lock_sock(task, fd) {
+            return Outcome::Block(Sys::Read {
+                fd,
+                len,
+                done: 0,
+                again,
+            });
+        }
         if !again {
             let ns = self.machine.costs().tcp_recvmsg_ns;
             self.charge(cpu, ns, Acct::Running);

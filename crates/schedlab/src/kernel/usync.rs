@@ -15,6 +15,15 @@
 //! * **Barrier**: the last of `parties` arrivals wakes the others; a generation number
 //!   tells a waiter its barrier opened.
 //! * **Semaphore**: counting, starts at 0; posts are remembered.
+//! * **SysV semaphore** (`semop`, `semctl(SETVAL)`; 2.4 ipc/sem.c): every call is a
+//!   system call that takes the IPC lock (charged `lock_ns`; 2.4's `sem_ids` lock is one
+//!   spinlock for every set, held for a few hundred ns per call — its contention is not
+//!   modelled). A decrement that cannot proceed sleeps as an exclusive waiter, a
+//!   wait-for-zero as a non-exclusive one. After an operation that changes the value,
+//!   `update_queue` wakes the first decrement waiter that can now proceed and stops (the
+//!   woken task retries its operation itself, 2.4's `q->status = 1`), and when the value
+//!   is 0 every wait-for-zero waiter; a woken decrement that succeeds calls
+//!   `update_queue` in turn, so a large post wakes its waiters one after another.
 //!
 //! Invariant: a mutex's owner, when set, is a live task that called `Lock` and not yet
 //! `Unlock`; every sleeper is on its object's wait queue with state `Interruptible`.
@@ -38,10 +47,22 @@ pub(crate) struct Object {
 #[derive(Debug)]
 enum State {
     Unused,
-    Mutex { owner: Option<TaskId> },
+    Mutex {
+        owner: Option<TaskId>,
+    },
     Cond,
-    Barrier { arrived: u32, generation: u64 },
-    Sem { count: u64 },
+    Barrier {
+        arrived: u32,
+        generation: u64,
+    },
+    Sem {
+        count: u64,
+    },
+    /// The object's queue holds the decrement waiters; `zero_wq` the wait-for-zero ones.
+    SysvSem {
+        value: u64,
+        zero_wq: WqId,
+    },
 }
 
 impl Kernel {
@@ -92,7 +113,7 @@ impl Kernel {
         generation: u64,
         wakes: &mut Wakes,
     ) -> Outcome {
-        if !again {
+        if !again || op.is_syscall() {
             let ns = self.machine.costs().lock_ns;
             self.charge(cpu, ns, Acct::Running);
         }
@@ -189,6 +210,26 @@ impl Kernel {
                 self.futex_wake(cpu, wq, 1, wakes);
                 Outcome::Done(0)
             }
+            SyncOp::SemOp { id, op: delta } => {
+                if !again {
+                    self.stats.semops += 1;
+                }
+                self.semop(cpu, task, id, delta, wakes)
+                    .unwrap_or_else(|| block(0))
+            }
+            SyncOp::SemSetVal { id, val } => {
+                let zero_wq = self.sysv_zero_wq(id);
+                match zero_wq {
+                    Some(zero_wq) => {
+                        self.object(id).state = State::SysvSem {
+                            value: u64::from(val),
+                            zero_wq,
+                        };
+                        Outcome::Done(0)
+                    }
+                    None => Outcome::Done(EPERM),
+                }
+            }
             SyncOp::SemWait(id) => {
                 let o = self.object(id);
                 let wq = o.wq;
@@ -208,6 +249,71 @@ impl Kernel {
                 }
             }
         }
+    }
+
+    /// The wait-for-zero queue of SysV semaphore `id` (made one on first use), or `None`
+    /// when `id` is another kind of object.
+    fn sysv_zero_wq(&mut self, id: u32) -> Option<WqId> {
+        if matches!(self.object(id).state, State::Unused) {
+            let zero_wq = self.new_waitq();
+            self.object(id).state = State::SysvSem { value: 0, zero_wq };
+        }
+        match self.object(id).state {
+            State::SysvSem { zero_wq, .. } => Some(zero_wq),
+            _ => None,
+        }
+    }
+
+    /// `try_atomic_semop` and, when it succeeds, `update_queue`; `None` when `task` must
+    /// sleep (it is on the semaphore's queue).
+    fn semop(
+        &mut self,
+        cpu: CpuId,
+        task: TaskId,
+        id: u32,
+        delta: i32,
+        wakes: &mut Wakes,
+    ) -> Option<Outcome> {
+        let Some(zero_wq) = self.sysv_zero_wq(id) else {
+            return Some(Outcome::Done(EPERM));
+        };
+        let o = self.object(id);
+        let wq = o.wq;
+        let State::SysvSem { value, .. } = &mut o.state else {
+            unreachable!("sysv_zero_wq made it a SysV semaphore")
+        };
+        let need = u64::from(delta.unsigned_abs());
+        let sleep_on = match delta {
+            0 if *value == 0 => None,
+            0 => Some((zero_wq, false)),
+            d if d < 0 && *value < need => Some((wq, true)),
+            d if d < 0 => {
+                *value -= need;
+                None
+            }
+            _ => {
+                *value += need;
+                None
+            }
+        };
+        if let Some((q, exclusive)) = sleep_on {
+            self.stats.semop_sleeps += 1;
+            self.tasks[task as usize].state = TaskState::Interruptible;
+            self.waitqs[q as usize].add(task, exclusive);
+            self.tasks[task as usize].wq_regs.push(q);
+            return None;
+        }
+        let value = *value;
+        if delta != 0 {
+            // update_queue: the first decrement waiter that can now proceed, then the
+            // wait-for-zero waiters once the value is 0.
+            if value > 0 {
+                wakes.push((self.take_waiters(cpu, wq, 1), false));
+            } else {
+                wakes.push((self.take_waiters(cpu, zero_wq, 0), false));
+            }
+        }
+        Some(Outcome::Done(0))
     }
 
     /// Take mutex `id` for `task` if it is free.

@@ -14,58 +14,59 @@
 //!
 //! # The model
 //!
-//! init plays `chat_c`'s main thread; it forks `chat_s`.
+//! It follows the published source (chat_s.c, chat_c.c and chat.h, version 1.0.1 of
+//! 10 Dec 2000; benchmarks.md §3). Threads are `__clone(CLONE_VM | CLONE_FS |
+//! CLONE_FILES | CLONE_SIGHAND)` threads, not LinuxThreads; they synchronise with SysV
+//! semaphores ([`crate::kernel::usync`]); every message is a 100-byte `send()`, and every
+//! `recv()` asks for exactly 100 bytes (`MSG_WAITALL`).
 //!
-//! 1. init applies `nice` (so `chat_s` and every thread inherit it), creates a "go" pipe and
-//!    a "ready" pipe, and one TCP loopback connection per user (`connect` + `accept`: the
-//!    client end is `c`, the server end `c + 1`), room by room.
-//! 2. init forks `chat_s`, which creates one internal queue per user (an AF_UNIX socketpair,
-//!    see below), clones per user a receive thread and a send thread, writes one byte to the
-//!    ready pipe and waits for its threads.
-//! 3. init clones per user a client send thread and a client receive thread, reads the
-//!    server's ready byte, marks `start` and writes one byte to the go pipe. Client send
-//!    threads wait for it in `poll()`; receive threads are simply blocked in `read()`.
-//! 4. Client send thread: `messages` writes of 100 bytes to its connection, back to back.
-//!    Server receive thread: reads 100-byte messages from its connection (looping on short
-//!    reads) and hands each to the send threads of the room's other `users − 1` users.
-//!    Server send thread: takes what is queued for it (up to 40 messages at once) and writes
-//!    each message to its connection with its own `write()`. Client receive thread: reads
-//!    `(users − 1) · messages` messages of 100 bytes, marks `end` and exits.
-//! 5. Result: messages delivered to clients / (last `end` − `start`) — reading (ii) of
-//!    benchmarks.md §3, the one giving plausible run lengths (10 rooms × 200 messages:
-//!    760,000 deliveries). Counted quantities are explicit: `messages_sent` (client
-//!    originated), `messages_delivered` (read by client receive threads); marks `start`,
-//!    `first_send` (each client send thread), `end` (each client receive thread).
+//! 1. init plays `chat_c`'s main thread. It applies `nice` (so `chat_s` and every thread
+//!    inherit it), creates the "ready" pipe, one TCP loopback connection per user
+//!    (`connect` + `accept`: the client end is `c`, the server end `c + 1`), sets
+//!    `c_donesem` to the number of client threads, and forks `chat_s`.
+//! 2. `chat_s` clones per user a receive thread `srv_rcv` and a send thread `srv_snd`,
+//!    writes the ready byte (the original sends `CLIENT_START` on its control socket) and
+//!    waits for its threads.
+//! 3. init clones per user `cli_snd` and `cli_rcv`, reads the ready byte, marks `start`
+//!    and releases the client threads with one `semop(clientsemall, +threads)`, which
+//!    2.4 turns into a chain of wake-ups (each released thread wakes the next). It then
+//!    waits for `c_donesem` to reach zero and marks `end`.
+//! 4. `cli_snd`: `messages` sends to its connection, then `semop(c_donesem, −1)`.
+//!    `srv_rcv` of user *u*: per message, a `recv()` from *u*'s connection and
+//!    `semop(roomsem[u], +1)`. `srv_snd` of user *u*: per message, `semop(roomsem[u], −1)`
+//!    and one `send()` to the connection of each of the room's **other** users — so a
+//!    room's 20 send threads all write to the same 19 sockets, and meet on their socket
+//!    locks. `cli_rcv`: `(users − 1) · messages` receives, then `semop(c_donesem, −1)`.
+//! 5. Result: chat_c's "Average throughput": (messages sent + messages received by the
+//!    client threads) / (`end` − `start`). Counted: `messages_sent`, `messages_delivered`;
+//!    marks `start`, `first_send` (each client send thread), `end`.
 //!
-//! Inferences, each marked in the code: \[INFERRED\] the hand-off between a server receive
-//! thread and the other users' send threads — the chat_s source was not found; a
-//! mutex/condition-variable queue in LinuxThreads costs a system call and a wake-up when
-//! the send thread is asleep and nothing otherwise, so the model queues each message with
-//! one `write()` on a per-user AF_UNIX socketpair (64 KB buffer, one wake-up per message
-//! like a condition signal) and the send thread drains up to 40 queued messages per
-//! `read()`. \[INFERRED\] client send threads do not pace themselves (TCP's send buffer is
-//! the only flow control). \[INFERRED\] the start protocol (ready byte from the server, one
-//! "go" byte polled by the client send threads). \[INFERRED\] `nice` applies to both
-//! programs, as `nice -n 19` on the whole benchmark.
+//! Simplifications, named: the control socket is a pipe; `chat_s` waits for its threads
+//! with `waitpid` instead of its `s_donesem` (outside the timed interval either way).
 
 use std::sync::Arc;
 
-use crate::kernel::abi::{errno_name, Env, Op, Program, Record};
+use crate::kernel::abi::{errno_name, Env, Op, Program, Record, SyncOp};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
-use super::toolkit::{fail, step, Arrive, Chan, Gate, Open, Reads, Reap, Spawn, Writes};
+use super::toolkit::{fail, step, Open, Reads, Reap, Spawn, Writes};
 use super::{interval, metric, Workload, WorkloadInfo};
 
-/// Message size (benchmarks.md §3).
+/// Message size (chat.h `BUFFER_SIZE`).
 const MSG: u64 = 100;
-/// Messages a server send thread takes from its queue at once. model: \[INFERRED\] a
-/// condition-variable queue is drained without a system call per message; 40 × 100 bytes
-/// keeps each read within one page.
-const BATCH: u64 = 40;
+/// The semaphore that releases the client threads (chat_c's `clientsemall`).
+const CLIENTSEMALL: u32 = 0;
+/// The semaphore the client threads count down as they finish (chat_c's `c_donesem`).
+const C_DONESEM: u32 = 1;
+
+/// chat_s's `roomsem` of user `u` (one semaphore per user in its room's set).
+fn roomsem(u: u64) -> u32 {
+    2 + u as u32
+}
 
 crate::options! {
     /// The parameters of `chat`, declared once (the native runner reads them too).
@@ -127,6 +128,10 @@ impl Shape {
     fn delivered(&self) -> u64 {
         self.connections() * self.per_receiver()
     }
+
+    fn sent(&self) -> u64 {
+        self.connections() * self.messages
+    }
 }
 
 /// The chat workload.
@@ -134,103 +139,148 @@ pub struct Chat {
     s: Shape,
 }
 
-/// Client send thread: wait for "go", then `messages` writes to its connection.
+/// One `semop` on one semaphore, as a step of a program: issued, then checked.
+struct Semop {
+    id: u32,
+    op: i32,
+    issued: bool,
+}
+
+impl Semop {
+    fn new(id: u32, op: i32) -> Semop {
+        Semop {
+            id,
+            op,
+            issued: false,
+        }
+    }
+
+    /// The call, or `None` once it has returned (each later call issues it again).
+    fn step(&mut self, env: &mut Env<'_>) -> Option<Op> {
+        if !std::mem::take(&mut self.issued) {
+            self.issued = true;
+            return Some(Op::Sync(SyncOp::SemOp {
+                id: self.id,
+                op: self.op,
+            }));
+        }
+        if env.ret != 0 {
+            let msg = format!(
+                "chat: semop({}, {}) failed ({})",
+                self.id,
+                self.op,
+                errno_name(env.ret)
+            );
+            return Some(fail(env, msg));
+        }
+        None
+    }
+}
+
+/// `cli_snd`: wait for the start, send `messages` messages, count down `c_donesem`.
 struct ClientSend {
-    go: Arrive,
+    go: Semop,
     sends: Writes,
+    done: Semop,
 }
 
 impl Program for ClientSend {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        step!(self.go.step(env));
         if !self.sends.started() {
+            step!(self.go.step(env));
             env.mark("first_send");
         }
         step!(self.sends.step(env));
-        env.count("messages_sent", self.sends.messages());
+        if !self.done.issued {
+            env.count("messages_sent", self.sends.messages());
+        }
+        step!(self.done.step(env));
         Op::Exit
     }
 }
 
-/// Client receive thread: every message the other users of its room send.
+/// `cli_rcv`: wait for the start, receive every message the room's other users send,
+/// count down `c_donesem`.
 struct ClientRecv {
+    go: Option<Semop>,
     msgs: Reads,
+    done: Semop,
 }
 
 impl Program for ClientRecv {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
+        if let Some(go) = &mut self.go {
+            step!(go.step(env));
+            self.go = None;
+        }
         step!(self.msgs.step(env));
-        env.count("messages_delivered", self.msgs.n());
-        env.mark("end");
+        if !self.done.issued {
+            env.count("messages_delivered", self.msgs.n());
+        }
+        step!(self.done.step(env));
         Op::Exit
     }
 }
 
-/// Server receive thread: read a message from its user, queue it for the others.
+/// `srv_rcv` of a user: per message, receive it and post the user's room semaphore.
 struct ServerRecv {
     msgs: Reads,
-    /// One write to the queue of each other user of the room.
-    fwd: Writes,
-    /// Messages handed on.
-    handed: u64,
+    post: Semop,
+    /// A message is in and its post not yet returned.
+    posting: bool,
 }
 
 impl Program for ServerRecv {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         loop {
-            step!(self.fwd.step(env));
-            if self.handed == self.msgs.n() {
+            if self.posting {
+                step!(self.post.step(env));
+                self.posting = false;
+            }
+            if self.msgs.done() == self.msgs.n() {
                 return Op::Exit;
             }
             step!(self.msgs.step_each(env));
-            // A whole message is in: hand it to every other user's send thread.
-            self.handed += 1;
-            self.fwd.restart(1);
+            self.posting = true;
         }
     }
 }
 
-/// Server send thread: drain its queue, one `write()` per message to its connection.
+/// `srv_snd` of a user: per message, wait on the user's room semaphore, then send the
+/// message to each other user of the room.
 struct ServerSend {
-    queue: Fd,
-    /// Messages not yet taken from the queue.
+    wait: Semop,
+    /// Messages still to broadcast.
     left: u64,
-    reading: bool,
-    /// The messages taken, one write each.
+    /// The broadcast of the current message, one `send()` per other user.
     out: Writes,
+    /// Waiting on the semaphore.
+    waiting: bool,
 }
 
 impl Program for ServerSend {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
-        if std::mem::take(&mut self.reading) {
-            if env.ret <= 0 || !(env.ret as u64).is_multiple_of(MSG) {
-                let msg = format!("chat: server send: queue read returned {}", env.ret);
-                return fail(env, msg);
+        loop {
+            if self.waiting {
+                step!(self.wait.step(env));
+                self.waiting = false;
+                self.left -= 1;
+                self.out.restart(1);
             }
-            let taken = env.ret as u64 / MSG;
-            self.left -= taken;
-            self.out.restart(taken);
-        }
-        step!(self.out.step(env));
-        if self.left == 0 {
-            return Op::Exit;
-        }
-        self.reading = true;
-        Op::Read {
-            fd: self.queue,
-            len: self.left.min(BATCH) * MSG,
+            step!(self.out.step(env));
+            if self.left == 0 {
+                return Op::Exit;
+            }
+            self.waiting = true;
         }
     }
 }
 
 /// Server thread `k`: the receive (even `k`) or send thread of user `k / 2`, given the
-/// server ends of the connections and the users' queues.
-fn server_thread(s: Shape, conns: &[Fd], queues: &[Fd], k: u64) -> Box<dyn Program> {
+/// server ends of the connections.
+fn server_thread(s: Shape, conns: &[Fd], k: u64) -> Box<dyn Program> {
     let role = if k.is_multiple_of(2) { "sr" } else { "ss" };
-    super::toolkit::named(
-        thread_comm(s, role, k),
-        server_thread_of(s, conns, queues, k),
-    )
+    super::toolkit::named(thread_comm(s, role, k), server_thread_of(s, conns, k))
 }
 
 /// The comm of thread `k` of a user: `roomR:<role>U` (room and user 1-based), so traces
@@ -240,48 +290,44 @@ fn thread_comm(s: Shape, role: &str, k: u64) -> String {
     format!("room{}:{role}{}", user / s.users + 1, user % s.users + 1)
 }
 
-fn server_thread_of(s: Shape, conns: &[Fd], queues: &[Fd], k: u64) -> Box<dyn Program> {
-    let i = (k / 2) as usize;
+fn server_thread_of(s: Shape, conns: &[Fd], k: u64) -> Box<dyn Program> {
+    let u = k / 2;
+    let n = s.messages;
     if k.is_multiple_of(2) {
-        let first = (i as u64 / s.users * s.users) as usize;
-        let others: Arc<[Fd]> = (first..first + s.users as usize)
-            .filter(|&v| v != i)
-            .map(|v| queues[v] + 1)
-            .collect();
-        let n = s.messages;
         Box::new(ServerRecv {
-            msgs: Reads::new(conns[i], MSG, n, move |done, ret| {
+            msgs: Reads::new(conns[u as usize], MSG, n, move |done, ret| {
                 format!(
-                    "chat: server receive: read returned {ret} with {} messages to go",
+                    "chat: server receive: recv returned {ret} with {} messages to go",
                     n - done
                 )
             }),
-            fwd: Writes::new(others, MSG, 0, |_, ret| {
-                format!("chat: server receive: queue write returned {ret}")
-            }),
-            handed: 0,
+            post: Semop::new(roomsem(u), 1),
+            posting: false,
         })
     } else {
+        let first = u / s.users * s.users;
+        let others: Arc<[Fd]> = (first..first + s.users)
+            .filter(|&v| v != u)
+            .map(|v| conns[v as usize])
+            .collect();
         Box::new(ServerSend {
-            queue: queues[i],
-            left: s.per_receiver(),
-            reading: false,
-            out: Writes::new(vec![conns[i]], MSG, 0, |_, ret| {
-                format!("chat: server send: write returned {ret}")
+            wait: Semop::new(roomsem(u), -1),
+            left: n,
+            out: Writes::new(others, MSG, 0, |_, ret| {
+                format!("chat: server send: send returned {ret}")
             }),
+            waiting: true,
         })
     }
 }
 
-/// `chat_s`: queues, threads, ready byte, wait.
+/// `chat_s`: threads, ready byte, wait.
 struct Server {
     phase: u8,
     s: Shape,
     /// Server ends of the connections, room by room.
     conns: Arc<[Fd]>,
     ready_out: Fd,
-    /// One queue per user.
-    queues: Open,
     /// Receive then send thread, per user.
     threads: Spawn,
     reap: Reap,
@@ -291,21 +337,18 @@ impl Program for Server {
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         loop {
             match self.phase {
-                0 => step!(self.queues.step(env)),
-                1 => {
-                    let (s, conns, queues) = (self.s, &self.conns, self.queues.fds());
-                    step!(self
-                        .threads
-                        .step(env, |k, _| server_thread(s, conns, queues, k)));
+                0 => {
+                    let (s, conns) = (self.s, &self.conns);
+                    step!(self.threads.step(env, |k, _| server_thread(s, conns, k)));
                 }
-                2 => {
+                1 => {
                     self.phase += 1;
                     return Op::Write {
                         fd: self.ready_out,
                         len: 1,
                     };
                 }
-                3 => step!(self.reap.step(env)),
+                2 => step!(self.reap.step(env)),
                 _ => return Op::Exit,
             }
             self.phase += 1;
@@ -314,29 +357,32 @@ impl Program for Server {
 }
 
 /// Client thread `k`: the send (even `k`) or receive thread of user `k / 2`.
-fn client_thread(s: Shape, go: Fd, conns: &[Fd], k: u64) -> Box<dyn Program> {
+fn client_thread(s: Shape, conns: &[Fd], k: u64) -> Box<dyn Program> {
     let role = if k.is_multiple_of(2) { "cs" } else { "cr" };
-    super::toolkit::named(thread_comm(s, role, k), client_thread_of(s, go, conns, k))
+    super::toolkit::named(thread_comm(s, role, k), client_thread_of(s, conns, k))
 }
 
-fn client_thread_of(s: Shape, go: Fd, conns: &[Fd], k: u64) -> Box<dyn Program> {
+fn client_thread_of(s: Shape, conns: &[Fd], k: u64) -> Box<dyn Program> {
     let conn = conns[(k / 2) as usize];
     if k.is_multiple_of(2) {
         Box::new(ClientSend {
-            go: Arrive::go(go),
+            go: Semop::new(CLIENTSEMALL, -1),
             sends: Writes::new(vec![conn], MSG, s.messages, |_, ret| {
-                format!("chat: client send: write returned {ret}")
+                format!("chat: client send: send returned {ret}")
             }),
+            done: Semop::new(C_DONESEM, -1),
         })
     } else {
         let n = s.per_receiver();
         Box::new(ClientRecv {
+            go: Some(Semop::new(CLIENTSEMALL, -1)),
             msgs: Reads::new(conn, MSG, n, move |done, ret| {
                 format!(
-                    "chat: client receive: read returned {ret} with {} messages to go",
+                    "chat: client receive: recv returned {ret} with {} messages to go",
                     n - done
                 )
             }),
+            done: Semop::new(C_DONESEM, -1),
         })
     }
 }
@@ -345,24 +391,22 @@ fn client_thread_of(s: Shape, go: Fd, conns: &[Fd], k: u64) -> Box<dyn Program> 
 struct Client {
     phase: u8,
     s: Shape,
-    /// The "go" and "ready" pipes.
-    pipes: Open,
+    /// The "ready" pipe (chat_s's `CLIENT_START`).
+    ready: Open,
     /// One TCP connection per user, room by room.
     conns: Open,
     server: Spawn,
     /// Send then receive thread, per user.
     threads: Spawn,
+    /// `semop(clientsemall, +threads)`, then `semop(c_donesem, 0)`.
+    release: Semop,
+    wait_done: Semop,
     reap: Reap,
 }
 
 impl Client {
-    /// The "go" and "ready" pipes (once open): client send threads poll go; chat_s
-    /// writes one ready byte.
-    fn gate(&self) -> Gate {
-        Gate {
-            go: self.pipes.fds()[0],
-            ready: self.pipes.fds()[1],
-        }
+    fn client_threads(&self) -> u64 {
+        2 * self.s.connections()
     }
 }
 
@@ -376,10 +420,18 @@ impl Program for Client {
                     return Op::Nice { inc: self.s.nice };
                 }
                 0 => {}
-                1 => step!(self.pipes.step(env)),
+                1 => step!(self.ready.step(env)),
                 2 => step!(self.conns.step(env)),
                 3 => {
-                    let (s, gate, conns) = (self.s, self.gate(), self.conns.fds());
+                    self.phase += 1;
+                    return Op::Sync(SyncOp::SemSetVal {
+                        id: C_DONESEM,
+                        val: self.client_threads() as u32,
+                    });
+                }
+                4 => {
+                    let (s, conns) = (self.s, self.conns.fds());
+                    let ready_out = self.ready.fds()[0] + 1;
                     step!(self.server.step(env, |_, _| {
                         super::toolkit::named(
                             "chat_s",
@@ -387,13 +439,7 @@ impl Program for Client {
                                 phase: 0,
                                 s,
                                 conns: conns.iter().map(|&c| c + 1).collect(),
-                                ready_out: gate.ready + 1,
-                                queues: Open::new(Chan::SocketPair, s.connections(), |_, ret| {
-                                    format!(
-                                        "chat: server: socketpair() failed ({})",
-                                        errno_name(ret)
-                                    )
-                                }),
+                                ready_out,
                                 threads: Spawn::clones(2 * s.connections(), |i, ret| {
                                     format!(
                                         "chat: server: clone() of thread {} refused ({})",
@@ -406,21 +452,19 @@ impl Program for Client {
                         )
                     }));
                 }
-                4 => {
-                    let (s, go, conns) = (self.s, self.gate().go, self.conns.fds());
-                    step!(self
-                        .threads
-                        .step(env, |k, _| client_thread(s, go, conns, k)));
+                5 => {
+                    let (s, conns) = (self.s, self.conns.fds());
+                    step!(self.threads.step(env, |k, _| client_thread(s, conns, k)));
                 }
                 // Wait for chat_s to have created its threads.
-                5 => {
+                6 => {
                     self.phase += 1;
                     return Op::Read {
-                        fd: self.gate().ready,
+                        fd: self.ready.fds()[0],
                         len: 1,
                     };
                 }
-                6 => {
+                7 => {
                     if env.ret < 0 {
                         let msg = format!(
                             "chat: read of the server's ready byte failed ({})",
@@ -429,11 +473,14 @@ impl Program for Client {
                         return fail(env, msg);
                     }
                     env.mark("start");
-                    self.phase += 1;
-                    return self.gate().go();
+                }
+                8 => step!(self.release.step(env)),
+                9 => {
+                    step!(self.wait_done.step(env));
+                    env.mark("end");
                 }
                 // Reap the threads and chat_s.
-                7 => step!(self.reap.step(env)),
+                10 => step!(self.reap.step(env)),
                 _ => return Op::Exit,
             }
             self.phase += 1;
@@ -449,10 +496,10 @@ impl Workload for Chat {
             Box::new(Client {
                 phase: 0,
                 s: self.s,
-                pipes: Open::pipes(2, |_, ret| {
+                ready: Open::pipes(1, |_, ret| {
                     format!("chat: pipe() failed ({})", errno_name(ret))
                 }),
-                conns: Open::new(Chan::Tcp, n, |i, ret| {
+                conns: Open::new(super::toolkit::Chan::Tcp, n, |i, ret| {
                     format!(
                         "chat: TCP connection of user {} failed ({})",
                         i + 1,
@@ -469,6 +516,8 @@ impl Workload for Chat {
                         errno_name(ret)
                     )
                 }),
+                release: Semop::new(CLIENTSEMALL, (2 * n) as i32),
+                wait_done: Semop::new(C_DONESEM, 0),
                 reap: Reap::all(),
             }),
         )
@@ -476,16 +525,18 @@ impl Workload for Chat {
 
     fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {
         let ns = interval(rec, "start", "end")?;
+        let sent = rec.count("messages_sent");
         let delivered = rec.count("messages_delivered");
-        if delivered != self.s.delivered() {
+        if delivered != self.s.delivered() || sent != self.s.sent() {
             return Err(format!(
-                "chat: {delivered} messages delivered, expected {}",
+                "chat: {sent} messages sent and {delivered} received, expected {} and {}",
+                self.s.sent(),
                 self.s.delivered()
             ));
         }
         Ok(metric(
             "messages_per_s",
-            delivered as f64 / (ns as f64 / 1e9),
+            (sent + delivered) as f64 / (ns as f64 / 1e9),
             "messages/s",
             "higher",
         ))
