@@ -94,7 +94,7 @@ impl Thread {
 
     fn attrs_ops(&mut self, a: &Attrs, q: &mut VecDeque<Op>) {
         if let Some(cpus) = &a.cpus {
-            let mask = cpus.iter().fold(0u64, |m, &c| m | 1 << c);
+            let mask = crate::machine::CpuMask::from_cpus(cpus.iter().copied());
             q.push_back(Op::SetAffinity { mask });
         }
         if let Some(n) = a.nice {
