@@ -98,8 +98,32 @@ struct Lines {
     capacity: u32,
     cpus: usize,
     clock: Vec<u32>,
-    /// `stamp[line * cpus + cpu]`.
+    /// Up to 64 CPUs: `stamp[line * cpus + cpu]`, dense.
     stamp: Vec<u32>,
+    /// Past 64 CPUs the stamps are paged, 64 CPUs (one sharer word) to a page, a page
+    /// made when a CPU of its word first touches the line: `page[line * words + w]` is
+    /// 1 + the page's index in `pool`, 0 for none (all stamps 0, as a dense array
+    /// starts). A task line is touched by few CPUs, so 100 000 tasks on 1024 CPUs take
+    /// tens of MB, not the 400 MB of a dense table.
+    page: Vec<u32>,
+    pool: Vec<[u32; 64]>,
+}
+
+/// The stamp of (line `i`, `cpu`) in a paged table, its page made if need be.
+#[inline]
+fn paged_stamp<'a>(
+    page: &mut [u32],
+    pool: &'a mut Vec<[u32; 64]>,
+    words: usize,
+    i: usize,
+    cpu: CpuId,
+) -> &'a mut u32 {
+    let slot = &mut page[i * words + (cpu >> 6)];
+    if *slot == 0 {
+        pool.push([0; 64]);
+        *slot = pool.len() as u32;
+    }
+    &mut pool[*slot as usize - 1][cpu & 63]
 }
 
 /// Bit of `cpu` in its sharer word: (word index, bit).
@@ -135,7 +159,11 @@ impl Lines {
             self.dir[l * stride] = NO_OWNER;
         }
         if self.capacity > 0 {
-            self.stamp.resize((i + 1) * self.cpus, 0);
+            if self.words == 1 {
+                self.stamp.resize((i + 1) * self.cpus, 0);
+            } else {
+                self.page.resize((i + 1) * self.words, 0);
+            }
         }
     }
 
@@ -150,7 +178,11 @@ impl Lines {
         let e = &mut self.dir[i * stride..(i + 1) * stride];
         if self.capacity != 0 {
             let now = self.clock[cpu];
-            let stamp = &mut self.stamp[i * self.cpus + cpu];
+            let stamp = if self.words == 1 {
+                &mut self.stamp[i * self.cpus + cpu]
+            } else {
+                paged_stamp(&mut self.page, &mut self.pool, self.words, i, cpu)
+            };
             let (w, me) = bit(cpu);
             if e[1 + w] & me != 0 && now.wrapping_sub(*stamp) >= self.capacity {
                 // Evicted since: a dirty copy was written back.
