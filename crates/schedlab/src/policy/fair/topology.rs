@@ -12,8 +12,14 @@
 //! (no SMT, no shared LLC) on one memory (ProFusion and the 4-way Xeon box are UMA: one
 //! node). So the kernel builds exactly one domain, PKG over all online CPUs with one-CPU
 //! groups (`imbalance_pct` 117, `cache_nice_tries` 1), and no `sd_llc`: wake-ups never
-//! scan for idle CPUs (§6.1 [I]). Other shapes are for tests and future presets
+//! scan for idle CPUs (§6.1 [I]). `modern-2s-64` has SMT, MC (package) and NUMA levels;
+//! `numa-1024` (512 nodes of 2 CPUs) PKG (a node) and NUMA. Other shapes are for tests
 //! ([`Topology::new`]).
+//!
+//! Not modelled: more than one NUMA level. Linux builds one per distinct node distance
+//! (`sched_init_numa`); here NUMA spans every CPU, with one group per node, so a
+//! 512-node machine balances across all nodes at once where Linux would balance among
+//! near nodes first.
 
 use crate::machine::{CpuId, Machine};
 
