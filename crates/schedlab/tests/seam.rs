@@ -405,12 +405,12 @@ fn sched_setaffinity_moves_the_task_and_every_policy_keeps_it_there() {
                 step += 1;
                 match step {
                     1 => Op::SetAffinity {
-                        mask: CpuMask::single(40),
+                        mask: Box::new(CpuMask::single(40)),
                     },
                     2 => {
                         env.count("einval", u64::from(env.ret == EINVAL));
                         Op::SetAffinity {
-                            mask: CpuMask::single(1),
+                            mask: Box::new(CpuMask::single(1)),
                         }
                     }
                     3..=5 => Op::Fork { child: worker(40) },

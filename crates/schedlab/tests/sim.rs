@@ -1616,8 +1616,18 @@ fn every_policy_runs_on_numa_1024_at_all_its_cpus_and_at_96() {
                 p.name,
                 r.result.value
             );
-            let top = sim.k.tasks.iter().filter(|t| !t.is_idle).filter_map(|t| t.last_ran).max();
-            assert!(top.is_some_and(|c| c < cpus), "{}: ran on {top:?} of {cpus}", p.name);
+            let top = sim
+                .k
+                .tasks
+                .iter()
+                .filter(|t| !t.is_idle)
+                .filter_map(|t| t.last_ran)
+                .max();
+            assert!(
+                top.is_some_and(|c| c < cpus),
+                "{}: ran on {top:?} of {cpus}",
+                p.name
+            );
             if cpus == 1024 && top.is_some_and(|c| c >= 64) {
                 past_64.push(p.name);
             }
@@ -1626,7 +1636,10 @@ fn every_policy_runs_on_numa_1024_at_all_its_cpus_and_at_96() {
     // linux-2.4's reschedule_idle and O(1)'s and the fair class's balancers spread 80
     // tasks over idle CPUs; fifo keeps every task on its parent's CPU.
     for spreads in ["linux-2.4", "o1-2.6", "eevdf"] {
-        assert!(past_64.contains(&spreads), "{spreads} stayed below CPU 64: {past_64:?}");
+        assert!(
+            past_64.contains(&spreads),
+            "{spreads} stayed below CPU 64: {past_64:?}"
+        );
     }
 }
 
@@ -1649,7 +1662,11 @@ fn the_numa_1024_preset_has_node_and_numa_levels() {
     assert_eq!(doms[700][1].span.len(), 1024);
     assert_eq!(doms[700][1].groups.len(), 512, "one group per node");
     assert_eq!(doms[700][1].groups[0], vec![700, 701], "its own node first");
-    assert_eq!(doms[700][1].groups[1], vec![702, 703], "then wrapping upward");
+    assert_eq!(
+        doms[700][1].groups[1],
+        vec![702, 703],
+        "then wrapping upward"
+    );
     // --cpus 96 boots nodes 0-47 only.
     let m96 = schedlab::machine::Machine::boot(p, Some(96)).unwrap();
     let d96 = schedlab::policy::fair::topology::build_domains(
@@ -1694,12 +1711,12 @@ fn a_task_pinned_to_cpu_700_runs_only_there_under_every_policy() {
                 step += 1;
                 match step {
                     1 => Op::SetAffinity {
-                        mask: CpuMask::single(800),
+                        mask: Box::new(CpuMask::single(800)),
                     },
                     2 => {
                         env.count("einval", u64::from(env.ret == EINVAL));
                         Op::SetAffinity {
-                            mask: CpuMask::single(700),
+                            mask: Box::new(CpuMask::single(700)),
                         }
                     }
                     3..=6 => Op::Fork { child: worker(30) },
@@ -1729,7 +1746,13 @@ fn a_task_pinned_to_cpu_700_runs_only_there_under_every_policy() {
         let users: Vec<_> = sim.k.tasks.iter().filter(|t| !t.is_idle).collect();
         assert_eq!(users.len(), 5, "{}", p.name);
         for t in users {
-            assert_eq!(t.last_ran, Some(700), "{}: pid {} ran elsewhere", p.name, t.pid);
+            assert_eq!(
+                t.last_ran,
+                Some(700),
+                "{}: pid {} ran elsewhere",
+                p.name,
+                t.pid
+            );
             assert_eq!(t.cpus_allowed, CpuMask::single(700));
         }
     }

@@ -4,7 +4,7 @@
 //! Design: the tables of costs live in `preset` and `host`; this module only names and
 //! builds them, so neither of those imports the other.
 
-use super::preset::{piii700, CpuIds, Costs, Limits, Preset, PRESETS};
+use super::preset::{piii700, Costs, CpuIds, Limits, Preset, PRESETS};
 
 /// The modern many-core preset's name.
 pub const MANYCORE: &str = "modern-2s-64";
@@ -176,12 +176,12 @@ pub fn numa1024_costs() -> Costs {
         // target's SHUB over the same routers, not a faster path.
         ipi_latency_ns: p6.ipi_latency_ns,
         idle_exit_ns: at_clock(p6.idle_exit_ns),
-        line_bytes: 128, // [TAMU]: L2 and L3 blocks
+        line_bytes: 128,     // [TAMU]: L2 and L3 blocks
         l1_bytes: 16 * 1024, // [TAMU]
         // The model's last private level: the 3 MB 12-way L3 [TAMU].
         l2_bytes: 3 * 1024 * 1024,
-        l1_ways: 4,  // [TAMU]
-        l2_ways: 12, // [TAMU]
+        l1_ways: 4,            // [TAMU]
+        l2_ways: 12,           // [TAMU]
         page_bytes: 16 * 1024, // [7CPU]: ia64 Linux's 16 KB pages
         // [TAMU]: an L3 hit, 14 clocks at 1.3 GHz.
         l2_line_ns: 14 * 1000 / 1300,

@@ -85,7 +85,10 @@ impl CpuMask {
     /// Add `cpu` (below [`MAX_CPUS`]).
     #[inline]
     pub fn set(&mut self, cpu: CpuId) {
-        assert!(cpu < MAX_CPUS, "cpu {cpu} is past a cpumask's {MAX_CPUS} CPUs");
+        assert!(
+            cpu < MAX_CPUS,
+            "cpu {cpu} is past a cpumask's {MAX_CPUS} CPUs"
+        );
         self.0[cpu >> 6] |= 1u64 << (cpu & 63);
     }
 
@@ -201,7 +204,10 @@ mod tests {
         }
         assert_eq!(m.weight(), 7);
         assert!(!m.test(1) && !m.test(62) && !m.test(65) && !m.test(1022));
-        assert!(!m.test(1024) && !m.test(usize::MAX), "past the capacity: not in");
+        assert!(
+            !m.test(1024) && !m.test(usize::MAX),
+            "past the capacity: not in"
+        );
         m.clear(64);
         assert!(!m.test(64) && m.test(63) && m.test(127));
         assert_eq!(m.weight(), 6);

@@ -275,7 +275,10 @@ impl Lines {
                 .enumerate()
                 .all(|(k, &s)| s == if k == w { me } else { 0 });
             if !only {
-                return Err(format!("{what} line {i}: owner cpu {o} but sharers {:x?}", &e[1..]));
+                return Err(format!(
+                    "{what} line {i}: owner cpu {o} but sharers {:x?}",
+                    &e[1..]
+                ));
             }
         }
         Ok(())
@@ -625,11 +628,22 @@ mod tests {
         for cpu in [3, 64, 700, 1023] {
             assert_eq!(x.read_task(0, cpu, 9), c.mem_latency_ns, "cpu {cpu}");
         }
-        assert_eq!(x.read_task(10, 1023, 9), c.l2_line_ns, "a hit in the last word");
+        assert_eq!(
+            x.read_task(10, 1023, 9),
+            c.l2_line_ns,
+            "a hit in the last word"
+        );
         // CPU 700 writes: the others' copies go, one of them on another node.
-        assert_eq!(x.tasks.write(9, 700, &x.bus_masks[350 * 16..351 * 16]), Source::Upgrade { remote: Some(3) });
+        assert_eq!(
+            x.tasks.write(9, 700, &x.bus_masks[350 * 16..351 * 16]),
+            Source::Upgrade { remote: Some(3) }
+        );
         x.check().unwrap();
-        assert_eq!(x.read_task(20, 1023, 9), c.c2c_cross_bus_line_ns, "owner on CPU 700");
+        assert_eq!(
+            x.read_task(20, 1023, 9),
+            c.c2c_cross_bus_line_ns,
+            "owner on CPU 700"
+        );
         // Clean in 700's and 1023's caches now: a third reader gets it from memory.
         assert_eq!(x.read_task(30, 701, 9), c.mem_latency_ns);
         // A write shared only within the node invalidates no other node.

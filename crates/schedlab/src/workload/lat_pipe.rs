@@ -77,7 +77,9 @@ fn child(from_parent: Fd, to_parent: Fd, n: u64, mask: Option<CpuMask>) -> Box<d
     let mut mask = mask;
     program(move |_env: &mut Env<'_>| {
         if let Some(mask) = mask.take() {
-            return Op::SetAffinity { mask };
+            return Op::SetAffinity {
+                mask: Box::new(mask),
+            };
         }
         if left == 0 {
             return Op::Exit;
@@ -121,7 +123,9 @@ impl Program for Parent {
                 0 => {
                     if let Some((parent, _)) = self.masks {
                         self.phase += 1;
-                        return Op::SetAffinity { mask: parent };
+                        return Op::SetAffinity {
+                            mask: Box::new(parent),
+                        };
                     }
                 }
                 1 => step!(self.pipes.step(env)),

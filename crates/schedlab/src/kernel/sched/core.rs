@@ -162,7 +162,7 @@ impl Kernel {
         &mut self,
         cpu: CpuId,
         p: TaskId,
-        mask: crate::machine::CpuMask,
+        mask: &crate::machine::CpuMask,
     ) -> i64 {
         if !mask.intersects(&self.online_mask()) {
             return crate::kernel::abi::EINVAL;
@@ -170,7 +170,7 @@ impl Kernel {
         let (class, mut ctx) = self.sched(cpu);
         let rq = ctx.task(p).processor;
         class.lock_rq(&mut ctx, rq);
-        ctx.set_cpus_allowed(p, mask);
+        ctx.set_cpus_allowed(p, *mask);
         class.set_cpus_allowed(&mut ctx, p);
         ctx.unlock(class.rq_lock(rq));
         if !ctx.allowed(p, cpu) {

@@ -167,7 +167,6 @@ impl Level {
         self.owner.len()
     }
 
-
     fn add(&mut self, slot: usize, delta: i64) {
         let mut i = slot + 1;
         while i <= self.tree.len() {

@@ -231,7 +231,8 @@ impl CacheModel {
     pub fn check(&self) -> Result<(), String> {
         for (name, levels, recs) in [("L1", &self.l1, &self.recs1), ("L2", &self.l2, &self.recs2)] {
             for (cpu, l) in levels.iter().enumerate() {
-                l.check(recs).map_err(|e| format!("{name} of cpu {cpu}: {e}"))?;
+                l.check(recs)
+                    .map_err(|e| format!("{name} of cpu {cpu}: {e}"))?;
             }
         }
         Ok(())

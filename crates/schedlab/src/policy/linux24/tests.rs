@@ -314,15 +314,27 @@ fn fork_splits_the_counter_and_exit_returns_it_capped() {
     let mut b = bed(1, Version::V2417);
     let parent = b.runnable(3, 0, 5, 0);
     b.run_on(parent, 0);
-    let child =
-        b.k.create_task(Some(parent), program(|_| Op::Exit), 3, 0, crate::machine::CpuMask::FULL, 0);
+    let child = b.k.create_task(
+        Some(parent),
+        program(|_| Op::Exit),
+        3,
+        0,
+        crate::machine::CpuMask::FULL,
+        0,
+    );
     b.with(0, |pol, ctx| pol.task_fork(ctx, child, Some(parent)));
     assert_eq!(b.counter(child), 3, "(5 + 1) >> 1");
     assert_eq!(b.counter(parent), 2, "5 >> 1");
     assert!(!b.need_resched(0));
     b.class.core.set_counter(parent, 1);
-    let c2 =
-        b.k.create_task(Some(parent), program(|_| Op::Exit), 3, 0, crate::machine::CpuMask::FULL, 0);
+    let c2 = b.k.create_task(
+        Some(parent),
+        program(|_| Op::Exit),
+        3,
+        0,
+        crate::machine::CpuMask::FULL,
+        0,
+    );
     b.with(0, |pol, ctx| pol.task_fork(ctx, c2, Some(parent)));
     assert_eq!(b.counter(c2), 1);
     assert_eq!(b.counter(parent), 0);

@@ -95,7 +95,9 @@ impl Thread {
     fn attrs_ops(&mut self, a: &Attrs, q: &mut VecDeque<Op>) {
         if let Some(cpus) = &a.cpus {
             let mask = crate::machine::CpuMask::from_cpus(cpus.iter().copied());
-            q.push_back(Op::SetAffinity { mask });
+            q.push_back(Op::SetAffinity {
+                mask: Box::new(mask),
+            });
         }
         if let Some(n) = a.nice {
             if n != self.nice {
