@@ -623,7 +623,12 @@ mod tests {
     #[test]
     fn the_directory_holds_sharers_of_1024_cpus() {
         let p = catalog::find("numa-1024").unwrap();
-        let mut x = Interconnect::new(1024, 2, &p.costs, Model::default());
+        // Without bus queueing: the costs are the unloaded latencies.
+        let flat = Model {
+            bus: false,
+            ..Model::default()
+        };
+        let mut x = Interconnect::new(1024, 2, &p.costs, flat);
         let c = x.costs;
         for cpu in [3, 64, 700, 1023] {
             assert_eq!(x.read_task(0, cpu, 9), c.mem_latency_ns, "cpu {cpu}");
@@ -647,7 +652,7 @@ mod tests {
         // Clean in 700's and 1023's caches now: a third reader gets it from memory.
         assert_eq!(x.read_task(30, 701, 9), c.mem_latency_ns);
         // A write shared only within the node invalidates no other node.
-        let mut y = Interconnect::new(1024, 2, &p.costs, Model::default());
+        let mut y = Interconnect::new(1024, 2, &p.costs, flat);
         y.read_task(0, 700, 1);
         y.read_task(0, 701, 1);
         assert_eq!(
