@@ -1680,7 +1680,7 @@ fn the_numa_1024_preset_has_node_and_numa_levels() {
     assert!(over.contains("1025") && !over.contains('\n'), "{over}");
 }
 
-/// `sched_setaffinity` past the old 64-CPU mask: on `numa-1024` booted with 768 CPUs,
+/// `sched_setaffinity` past the old 64-CPU mask: on `numa-1024` booted with 704 CPUs,
 /// init asks for CPU 800 (not online: EINVAL), then pins itself to CPU 700 and forks
 /// children that inherit the mask; under every policy every task ends on CPU 700, init
 /// moved once, and `schedule()` asserted the mask at every switch-in (a task run
@@ -1720,13 +1720,13 @@ fn a_task_pinned_to_cpu_700_runs_only_there_under_every_policy() {
                             mask: Box::new(CpuMask::single(700)),
                         }
                     }
-                    3..=6 => Op::Fork { child: worker(30) },
-                    7..=30 if step % 2 == 0 => Op::Compute {
+                    3..=6 => Op::Fork { child: worker(9) },
+                    7..=14 if step % 2 == 0 => Op::Compute {
                         ns: 100 * US,
                         ws: 4096,
                     },
-                    7..=30 => Op::Yield,
-                    31..=34 => Op::Wait,
+                    7..=14 => Op::Yield,
+                    15..=18 => Op::Wait,
                     _ => Op::Exit,
                 }
             })
@@ -1736,13 +1736,13 @@ fn a_task_pinned_to_cpu_700_runs_only_there_under_every_policy() {
         }
     }
     for p in POLICIES {
-        let c = cfg("numa-1024", 768, p.name, "pinned");
+        let c = cfg("numa-1024", 704, p.name, "pinned");
         let mut sim = Simulation::with_workload(c, Box::new(Pinned)).unwrap();
         sim.run(&mut |_, _| {})
             .unwrap_or_else(|e| panic!("{}: {e}", p.name));
         sim.check().unwrap();
         let r = sim.report().unwrap();
-        assert_eq!(r.result.value, 1.0, "{}: EINVAL for CPU 800 of 768", p.name);
+        assert_eq!(r.result.value, 1.0, "{}: EINVAL for CPU 800 of 704", p.name);
         assert_eq!(sim.k.stats.affinity_moves, 1, "{}: init moved once", p.name);
         let users: Vec<_> = sim.k.tasks.iter().filter(|t| !t.is_idle).collect();
         assert_eq!(users.len(), 5, "{}", p.name);
