@@ -611,6 +611,7 @@ fn limits() -> Limits {
         max_threads,
         nproc: rl.rlim_cur.min(max_threads),
         file_max: num("/proc/sys/fs/file-max").unwrap_or(1 << 20).min(1 << 24),
+        pid_max: schedlab::kernel::limits::PID_MAX,
     }
 }
 

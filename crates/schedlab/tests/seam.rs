@@ -11,7 +11,7 @@ use schedlab::kernel::sched::testbed::Bed;
 use schedlab::kernel::sched::{Balance, SchedClass, SchedCtx, Wake};
 use schedlab::kernel::task::{TaskId, TaskState};
 use schedlab::kernel::Kernel;
-use schedlab::machine::{CpuId, LockId};
+use schedlab::machine::{CpuId, CpuMask, LockId};
 use schedlab::{policy, RunConfig, Simulation};
 
 /// Round robin with per-CPU queues: a woken task goes back to its last CPU (or an idle
@@ -404,10 +404,14 @@ fn sched_setaffinity_moves_the_task_and_every_policy_keeps_it_there() {
             program(move |env| {
                 step += 1;
                 match step {
-                    1 => Op::SetAffinity { mask: 1 << 40 },
+                    1 => Op::SetAffinity {
+                        mask: Box::new(CpuMask::single(40)),
+                    },
                     2 => {
                         env.count("einval", u64::from(env.ret == EINVAL));
-                        Op::SetAffinity { mask: 0b10 }
+                        Op::SetAffinity {
+                            mask: Box::new(CpuMask::single(1)),
+                        }
                     }
                     3..=5 => Op::Fork { child: worker(40) },
                     6..=40 if step % 2 == 0 => Op::Compute {
@@ -454,7 +458,7 @@ fn sched_setaffinity_moves_the_task_and_every_policy_keeps_it_there() {
                 p.name,
                 t.pid
             );
-            assert_eq!(t.cpus_allowed, 0b10);
+            assert_eq!(t.cpus_allowed, CpuMask::single(1));
         }
     }
 }

@@ -1592,6 +1592,173 @@ fn a_yield_is_one_switch_under_every_policy() {
     }
 }
 
+/// Issue 18 item 3: `numa-1024` boots all 1024 CPUs, and 96 of them, under every policy;
+/// a small hackbench runs to its result with the kernel's and the policy's invariants
+/// checked at the end (and every 4096 events in debug builds). With 1024 CPUs the
+/// spreading policies put tasks past CPU 63, where the old 64-bit cpumask ended: a
+/// cpumask that lost those bits would make `schedule()`'s affinity assertion panic.
+#[test]
+fn every_policy_runs_on_numa_1024_at_all_its_cpus_and_at_96() {
+    let mut past_64 = Vec::new();
+    for p in POLICIES {
+        for cpus in [1024, 96] {
+            let c = cfg("numa-1024", cpus, p.name, "hackbench:groups=2,loops=5");
+            let mut sim = Simulation::new(c).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+            assert_eq!(sim.k.nr_cpus(), cpus);
+            sim.run(&mut |_, _| {})
+                .unwrap_or_else(|e| panic!("{} on {cpus} CPUs: {e}", p.name));
+            sim.check()
+                .unwrap_or_else(|e| panic!("{} on {cpus} CPUs: {e}", p.name));
+            let r = sim.report().unwrap();
+            assert!(
+                r.result.value.is_finite() && r.result.value > 0.0,
+                "{} on {cpus} CPUs: {}",
+                p.name,
+                r.result.value
+            );
+            let top = sim
+                .k
+                .tasks
+                .iter()
+                .filter(|t| !t.is_idle)
+                .filter_map(|t| t.last_ran)
+                .max();
+            assert!(
+                top.is_some_and(|c| c < cpus),
+                "{}: ran on {top:?} of {cpus}",
+                p.name
+            );
+            if cpus == 1024 && top.is_some_and(|c| c >= 64) {
+                past_64.push(p.name);
+            }
+        }
+    }
+    // linux-2.4's reschedule_idle and O(1)'s idle balancer spread 80 tasks over idle
+    // CPUs up to the top ones; fifo keeps tasks near their parent, and the fair class's
+    // fork placement takes the first idlest group on ties, so its 80 fit below CPU 64.
+    for spreads in ["linux-2.4", "mq", "o1-2.6"] {
+        assert!(
+            past_64.contains(&spreads),
+            "{spreads} stayed below CPU 64: {past_64:?}"
+        );
+    }
+}
+
+/// `numa-1024`: nodes of two CPUs (PKG) under one NUMA level of 512 node groups, a line
+/// across nodes dearer than one within a node, and the kernel limits of a 2 TB machine
+/// with a raised `kernel.pid_max`.
+#[test]
+fn the_numa_1024_preset_has_node_and_numa_levels() {
+    let p = schedlab::machine::catalog::find("numa-1024").unwrap();
+    assert_eq!(p.cpus, 1024);
+    let m = schedlab::machine::Machine::boot(p, None).unwrap();
+    assert_eq!(m.line_transfer_ns(0, 1), p.costs.c2c_line_ns);
+    assert_eq!(m.line_transfer_ns(0, 700), p.costs.c2c_cross_bus_line_ns);
+    assert!(m.line_transfer_ns(0, 700) > m.line_transfer_ns(0, 1));
+    let t = schedlab::policy::fair::topology::Topology::of_machine(&m);
+    let doms = schedlab::policy::fair::topology::build_domains(&t);
+    let levels: Vec<&str> = doms[700].iter().map(|d| d.level).collect();
+    assert_eq!(levels, ["PKG", "NUMA"]);
+    assert_eq!(doms[700][0].span, vec![700, 701], "a node of two CPUs");
+    assert_eq!(doms[700][1].span.len(), 1024);
+    assert_eq!(doms[700][1].groups.len(), 512, "one group per node");
+    assert_eq!(doms[700][1].groups[0], vec![700, 701], "its own node first");
+    assert_eq!(
+        doms[700][1].groups[1],
+        vec![702, 703],
+        "then wrapping upward"
+    );
+    // --cpus 96 boots nodes 0-47 only.
+    let m96 = schedlab::machine::Machine::boot(p, Some(96)).unwrap();
+    let d96 = schedlab::policy::fair::topology::build_domains(
+        &schedlab::policy::fair::topology::Topology::of_machine(&m96),
+    );
+    assert_eq!(d96.len(), 96);
+    assert_eq!(d96[0][1].groups.len(), 48);
+    assert!(p.limits.pid_max > 100_000 && p.limits.max_threads > 100_000);
+    let over = schedlab::machine::Machine::boot(p, Some(1025)).unwrap_err();
+    assert!(over.contains("1025") && !over.contains('\n'), "{over}");
+}
+
+/// `sched_setaffinity` past the old 64-CPU mask: on `numa-1024` booted with 704 CPUs,
+/// init asks for CPU 800 (not online: EINVAL), then pins itself to CPU 700 and forks
+/// children that inherit the mask; under every policy every task ends on CPU 700, init
+/// moved once, and `schedule()` asserted the mask at every switch-in (a task run
+/// anywhere else would have panicked the run).
+#[test]
+fn a_task_pinned_to_cpu_700_runs_only_there_under_every_policy() {
+    use schedlab::kernel::abi::EINVAL;
+    use schedlab::machine::CpuMask;
+    struct Pinned;
+    fn worker(left: u32) -> Box<dyn Program> {
+        let mut left = left;
+        program(move |_| {
+            left = left.saturating_sub(1);
+            match left {
+                0 => Op::Exit,
+                n if n % 3 == 0 => Op::Sleep { ns: 50 * US },
+                n if n % 2 == 0 => Op::Yield,
+                _ => Op::Compute {
+                    ns: 100 * US,
+                    ws: 4096,
+                },
+            }
+        })
+    }
+    impl Workload for Pinned {
+        fn root(&self) -> Box<dyn Program> {
+            let mut step = 0;
+            program(move |env| {
+                step += 1;
+                match step {
+                    1 => Op::SetAffinity {
+                        mask: Box::new(CpuMask::single(800)),
+                    },
+                    2 => {
+                        env.count("einval", u64::from(env.ret == EINVAL));
+                        Op::SetAffinity {
+                            mask: Box::new(CpuMask::single(700)),
+                        }
+                    }
+                    3..=6 => Op::Fork { child: worker(9) },
+                    7..=14 if step % 2 == 0 => Op::Compute {
+                        ns: 100 * US,
+                        ws: 4096,
+                    },
+                    7..=14 => Op::Yield,
+                    15..=18 => Op::Wait,
+                    _ => Op::Exit,
+                }
+            })
+        }
+        fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {
+            Ok(metric("einval", rec.count("einval") as f64, "", "higher"))
+        }
+    }
+    for p in POLICIES {
+        let c = cfg("numa-1024", 704, p.name, "pinned");
+        let mut sim = Simulation::with_workload(c, Box::new(Pinned)).unwrap();
+        sim.run(&mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        sim.check().unwrap();
+        let r = sim.report().unwrap();
+        assert_eq!(r.result.value, 1.0, "{}: EINVAL for CPU 800 of 704", p.name);
+        assert_eq!(sim.k.stats.affinity_moves, 1, "{}: init moved once", p.name);
+        let users: Vec<_> = sim.k.tasks.iter().filter(|t| !t.is_idle).collect();
+        assert_eq!(users.len(), 5, "{}", p.name);
+        for t in users {
+            assert_eq!(
+                t.last_ran,
+                Some(700),
+                "{}: pid {} ran elsewhere",
+                p.name,
+                t.pid
+            );
+            assert_eq!(t.cpus_allowed, CpuMask::single(700));
+        }
+    }
+}
+
 /// The many-core preset builds SMT, LLC (package) and NUMA domains, and its cross-package
 /// line transfer costs more than a transfer within a package.
 #[test]

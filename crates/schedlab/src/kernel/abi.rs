@@ -51,7 +51,8 @@ pub enum Op {
     /// `sched_setaffinity(0, mask)`: bit `c` set ⇔ this task may run on CPU `c`. Returns
     /// 0, or `EINVAL` when the mask names no online CPU. If the task's CPU is no longer
     /// allowed it moves before returning to user mode.
-    SetAffinity { mask: u64 },
+    /// (Boxed: a mask is 128 bytes, and every `Op` would be as large.)
+    SetAffinity { mask: Box<crate::machine::CpuMask> },
     /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, at)`: sleep until `at` (returns at
     /// once when `at` has passed). Timers fire on the tick, as the modelled kernel has no
     /// high-resolution timers.

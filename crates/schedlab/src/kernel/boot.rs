@@ -102,7 +102,7 @@ impl Kernel {
             nice: 0,
             policy: SchedPolicy::Other,
             rt_priority: 0,
-            cpus_allowed: 1 << c,
+            cpus_allowed: crate::machine::CpuMask::single(c),
             processor: c,
             last_ran: Some(c),
             state: TaskState::Running,

@@ -55,7 +55,7 @@ pub enum Sys {
     /// `nice(inc)`.
     Nice { inc: i32 },
     /// `sched_setaffinity(0, mask)`.
-    SetAffinity { mask: u64 },
+    SetAffinity { mask: Box<crate::machine::CpuMask> },
     /// `clock_nanosleep(TIMER_ABSTIME, at)`; `armed` once the timer is set.
     SleepUntil { at: Time, armed: bool },
     /// A pthread call ([`super::usync`]); `again` when re-entered after a sleep;

@@ -9,7 +9,8 @@
 
 use crate::machine::Machine;
 
-/// `PID_MAX` of 2.4 (`0x8000`): fixed at compile time.
+/// `PID_MAX` of 2.4 (`0x8000`): fixed at compile time. A preset whose kernel raised
+/// `kernel.pid_max` says so in its [`Limits`](crate::machine::Limits) (`pid_max`).
 pub const PID_MAX: u64 = 32768;
 
 /// A limit the kernel enforced when it refused a call.
@@ -49,9 +50,14 @@ impl Limit {
                 format!("set by {} MB of RAM", l.ram_mb),
                 raise("ram_mb"),
             ),
-            Limit::PidMax => (
+            Limit::PidMax if l.pid_max == PID_MAX => (
                 format!("PID_MAX = {PID_MAX}"),
                 "fixed in 2.4, and the model never reuses a pid".into(),
+                "no option raises it: create fewer tasks in one run".into(),
+            ),
+            Limit::PidMax => (
+                format!("PID_MAX = kernel.pid_max = {}", l.pid_max),
+                "the preset's kernel, and the model never reuses a pid".into(),
                 "no option raises it: create fewer tasks in one run".into(),
             ),
         }
@@ -72,7 +78,7 @@ impl Limit {
             (Limit::Nproc, format!("{} tasks", needs.tasks))
         } else if needs.tasks > l.max_threads {
             (Limit::MaxThreads, format!("{} tasks", needs.tasks))
-        } else if needs.tasks >= PID_MAX {
+        } else if needs.tasks >= l.pid_max {
             (Limit::PidMax, format!("{} tasks", needs.tasks))
         } else {
             return Ok(());
@@ -91,7 +97,7 @@ impl Limit {
             Some(Limit::Nproc)
         } else if live >= l.max_threads {
             Some(Limit::MaxThreads)
-        } else if next_pid >= PID_MAX {
+        } else if next_pid >= l.pid_max {
             Some(Limit::PidMax)
         } else {
             None

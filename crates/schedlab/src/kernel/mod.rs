@@ -310,11 +310,8 @@ impl Kernel {
     }
 
     /// The affinity mask of every CPU online.
-    pub fn online_mask(&self) -> u64 {
-        match self.cpus.len() {
-            n if n >= 64 => u64::MAX,
-            n => (1u64 << n) - 1,
-        }
+    pub fn online_mask(&self) -> crate::machine::CpuMask {
+        crate::machine::CpuMask::all(self.cpus.len())
     }
 
     /// Number of CPUs online.

@@ -99,7 +99,7 @@ impl Kernel {
         program: Box<dyn Program>,
         mm: u32,
         nice: i32,
-        cpus_allowed: u64,
+        cpus_allowed: crate::machine::CpuMask,
         cpu: CpuId,
     ) -> TaskId {
         let id = self.tasks.len() as TaskId;

@@ -72,7 +72,7 @@ impl Kernel {
             Sys::Wait => self.sys_wait(cpu, task),
             Sys::Open { kind } => self.sys_open(cpu, kind),
             Sys::Close { fd } => self.sys_close(cpu, task, fd, &mut wakes),
-            Sys::SetAffinity { mask } => Outcome::Done(self.sched_setaffinity(cpu, task, mask)),
+            Sys::SetAffinity { mask } => Outcome::Done(self.sched_setaffinity(cpu, task, &mask)),
             Sys::SleepUntil { at, armed } => {
                 let clock = self.cpus[cpu].clock;
                 if armed || at <= clock {

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 use crate::engine::Time;
-use crate::machine::CpuId;
+use crate::machine::{CpuId, CpuMask};
 
 use super::frame::Frame;
 use super::types::WqId;
@@ -65,8 +65,8 @@ pub struct Task {
     pub policy: SchedPolicy,
     /// 1…99 for FIFO/RR, 0 otherwise.
     pub rt_priority: u32,
-    /// Bit `c` set ⇔ the task may run on CPU `c`.
-    pub cpus_allowed: u64,
+    /// CPU `c` in the mask ⇔ the task may run on CPU `c`.
+    pub cpus_allowed: CpuMask,
     /// The CPU whose run queue the task belongs to (2.4 `processor`, 2.5 `cpu`); policies
     /// change it with `SchedCtx::set_task_cpu`.
     pub processor: CpuId,
@@ -123,4 +123,4 @@ impl Task {
 }
 
 /// Everything-allowed affinity mask.
-pub const ALL_CPUS: u64 = u64::MAX;
+pub const ALL_CPUS: CpuMask = CpuMask::FULL;

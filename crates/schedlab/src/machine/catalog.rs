@@ -1,16 +1,16 @@
 //! Every preset by name: the P6 presets of [`super::preset`], the many-core preset built
-//! from the shipped host file, and `host` ([`super::host`]).
+//! from the shipped host file, the 1024-CPU NUMA preset, and `host` ([`super::host`]).
 //!
 //! Design: the tables of costs live in `preset` and `host`; this module only names and
 //! builds them, so neither of those imports the other.
 
-use super::preset::{CpuIds, Limits, Preset, PRESETS};
+use super::preset::{piii700, Costs, CpuIds, Limits, Preset, PRESETS};
 
 /// The modern many-core preset's name.
 pub const MANYCORE: &str = "modern-2s-64";
 
 /// A modern two-socket machine for scale studies: 2 packages × 16 cores × 2 SMT threads
-/// (64 CPUs, the cpumask width), one LLC and one NUMA node per package. Per-core costs are
+/// (64 CPUs), one LLC and one NUMA node per package. Per-core costs are
 /// the shipped measured host's (`data/host.json`, a current AMD EPYC core); a line moved
 /// between the sockets costs twice a line moved within one (inferred: public Skylake-SP
 /// and EPYC figures put a remote-socket cache-to-cache transfer at about twice a local
@@ -44,21 +44,173 @@ pub fn manycore() -> &'static Preset {
                 max_threads: 2_000_000,
                 nproc: 1_000_000,
                 file_max: 1 << 24,
+                pid_max: crate::kernel::limits::PID_MAX,
             },
         }
     })
 }
 
-/// Every preset: [`PRESETS`], then [`MANYCORE`] and `host` (when its file loads).
+/// The 1024-CPU NUMA preset's name.
+pub const NUMA1024: &str = "numa-1024";
+
+/// CPUs of [`NUMA1024`].
+const NUMA_CPUS: usize = 1024;
+
+/// CPUs per node of [`NUMA1024`]: two Itanium 2 on one front-side bus and one SHUB.
+const NUMA_NODE_CPUS: usize = 2;
+
+/// An SGI Altix 3700-class machine of 1024 CPUs under one kernel: 512 nodes (SHUB ASICs)
+/// of two 1.3 GHz Itanium 2 (Madison, 3 MB L3) on one front-side bus, joined by a
+/// NUMAlink fat tree of routers. The machine facts are published (cited on each line of
+/// [`numa1024_costs`]); the kernel-path costs are the P6 table's cycle counts at the
+/// Itanium's clock (inferred, said in place). CPUs are numbered node by node, so
+/// `--cpus 96` boots nodes 0-47 and `bus_of` is the node.
+///
+/// Model: two distances only. A line moved within a node costs `c2c_line_ns`, between
+/// any two nodes `c2c_cross_bus_line_ns`, set at the average router path of a 512-node
+/// fat tree: the model has no per-hop distance (NUMAlink adds ≈ 50 ns per router, so
+/// the real spread around that average is a few hundred ns). The front-side buses are
+/// not queued (`shared_bus: false`, as for [`MANYCORE`]): the P6 bus model is not
+/// calibrated for the Itanium 2 bus.
+pub fn numa1024() -> &'static Preset {
+    static P: std::sync::OnceLock<Preset> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        let n = NUMA_CPUS;
+        let node: Vec<usize> = (0..n).map(|c| c / NUMA_NODE_CPUS).collect();
+        Preset {
+            name: NUMA1024,
+            description: "SGI Altix 3700-class: 1024 x Itanium 2 1.3 GHz (3 MB L3), 512 NUMA \
+                          nodes of 2 CPUs on a bus, NUMAlink fat tree",
+            cpus: n,
+            cpus_per_bus: NUMA_NODE_CPUS, // a node: c2c_cross_bus_line_ns between them
+            shared_bus: false,
+            topology: Some(CpuIds {
+                // One thread per core, a private L3 per CPU (Madison has no SMT, and
+                // its caches are on the die of each processor).
+                core: (0..n).collect(),
+                llc: (0..n).collect(),
+                node,
+            }),
+            costs: numa1024_costs(),
+            limits: Limits {
+                // Columbia's Altix nodes: 2 GB per processor (top500.org, system 7288).
+                pid_max: 4 * 1024 * 1024,
+                file_max: 1 << 24,
+                ..Limits::for_ram(2 * 1024 * 1024)
+            },
+        }
+    })
+}
+
+/// The cost table of [`NUMA1024`].
+///
+/// Sources: [TAMU] Texas A&M Supercomputing Facility, "cosmos" SGI Altix 3700 hardware
+/// page (sc.tamu.edu/systems/cosmos/hardware.shtml): 1.3 GHz Madison; L1D 16 KB 4-way,
+/// L2 256 KB, L3 3 MB 12-way, 128-byte lines, L3 load latency 14 clocks; 2 processors per
+/// node on one FSB, 2 nodes per C-brick; NUMAlink 3 fat tree, "50 nanosecs / router",
+/// "5 routing hops maximum" at 128 CPUs. [7CPU] 7-cpu.com, Intel Itanium 2 (1.3 GHz
+/// Madison, HP rx2600): L3 miss = 35 cycles + 160 ns; RAM read 840 MB/s at a 4-byte
+/// stride; 16 KB pages. [SGI] SGI Altix 4700 record press release (supercomputingonline,
+/// 2007): 1,024 Itanium 2 under one Linux image.
+pub fn numa1024_costs() -> Costs {
+    let p6 = piii700(3 * 1024 * 1024);
+    // Inferred: the kernel paths (2.4/2.6 C code) take the P6's cycles at the Itanium's
+    // 1300 MHz; no per-path Itanium Linux figure was found. A lower bound: the Itanium's
+    // register stack makes entries and switches dearer than a P6's.
+    let at_clock = |ns: u64| ns * 700 / 1300;
+    // [7CPU]: 35 cycles at 1.3 GHz ≈ 27 ns to miss the L3, then 160 ns of DRAM.
+    let mem_latency_ns = 27 + 160;
+    Costs {
+        cpu_mhz: 1300, // [TAMU]
+        syscall_ns: at_clock(p6.syscall_ns),
+        switch_ns: at_clock(p6.switch_ns),
+        switch_mm_ns: at_clock(p6.switch_mm_ns),
+        schedule_ns: at_clock(p6.schedule_ns),
+        wakeup_ns: at_clock(p6.wakeup_ns),
+        task_examine_ns: at_clock(p6.task_examine_ns),
+        mem_latency_ns,
+        // Inferred: the P6's invalidation; on Altix the SHUB directory sends it.
+        upgrade_ns: p6.upgrade_ns,
+        // Unused (`shared_bus: false`): a 128-byte line is 8 transfers of the 128-bit
+        // bus at 400 MT/s, 4 slots of 5 ns.
+        bus_slot_ns: 5,
+        line_slots: 4,
+        // Inferred: ia64 keeps the task_struct at the base of its 32 KB (two 16 KB
+        // pages) kernel stack, as i386 did in 8 KB.
+        task_align_bytes: 32 * 1024,
+        waitq_entry_ns: at_clock(p6.waitq_entry_ns),
+        lock_ns: at_clock(p6.lock_ns),
+        // Inferred: a dirty line from the other CPU of the node is a snoop hit on the
+        // shared FSB, a memory-latency-class miss as on the P6 (B§6.3).
+        c2c_line_ns: mem_latency_ns,
+        c2c_stream_line_ns: None,
+        // Inferred: the local miss plus the request and the reply each crossing the
+        // average router path of a 512-node fat tree, 4 routers (the 128-CPU tree's
+        // maximum is 5 [TAMU]; 512 nodes of 8-port routers average about 4), at 50 ns a
+        // router [TAMU]: 187 + 2 × 4 × 50.
+        c2c_cross_bus_line_ns: mem_latency_ns + 2 * 4 * 50,
+        pipe_call_ns: at_clock(p6.pipe_call_ns),
+        unix_call_ns: at_clock(p6.unix_call_ns),
+        tcp_sendmsg_ns: at_clock(p6.tcp_sendmsg_ns),
+        tcp_recvmsg_ns: at_clock(p6.tcp_recvmsg_ns),
+        tcp_segment_ns: at_clock(p6.tcp_segment_ns),
+        tcp_ack_ns: at_clock(p6.tcp_ack_ns),
+        skb_cold_ns: None,
+        tcp_mss_bytes: p6.tcp_mss_bytes,
+        tcp_wmem_max_bytes: p6.tcp_wmem_max_bytes,
+        tcp_connect_ns: at_clock(p6.tcp_connect_ns),
+        copy_ns_per_kb: at_clock(p6.copy_ns_per_kb),
+        sum_ns_per_kb: at_clock(p6.sum_ns_per_kb),
+        fork_ns: at_clock(p6.fork_ns),
+        clone_ns: at_clock(p6.clone_ns),
+        file_create_ns: at_clock(p6.file_create_ns),
+        exec_ns: at_clock(p6.exec_ns),
+        exit_ns: at_clock(p6.exit_ns),
+        wait_ns: at_clock(p6.wait_ns),
+        poll_ns: at_clock(p6.poll_ns),
+        poll_fd_ns: at_clock(p6.poll_fd_ns),
+        tick_ns: at_clock(p6.tick_ns),
+        irq_ns: at_clock(p6.irq_ns),
+        ipi_send_ns: at_clock(p6.ipi_send_ns),
+        // Inferred: the P6's calibrated delivery; on Altix an IPI is a write to the
+        // target's SHUB over the same routers, not a faster path.
+        ipi_latency_ns: p6.ipi_latency_ns,
+        idle_exit_ns: at_clock(p6.idle_exit_ns),
+        line_bytes: 128,     // [TAMU]: L2 and L3 blocks
+        l1_bytes: 16 * 1024, // [TAMU]
+        // The model's last private level: the 3 MB 12-way L3 [TAMU].
+        l2_bytes: 3 * 1024 * 1024,
+        l1_ways: 4,            // [TAMU]
+        l2_ways: 12,           // [TAMU]
+        page_bytes: 16 * 1024, // [7CPU]: ia64 Linux's 16 KB pages
+        // [TAMU]: an L3 hit, 14 clocks at 1.3 GHz.
+        l2_line_ns: 14 * 1000 / 1300,
+        // [7CPU]: 840 MB/s ⇒ a 128-byte line per 152 ns.
+        mem_line_ns: 128 * 1000 / 840,
+        // Inferred: the P6's task_struct and used stack, doubled for 64-bit structures
+        // and the register backing store.
+        kernel_footprint_bytes: 2 * p6.kernel_footprint_bytes,
+        skb_overhead_bytes: p6.skb_overhead_bytes,
+        // PIPE_SIZE = PAGE_SIZE: 16 KB on ia64.
+        pipe_buf_bytes: 16 * 1024,
+        unix_sndbuf_bytes: p6.unix_sndbuf_bytes,
+        tcp_sndbuf_bytes: p6.tcp_sndbuf_bytes,
+        idle_poll: false,
+    }
+}
+
+/// Every preset: [`PRESETS`], then [`MANYCORE`], [`NUMA1024`] and `host` (when its file
+/// loads).
 pub fn all() -> Vec<&'static Preset> {
     let mut v: Vec<&'static Preset> = PRESETS.iter().collect();
     v.push(manycore());
+    v.push(numa1024());
     v.extend(super::host::preset().ok());
     v
 }
 
-/// Look a preset up by name: one of [`PRESETS`], `host` ([`super::host`]) or
-/// [`MANYCORE`].
+/// Look a preset up by name: one of [`PRESETS`], `host` ([`super::host`]),
+/// [`MANYCORE`] or [`NUMA1024`].
 pub fn find(name: &str) -> Option<&'static Preset> {
     lookup(name).ok()
 }
@@ -72,10 +224,14 @@ pub fn lookup(name: &str) -> Result<&'static Preset, crate::spec::SpecError> {
     if name == MANYCORE {
         return Ok(manycore());
     }
+    if name == NUMA1024 {
+        return Ok(numa1024());
+    }
     PRESETS.iter().find(|p| p.name == name).ok_or_else(|| {
         let mut names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
         names.push(super::host::NAME);
         names.push(MANYCORE);
+        names.push(NUMA1024);
         crate::spec::SpecError::unknown("machine", name, &names)
     })
 }

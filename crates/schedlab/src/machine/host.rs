@@ -85,10 +85,11 @@ impl HostFile {
         if self.schema != SCHEMA {
             return Err(format!("schema is '{}' (accepted: {SCHEMA})", self.schema));
         }
-        if self.cpus == 0 || self.cpus > 64 {
+        if self.cpus == 0 || self.cpus > super::MAX_CPUS {
             return Err(format!(
-                "cpus = {} (accepted: 1..=64, the cpumask width)",
-                self.cpus
+                "cpus = {} (accepted: 1..={}, the cpumask width)",
+                self.cpus,
+                super::MAX_CPUS
             ));
         }
         let t = &self.topology;

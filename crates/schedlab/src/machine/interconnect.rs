@@ -72,44 +72,70 @@ pub enum Source {
     Cache(CpuId),
     /// A write to a line held shared: other copies are invalidated, no data moves.
     Upgrade {
-        /// Some sharer sits on another bus.
-        cross_bus: bool,
+        /// A sharer on another bus, if any (the lowest): the invalidation crosses to
+        /// its bus.
+        remote: Option<CpuId>,
     },
 }
 
-const NO_OWNER: u16 = u16::MAX;
-
-/// One line's directory entry: who holds it, read together on every access.
-#[derive(Clone, Copy)]
-struct Entry {
-    /// CPUs holding a copy, one bit each.
-    sharers: u64,
-    /// The CPU holding it modified (then its only sharer), or `NO_OWNER`.
-    owner: u16,
-}
-
-const UNHELD: Entry = Entry {
-    sharers: 0,
-    owner: NO_OWNER,
-};
+const NO_OWNER: u64 = u64::MAX;
 
 /// The directory entries of a set of lines.
+///
+/// Layout: one entry per line, `1 + words` 64-bit words read together on every access:
+/// the owner (the CPU holding it modified, then its only sharer, or `NO_OWNER`), then
+/// the CPUs holding a copy, one bit each. `words` is sized to the CPUs booted (one word
+/// up to 64 CPUs, as the directory always was; sixteen for 1024), not to the largest
+/// machine.
 #[derive(Default)]
 struct Lines {
-    dir: Vec<Entry>,
+    /// Sharer words per line: `cpus.div_ceil(64)`.
+    words: usize,
+    dir: Vec<u64>,
     /// Per CPU, how many of these lines its L2 can hold (0: unbounded), and for each
     /// (line, CPU) the CPU's access count at the line's last access there: a line
     /// accessed `capacity` accesses ago or more has been evicted (LRU by access count).
     capacity: u32,
     cpus: usize,
     clock: Vec<u32>,
-    /// `stamp[line * cpus + cpu]`.
+    /// Up to 64 CPUs: `stamp[line * cpus + cpu]`, dense.
     stamp: Vec<u32>,
+    /// Past 64 CPUs the stamps are paged, 64 CPUs (one sharer word) to a page, a page
+    /// made when a CPU of its word first touches the line: `page[line * words + w]` is
+    /// 1 + the page's index in `pool`, 0 for none (all stamps 0, as a dense array
+    /// starts). A task line is touched by few CPUs, so 100 000 tasks on 1024 CPUs take
+    /// tens of MB, not the 400 MB of a dense table.
+    page: Vec<u32>,
+    pool: Vec<[u32; 64]>,
+}
+
+/// The stamp of (line `i`, `cpu`) in a paged table, its page made if need be.
+#[inline]
+fn paged_stamp<'a>(
+    page: &mut [u32],
+    pool: &'a mut Vec<[u32; 64]>,
+    words: usize,
+    i: usize,
+    cpu: CpuId,
+) -> &'a mut u32 {
+    let slot = &mut page[i * words + (cpu >> 6)];
+    if *slot == 0 {
+        pool.push([0; 64]);
+        *slot = pool.len() as u32;
+    }
+    &mut pool[*slot as usize - 1][cpu & 63]
+}
+
+/// Bit of `cpu` in its sharer word: (word index, bit).
+#[inline(always)]
+fn bit(cpu: CpuId) -> (usize, u64) {
+    (cpu >> 6, 1u64 << (cpu & 63))
 }
 
 impl Lines {
-    fn bounded(cpus: usize, capacity: u32) -> Lines {
+    fn new(cpus: usize, capacity: u32) -> Lines {
         Lines {
+            words: cpus.div_ceil(64).max(1),
             capacity,
             cpus,
             clock: vec![0; cpus],
@@ -117,33 +143,52 @@ impl Lines {
         }
     }
 
+    /// Lines with entries.
+    fn len(&self) -> usize {
+        self.dir.len() / (1 + self.words)
+    }
+
     /// Make room for line `i` (a new task, a new name): off the access path.
     #[cold]
     #[inline(never)]
     fn grow(&mut self, i: usize) {
-        self.dir.resize(i + 1, UNHELD);
+        let stride = 1 + self.words;
+        let old = self.len();
+        self.dir.resize((i + 1) * stride, 0);
+        for l in old..=i {
+            self.dir[l * stride] = NO_OWNER;
+        }
         if self.capacity > 0 {
-            self.stamp.resize((i + 1) * self.cpus, 0);
+            if self.words == 1 {
+                self.stamp.resize((i + 1) * self.cpus, 0);
+            } else {
+                self.page.resize((i + 1) * self.words, 0);
+            }
         }
     }
 
     /// Line `i`'s entry after `cpu` accessed it: LRU eviction of `cpu`'s copy applied
-    /// (a dirty copy is written back), then the access recorded.
+    /// (a dirty copy is written back), then the access recorded. `[owner, sharers...]`.
     #[inline(always)]
-    fn touch(&mut self, i: usize, cpu: CpuId) -> &mut Entry {
-        if i >= self.dir.len() {
+    fn touch(&mut self, i: usize, cpu: CpuId) -> &mut [u64] {
+        let stride = 1 + self.words;
+        if (i + 1) * stride > self.dir.len() {
             self.grow(i);
         }
-        let e = &mut self.dir[i];
+        let e = &mut self.dir[i * stride..(i + 1) * stride];
         if self.capacity != 0 {
             let now = self.clock[cpu];
-            let stamp = &mut self.stamp[i * self.cpus + cpu];
-            let me = 1u64 << cpu;
-            if e.sharers & me != 0 && now.wrapping_sub(*stamp) >= self.capacity {
+            let stamp = if self.words == 1 {
+                &mut self.stamp[i * self.cpus + cpu]
+            } else {
+                paged_stamp(&mut self.page, &mut self.pool, self.words, i, cpu)
+            };
+            let (w, me) = bit(cpu);
+            if e[1 + w] & me != 0 && now.wrapping_sub(*stamp) >= self.capacity {
                 // Evicted since: a dirty copy was written back.
-                e.sharers &= !me;
-                if e.owner as usize == cpu {
-                    e.owner = NO_OWNER;
+                e[1 + w] &= !me;
+                if e[0] == cpu as u64 {
+                    e[0] = NO_OWNER;
                 }
             }
             let now = now.wrapping_add(1);
@@ -156,13 +201,13 @@ impl Lines {
     #[inline(always)]
     fn read(&mut self, i: usize, cpu: CpuId) -> Source {
         let e = self.touch(i, cpu);
-        let me = 1u64 << cpu;
-        if e.sharers & me != 0 {
+        let (w, me) = bit(cpu);
+        if e[1 + w] & me != 0 {
             return Source::Hit;
         }
-        let o = e.owner;
-        e.owner = NO_OWNER;
-        e.sharers |= me;
+        let o = e[0];
+        e[0] = NO_OWNER;
+        e[1 + w] |= me;
         if o == NO_OWNER {
             Source::Memory
         } else {
@@ -170,38 +215,73 @@ impl Lines {
         }
     }
 
-    /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus.
+    /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus (`words`
+    /// words). A write to a line shared beyond the bus names the lowest such sharer.
     #[inline(always)]
-    fn write(&mut self, i: usize, cpu: CpuId, mine_bus: u64) -> Source {
+    fn write(&mut self, i: usize, cpu: CpuId, mine_bus: &[u64]) -> Source {
         let e = self.touch(i, cpu);
-        let me = 1u64 << cpu;
-        let Entry { owner: o, sharers } = *e;
-        *e = Entry {
-            sharers: me,
-            owner: cpu as u16,
-        };
-        if o as usize == cpu {
+        let (w, me) = bit(cpu);
+        let o = e[0];
+        let was_sharer = e[1 + w] & me != 0;
+        e[1 + w] &= !me;
+        // The other sharers, and the first of them off this CPU's bus.
+        let mut others = false;
+        let mut remote = None;
+        for (k, (s, &bus)) in e[1..].iter_mut().zip(mine_bus).enumerate() {
+            if *s != 0 {
+                others = true;
+                let off = *s & !bus;
+                if off != 0 && remote.is_none() {
+                    remote = Some(k * 64 + off.trailing_zeros() as usize);
+                }
+                *s = 0;
+            }
+        }
+        e[0] = cpu as u64;
+        e[1 + w] = me;
+        if o == cpu as u64 {
             Source::Hit
         } else if o != NO_OWNER {
             Source::Cache(o as CpuId)
-        } else if sharers & me != 0 {
-            let others = sharers & !me;
-            if others == 0 {
+        } else if was_sharer {
+            if !others {
                 // Exclusive clean copy: a silent upgrade.
                 return Source::Hit;
             }
-            Source::Upgrade {
-                cross_bus: others & !mine_bus != 0,
-            }
+            Source::Upgrade { remote }
         } else {
             Source::Memory
         }
     }
 
     fn forget(&mut self, i: usize) {
-        if let Some(e) = self.dir.get_mut(i) {
-            *e = UNHELD;
+        let stride = 1 + self.words;
+        if let Some(e) = self.dir.get_mut(i * stride..(i + 1) * stride) {
+            e[0] = NO_OWNER;
+            e[1..].fill(0);
         }
+    }
+
+    /// Check every entry: an owner is its line's only sharer.
+    fn check(&self, what: &str) -> Result<(), String> {
+        for (i, e) in self.dir.chunks(1 + self.words).enumerate() {
+            let o = e[0];
+            if o == NO_OWNER {
+                continue;
+            }
+            let (w, me) = bit(o as CpuId);
+            let only = e[1..]
+                .iter()
+                .enumerate()
+                .all(|(k, &s)| s == if k == w { me } else { 0 });
+            if !only {
+                return Err(format!(
+                    "{what} line {i}: owner cpu {o} but sharers {:x?}",
+                    &e[1..]
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -230,7 +310,8 @@ pub struct Interconnect {
     bus_index: Vec<u16>,
     costs: &'static Costs,
     buses: Vec<Bus>,
-    /// Per bus, the CPU ids (of all 64) that `bus_of` puts on it.
+    /// Per bus, the CPUs `bus_of` puts on it: `tasks.words` words each, bus `b` at
+    /// `b * words`.
     bus_masks: Vec<u64>,
     tasks: Lines,
     named: Lines,
@@ -251,18 +332,19 @@ impl Interconnect {
             },
             costs,
             buses: (0..nbus).map(|_| Bus::new(costs.bus_slot_ns)).collect(),
-            bus_masks: (0..nbus)
-                .map(|b| {
-                    (0..64)
-                        .filter(|c| c / cpus_per_bus == b)
-                        .fold(0, |m, c| m | 1u64 << c)
-                })
-                .collect(),
+            bus_masks: {
+                let words = cpus.div_ceil(64).max(1);
+                let mut m = vec![0u64; nbus * words];
+                for c in 0..cpus {
+                    m[(c / cpus_per_bus) * words + c / 64] |= 1u64 << (c % 64);
+                }
+                m
+            },
             // 2.4 i386 puts each task_struct at the base of its 8 KB kernel stack, so the
             // same line of every task_struct maps to the same few L2 sets: an L2 holds
             // at most l2_bytes / 8 KB of them whatever its associativity.
-            tasks: Lines::bounded(cpus, (costs.l2_bytes / costs.task_align_bytes) as u32),
-            named: Lines::default(),
+            tasks: Lines::new(cpus, (costs.l2_bytes / costs.task_align_bytes) as u32),
+            named: Lines::new(cpus, 0),
             // Lines 0..cpus: each CPU's `curr` (2.4 `aligned_data[cpu].schedule_data`,
             // 2.6 `rq->curr`), written by that CPU at every switch.
             names: vec!["cpu_curr"; cpus],
@@ -338,11 +420,11 @@ impl Interconnect {
                     c.c2c_cross_bus_line_ns + q + self.on_bus(mine, t + q, line)
                 }
             }
-            Source::Upgrade { cross_bus } => {
+            Source::Upgrade { remote } => {
                 self.stats.invalidations += 1;
                 let q = self.on_bus(mine, t, 1);
-                if cross_bus {
-                    let other = 1 - mine.min(1);
+                if let Some(r) = remote {
+                    let other = self.bus_of(r);
                     c.upgrade_ns
                         + (c.c2c_cross_bus_line_ns - c.c2c_line_ns)
                         + q
@@ -427,8 +509,9 @@ impl Interconnect {
             return 0;
         }
         self.stats.line_accesses += 1;
-        let mine_bus = self.bus_masks[self.bus_of(cpu)];
-        let src = self.tasks.write(p as usize, cpu, mine_bus);
+        let w = self.tasks.words;
+        let b = self.bus_of(cpu) * w;
+        let src = self.tasks.write(p as usize, cpu, &self.bus_masks[b..b + w]);
         self.serve(t, cpu, src)
     }
 
@@ -461,28 +544,16 @@ impl Interconnect {
             return 0;
         }
         self.stats.line_accesses += 1;
-        let mine_bus = self.bus_masks[self.bus_of(cpu)];
-        let src = self.named.write(l as usize, cpu, mine_bus);
+        let w = self.named.words;
+        let b = self.bus_of(cpu) * w;
+        let src = self.named.write(l as usize, cpu, &self.bus_masks[b..b + w]);
         self.serve(t, cpu, src)
     }
 
     /// Check the directory's invariant: an owner is its line's only sharer.
     pub fn check(&self) -> Result<(), String> {
-        for (what, lines) in [("task", &self.tasks), ("named", &self.named)] {
-            for (
-                i,
-                &Entry {
-                    owner: o,
-                    sharers: s,
-                },
-            ) in lines.dir.iter().enumerate()
-            {
-                if o != NO_OWNER && s != 1u64 << o {
-                    return Err(format!("{what} line {i}: owner cpu {o} but sharers {s:#x}"));
-                }
-            }
-        }
-        Ok(())
+        self.tasks.check("task")?;
+        self.named.check("named")
     }
 }
 
@@ -545,5 +616,49 @@ mod tests {
         assert_eq!(x.read_task(0, 0, 1), c.mem_latency_ns);
         assert_eq!(x.read_task(1_000, 0, 1), c.mem_latency_ns);
         assert_eq!(x.write_task(0, 1, 1), 0);
+    }
+
+    /// The directory past 64 CPUs: sharers in every word of the entry, an invalidation
+    /// that names the remote sharer's bus, and an owner on the last CPU.
+    #[test]
+    fn the_directory_holds_sharers_of_1024_cpus() {
+        let p = catalog::find("numa-1024").unwrap();
+        // Without bus queueing: the costs are the unloaded latencies.
+        let flat = Model {
+            bus: false,
+            ..Model::default()
+        };
+        let mut x = Interconnect::new(1024, 2, &p.costs, flat);
+        let c = x.costs;
+        for cpu in [3, 64, 700, 1023] {
+            assert_eq!(x.read_task(0, cpu, 9), c.mem_latency_ns, "cpu {cpu}");
+        }
+        assert_eq!(
+            x.read_task(10, 1023, 9),
+            c.l2_line_ns,
+            "a hit in the last word"
+        );
+        // CPU 700 writes: the others' copies go, one of them on another node.
+        assert_eq!(
+            x.tasks.write(9, 700, &x.bus_masks[350 * 16..351 * 16]),
+            Source::Upgrade { remote: Some(3) }
+        );
+        x.check().unwrap();
+        assert_eq!(
+            x.read_task(20, 1023, 9),
+            c.c2c_cross_bus_line_ns,
+            "owner on CPU 700"
+        );
+        // Clean in 700's and 1023's caches now: a third reader gets it from memory.
+        assert_eq!(x.read_task(30, 701, 9), c.mem_latency_ns);
+        // A write shared only within the node invalidates no other node.
+        let mut y = Interconnect::new(1024, 2, &p.costs, flat);
+        y.read_task(0, 700, 1);
+        y.read_task(0, 701, 1);
+        assert_eq!(
+            y.tasks.write(1, 700, &y.bus_masks[350 * 16..351 * 16]),
+            Source::Upgrade { remote: None }
+        );
+        y.check().unwrap();
     }
 }

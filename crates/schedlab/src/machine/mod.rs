@@ -18,12 +18,14 @@
 pub mod bus;
 pub mod cache;
 pub mod catalog;
+pub mod cpumask;
 pub mod host;
 pub mod interconnect;
 pub mod preset;
 pub mod spinlock;
 
 pub use cache::CacheModel;
+pub use cpumask::{CpuMask, MAX_CPUS};
 pub use interconnect::{Interconnect, LineId, LockKind, Model};
 pub use preset::{Costs, CpuIds, Limits, Preset, PRESETS};
 pub use spinlock::{LockId, LockStats, SpinLock};
@@ -118,6 +120,12 @@ impl Machine {
     /// Boot `preset` with `cpus` CPUs (`None` = all of them) and every mechanism on.
     pub fn boot(preset: &'static Preset, cpus: Option<usize>) -> Result<Machine, String> {
         let n = cpus.unwrap_or(preset.cpus);
+        if n > MAX_CPUS {
+            return Err(format!(
+                "--cpus {n} is not possible: the simulator boots at most {MAX_CPUS} CPUs \
+                 (the cpumask width)"
+            ));
+        }
         if n == 0 || n > preset.cpus {
             return Err(format!(
                 "--cpus {n} is not possible on {}: it has {} CPUs (accepted: 1..={})",

@@ -194,6 +194,15 @@ pub struct Limits {
     pub nproc: u64,
     /// System-wide `file-max`: `NR_FILE` = 8192 in 2.4.16 (B§1.4).
     pub file_max: u64,
+    /// The pid space: the model never reuses a pid, so this bounds every task ever
+    /// created. 2.4's `PID_MAX` (`0x8000`, fixed at compile time) unless the preset's
+    /// kernel raised `kernel.pid_max` (2.6 and later, up to `PID_MAX_LIMIT`). Written out
+    /// only when it is not 2.4's.
+    #[serde(
+        default = "Limits::pid_max_24",
+        skip_serializing_if = "Limits::is_pid_max_24"
+    )]
+    pub pid_max: u64,
 }
 
 impl Limits {
@@ -206,7 +215,16 @@ impl Limits {
             max_threads,
             nproc: max_threads / 2,
             file_max: 8192,
+            pid_max: crate::kernel::limits::PID_MAX,
         }
+    }
+
+    fn pid_max_24() -> u64 {
+        crate::kernel::limits::PID_MAX
+    }
+
+    fn is_pid_max_24(v: &u64) -> bool {
+        *v == crate::kernel::limits::PID_MAX
     }
 }
 

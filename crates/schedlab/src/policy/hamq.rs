@@ -340,7 +340,10 @@ impl SchedClass for Hamq {
         if ctx.allowed(p, last) {
             last
         } else {
-            ctx.task(p).cpus_allowed.trailing_zeros() as CpuId
+            ctx.task(p)
+                .cpus_allowed
+                .first()
+                .expect("sched_setaffinity refuses an empty mask")
         }
     }
 

@@ -17,7 +17,7 @@ use crate::spec::{Params, SpecError};
 use super::toolkit::{step, Open, Reap, Spawn};
 use super::{interval, metric, Workload, WorkloadInfo};
 use crate::kernel::Kernel;
-use crate::machine::Machine;
+use crate::machine::{CpuMask, Machine};
 use crate::workload::Metric;
 
 crate::options! {
@@ -46,14 +46,14 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let o = Options::from_params(p);
     let masks = match o.pin.as_str() {
-        "same" => Some((1, 1)),
+        "same" => Some((CpuMask::single(0), CpuMask::single(0))),
         "split" if m.cpus < 2 => {
             return Err(SpecError::Invalid(format!(
                 "lat_pipe: pin=split needs 2 CPUs, the machine has {} (accepted: pin=none|same)",
                 m.cpus
             )))
         }
-        "split" => Some((1, 2)),
+        "split" => Some((CpuMask::single(0), CpuMask::single(1))),
         _ => None,
     };
     Ok(Box::new(LatPipe {
@@ -67,17 +67,19 @@ struct LatPipe {
     rounds: u64,
     warmup: u64,
     /// Affinity masks of parent and child, when pinned.
-    masks: Option<(u64, u64)>,
+    masks: Option<(CpuMask, CpuMask)>,
 }
 
 /// The echoing child: read one byte, write it back, `n` times (after moving to `mask`).
-fn child(from_parent: Fd, to_parent: Fd, n: u64, mask: Option<u64>) -> Box<dyn Program> {
+fn child(from_parent: Fd, to_parent: Fd, n: u64, mask: Option<CpuMask>) -> Box<dyn Program> {
     let mut left = n;
     let mut reading = true;
     let mut mask = mask;
     program(move |_env: &mut Env<'_>| {
         if let Some(mask) = mask.take() {
-            return Op::SetAffinity { mask };
+            return Op::SetAffinity {
+                mask: Box::new(mask),
+            };
         }
         if left == 0 {
             return Op::Exit;
@@ -102,7 +104,7 @@ fn child(from_parent: Fd, to_parent: Fd, n: u64, mask: Option<u64>) -> Box<dyn P
 struct Parent {
     phase: u8,
     /// Parent and child affinity, set before the pipes are made.
-    masks: Option<(u64, u64)>,
+    masks: Option<(CpuMask, CpuMask)>,
     /// Parent to child, child to parent.
     pipes: Open,
     child: Spawn,
@@ -121,7 +123,9 @@ impl Program for Parent {
                 0 => {
                     if let Some((parent, _)) = self.masks {
                         self.phase += 1;
-                        return Op::SetAffinity { mask: parent };
+                        return Op::SetAffinity {
+                            mask: Box::new(parent),
+                        };
                     }
                 }
                 1 => step!(self.pipes.step(env)),

@@ -22,7 +22,7 @@ use super::{interval, metric, Workload, WorkloadInfo};
 crate::options! {
     /// The parameters of `synthetic`, declared once (the native runner reads them too).
     pub struct Options in PARAMS {
-        tasks: u64 = int("2000", 2, 30000).help("tasks (rounded up to pairs)")
+        tasks: u64 = int("2000", 2, 1_000_000).help("tasks (rounded up to pairs)")
             .source("model choice (the simulator's stress load)");
         ops: u64 = int("50", 1, 1_000_000).help("rounds per task")
             .source("model choice (the simulator's stress load)");

@@ -35,7 +35,7 @@ impl Kernel {
             || (t.state == TaskState::Running
                 && !t.is_idle
                 && (t.on_cpu.is_none() || next == prev)
-                && t.cpus_allowed & (1 << cpu) != 0);
+                && t.cpus_allowed.test(cpu));
         assert!(
             ok,
             "{}: schedule() on cpu {cpu} at {} ns picked pid {} ({:?}, on cpu {:?})",
@@ -158,14 +158,19 @@ impl Kernel {
 
     /// `sched_setaffinity(0, mask)` by `p` on `cpu`: `EINVAL` when `mask` names no online
     /// CPU, else 0. If `cpu` is excluded, `p` reschedules and `schedule()` moves it.
-    pub(crate) fn sched_setaffinity(&mut self, cpu: CpuId, p: TaskId, mask: u64) -> i64 {
-        if mask & self.online_mask() == 0 {
+    pub(crate) fn sched_setaffinity(
+        &mut self,
+        cpu: CpuId,
+        p: TaskId,
+        mask: &crate::machine::CpuMask,
+    ) -> i64 {
+        if !mask.intersects(&self.online_mask()) {
             return crate::kernel::abi::EINVAL;
         }
         let (class, mut ctx) = self.sched(cpu);
         let rq = ctx.task(p).processor;
         class.lock_rq(&mut ctx, rq);
-        ctx.set_cpus_allowed(p, mask);
+        ctx.set_cpus_allowed(p, *mask);
         class.set_cpus_allowed(&mut ctx, p);
         ctx.unlock(class.rq_lock(rq));
         if !ctx.allowed(p, cpu) {

@@ -164,7 +164,7 @@ impl<'a> SchedCtx<'a> {
     /// True when `p` may run on `cpu`.
     #[inline]
     pub fn allowed(&self, p: TaskId, cpu: CpuId) -> bool {
-        self.task(p).cpus_allowed & (1u64 << cpu) != 0
+        self.task(p).cpus_allowed.test(cpu)
     }
 
     /// The run's random source.
@@ -323,12 +323,20 @@ impl<'a> SchedCtx<'a> {
             let lat = self.ic.transfer(release, Some(releaser), cpu);
             t = t.max(release + lat);
         }
-        let cross_bus = self.machine.bus_of(releaser) != self.machine.bus_of(cpu)
-            || (others > 0 && self.machine.cpus > self.machine.preset.cpus_per_bus);
+        // The invalidation crosses to the releaser's bus, or with other spinners on a
+        // machine of several buses to another bus (bus 1 from bus 0, else bus 0).
+        let (m, per_bus) = (&self.machine, self.machine.preset.cpus_per_bus);
+        let remote = if m.bus_of(releaser) != m.bus_of(cpu) {
+            Some(releaser)
+        } else if others > 0 && m.cpus > per_bus {
+            Some(if m.bus_of(cpu) == 0 { per_bus } else { 0 })
+        } else {
+            None
+        };
         let rfo = self.ic.serve(
             t,
             cpu,
-            crate::machine::interconnect::Source::Upgrade { cross_bus },
+            crate::machine::interconnect::Source::Upgrade { remote },
         );
         t += rfo + self.costs().lock_ns;
         // The losers' re-reads, locked ops and re-reads again, from this CPU's cache.
@@ -453,7 +461,7 @@ impl<'a> SchedCtx<'a> {
     }
 
     /// Set `p`'s affinity mask (the core's `sched_setaffinity`).
-    pub(crate) fn set_cpus_allowed(&mut self, p: TaskId, mask: u64) {
+    pub(crate) fn set_cpus_allowed(&mut self, p: TaskId, mask: crate::machine::CpuMask) {
         self.tasks[p as usize].cpus_allowed = mask;
     }
 

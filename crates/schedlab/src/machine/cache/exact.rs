@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::engine::SimRng;
 
-use super::level::{Geometry, Level};
+use super::level::{Geometry, Level, Recs};
 
 /// One cache, line by line.
 pub struct Exact {
@@ -89,12 +89,13 @@ pub const PAGE: u64 = 4096;
 /// Misses of the model's level over a sequence of whole passes `(set, bytes)`.
 pub fn model_misses(c: Case, passes: &[(u32, u64)]) -> f64 {
     let mut l = Level::new(Geometry::new(c.bytes, LINE, c.ways, PAGE));
+    let mut recs = Recs::default();
     let mut misses = 0.0;
     for &(set, bytes) in passes {
         let n = bytes.div_ceil(LINE);
-        misses += n as f64 * (1.0 - l.share(set, n, n));
-        l.record(set, n, n, n);
-        l.check().unwrap();
+        misses += n as f64 * (1.0 - l.share(&recs, set, n, n));
+        l.record(&mut recs, set, n, n, n);
+        l.check(&recs).unwrap();
     }
     misses
 }

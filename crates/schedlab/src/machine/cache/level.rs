@@ -116,10 +116,23 @@ const EMPTY: Rec = Rec {
     fresh: 0,
 };
 
+/// The stack entries of every set, for the levels of one kind (every CPU's L1, or every
+/// CPU's L2), indexed by set. A set is held by at most one CPU at a time (touching it
+/// invalidates it elsewhere), so one table serves all of them: its memory is O(sets),
+/// not O(sets × CPUs). Only the holder's level may be asked about a set
+/// ([`super::CacheModel`] keeps the holder).
+#[derive(Default)]
+pub(crate) struct Recs(Vec<Rec>);
+
+impl Recs {
+    fn get(&self, set: u32) -> Rec {
+        self.0.get(set as usize).copied().unwrap_or(EMPTY)
+    }
+}
+
 /// One level of one CPU.
 pub(crate) struct Level {
     geo: Geometry,
-    recs: Vec<Rec>,
     /// Fenwick tree of entry sizes over recency slots (1-based inside).
     tree: Vec<u64>,
     /// Set held by each slot, `NONE` if free.
@@ -135,7 +148,6 @@ impl Level {
     pub fn new(geo: Geometry) -> Level {
         Level {
             geo,
-            recs: Vec::new(),
             tree: vec![0; 64],
             owner: vec![NONE; 64],
             next: 0,
@@ -153,10 +165,6 @@ impl Level {
     #[cfg(test)]
     pub fn slots(&self) -> usize {
         self.owner.len()
-    }
-
-    fn rec(&self, set: u32) -> Rec {
-        self.recs.get(set as usize).copied().unwrap_or(EMPTY)
     }
 
     fn add(&mut self, slot: usize, delta: i64) {
@@ -185,8 +193,8 @@ impl Level {
 
     /// Share of the `todo` lines still to touch of a `ws`-line set that are resident now,
     /// the pass having touched its first `ws − todo` lines already.
-    pub fn share(&self, set: u32, ws: u64, todo: u64) -> f64 {
-        let r = self.rec(set);
+    pub fn share(&self, recs: &Recs, set: u32, ws: u64, todo: u64) -> f64 {
+        let r = recs.get(set);
         let Some(d) = self.above(&r) else {
             return 0.0;
         };
@@ -207,35 +215,35 @@ impl Level {
 
     /// A pass has touched `done` of the `todo` lines it had left of a `ws`-line set: put
     /// the set on top of the stack with what is now resident of it.
-    pub fn record(&mut self, set: u32, ws: u64, todo: u64, done: u64) {
+    pub fn record(&mut self, recs: &mut Recs, set: u32, ws: u64, todo: u64, done: u64) {
         let done = done.min(todo);
         let prefix = ws.saturating_sub(todo);
-        let r = self.rec(set);
-        let kept_rest = ((todo - done) as f64 * self.share(set, ws, todo)).round() as u64;
+        let r = recs.get(set);
+        let kept_rest = ((todo - done) as f64 * self.share(recs, set, ws, todo)).round() as u64;
         let base = if prefix > 0 && r.slot != NONE && r.fresh == prefix {
             prefix
         } else {
             0
         };
         let fresh = base + done;
-        self.remove(set);
-        self.push(set, fresh + kept_rest, fresh);
+        self.remove(recs, set);
+        self.push(recs, set, fresh + kept_rest, fresh);
     }
 
-    fn push(&mut self, set: u32, size: u64, fresh: u64) {
+    fn push(&mut self, recs: &mut Recs, set: u32, size: u64, fresh: u64) {
         if size == 0 {
             return;
         }
         if self.next == self.owner.len() {
-            self.compact();
+            self.compact(recs);
         }
         let slot = self.next;
         self.next += 1;
         let i = set as usize;
-        if self.recs.len() <= i {
-            self.recs.resize(i + 1, EMPTY);
+        if recs.0.len() <= i {
+            recs.0.resize(i + 1, EMPTY);
         }
-        self.recs[i] = Rec {
+        recs.0[i] = Rec {
             slot: slot as u32,
             size,
             fresh,
@@ -247,21 +255,21 @@ impl Level {
     }
 
     /// Forget `set` here (invalidated, or its task exited).
-    pub fn remove(&mut self, set: u32) {
-        let r = self.rec(set);
+    pub fn remove(&mut self, recs: &mut Recs, set: u32) {
+        let r = recs.get(set);
         if r.slot == NONE {
             return;
         }
         self.add(r.slot as usize, -(r.size as i64));
         self.total -= r.size;
         self.owner[r.slot as usize] = NONE;
-        self.recs[set as usize] = EMPTY;
+        recs.0[set as usize] = EMPTY;
         self.live -= 1;
     }
 
     /// Renumber the live entries from slot 0, dropping those beyond the horizon, and
     /// size the slots at twice what is left (amortised O(1) per push).
-    fn compact(&mut self) {
+    fn compact(&mut self, recs: &mut Recs) {
         let horizon = self.geo.horizon();
         // determinism: slots in recency order, newest first.
         let mut kept = Vec::with_capacity(self.live);
@@ -271,9 +279,9 @@ impl Level {
             if set == NONE {
                 continue;
             }
-            let r = self.recs[set as usize];
+            let r = recs.0[set as usize];
             if d >= horizon {
-                self.recs[set as usize] = EMPTY;
+                recs.0[set as usize] = EMPTY;
                 self.total -= r.size;
                 self.live -= 1;
             } else {
@@ -287,8 +295,8 @@ impl Level {
         self.tree = vec![0; cap];
         for (slot, &set) in kept.iter().enumerate() {
             self.owner[slot] = set;
-            self.recs[set as usize].slot = slot as u32;
-            self.tree[slot] = self.recs[set as usize].size;
+            recs.0[set as usize].slot = slot as u32;
+            self.tree[slot] = recs.0[set as usize].size;
         }
         // Linear-time Fenwick build.
         for i in 1..=cap {
@@ -302,8 +310,8 @@ impl Level {
     }
 
     /// Expected lines of `set` resident now.
-    pub fn resident(&self, set: u32) -> f64 {
-        let r = self.rec(set);
+    pub fn resident(&self, recs: &Recs, set: u32) -> f64 {
+        let r = recs.get(set);
         match self.above(&r) {
             Some(d) => self.geo.resident(d as f64, r.size as f64),
             None => 0.0,
@@ -311,7 +319,7 @@ impl Level {
     }
 
     /// Check the stack's accounting and that the expected residents fit the capacity.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self, recs: &Recs) -> Result<(), String> {
         let mut sum = 0u64;
         let mut live = 0usize;
         let mut resident = 0.0;
@@ -320,7 +328,7 @@ impl Level {
             if set == NONE {
                 continue;
             }
-            let r = self.recs[set as usize];
+            let r = recs.get(set);
             if r.slot as usize != slot || r.size == 0 || r.fresh > r.size {
                 return Err(format!("set {set}: entry {r:?} in slot {slot}"));
             }

@@ -16,7 +16,8 @@
 //! priced when it resumes, knowing the touched prefix is on top of the stack.
 //!
 //! Cost: O(log n) per access in the sets a level remembers (a Fenwick tree over recency),
-//! O(CPUs) for the invalidations, never proportional to a working set's size; a level
+//! O(1) for the invalidation (a set is recorded on at most one CPU, whose id is kept),
+//! never proportional to a working set's size or to the CPUs; a level
 //! forgets sets below the distance at which nothing survives, so its entries are bounded
 //! by the model (at most the sets whose lines fit in that distance), not the working sets.
 //! `tests` compares the model with an exact line-level set-associative LRU (error table:
@@ -32,7 +33,7 @@ mod level;
 #[cfg(test)]
 mod exact;
 
-use level::{Geometry, Level};
+use level::{Geometry, Level, Recs};
 
 use super::{Costs, CpuId};
 
@@ -69,7 +70,16 @@ pub struct CacheModel {
     line: u64,
     l1: Vec<Level>,
     l2: Vec<Level>,
+    /// The entries of every set in the L1s and in the L2s ([`Recs`]: one table per kind,
+    /// since a set is recorded on one CPU at most).
+    recs1: Recs,
+    recs2: Recs,
+    /// Per set, the CPU it was last recorded on (`NO_CPU`: none): the only CPU whose
+    /// levels may hold it.
+    holder: Vec<u32>,
 }
+
+const NO_CPU: u32 = u32::MAX;
 
 impl CacheModel {
     /// Caches for `cpus` CPUs with `line`-byte lines under `page`-byte pages.
@@ -80,6 +90,9 @@ impl CacheModel {
             line,
             l1: (0..cpus).map(|_| Level::new(g1)).collect(),
             l2: (0..cpus).map(|_| Level::new(g2)).collect(),
+            recs1: Recs::default(),
+            recs2: Recs::default(),
+            holder: Vec::new(),
         }
     }
 
@@ -130,6 +143,12 @@ impl CacheModel {
         bytes.div_ceil(self.line)
     }
 
+    /// True when `set` may be held on `cpu` (it was last recorded there).
+    #[inline]
+    fn holds(&self, cpu: CpuId, set: u32) -> bool {
+        self.holder.get(set as usize) == Some(&(cpu as u32))
+    }
+
     fn lookup_set(&self, cpu: CpuId, set: u32, ws: u64, todo: u64) -> Miss {
         let (ws, todo) = (self.lines(ws), self.lines(todo.min(ws)));
         if todo == 0 {
@@ -137,9 +156,16 @@ impl CacheModel {
         }
         // determinism: plain f64 arithmetic in a fixed order, rounded once per level.
         let hits = |share: f64| ((todo as f64 * share).round() as u64).min(todo);
-        let h1 = hits(self.l1[cpu].share(set, ws, todo));
+        if !self.holds(cpu, set) {
+            // Held elsewhere or nowhere: nothing of it is here (a share of 0).
+            return Miss {
+                from_l2: 0,
+                from_outside: todo,
+            };
+        }
+        let h1 = hits(self.l1[cpu].share(&self.recs1, set, ws, todo));
         // model: inclusive levels — what the L1 holds, the L2 holds.
-        let h2 = hits(self.l2[cpu].share(set, ws, todo)).max(h1);
+        let h2 = hits(self.l2[cpu].share(&self.recs2, set, ws, todo)).max(h1);
         Miss {
             from_l2: h2 - h1,
             from_outside: todo - h2,
@@ -155,27 +181,41 @@ impl CacheModel {
         if done == 0 {
             return;
         }
-        self.l1[cpu].record(set, ws, todo, done);
-        self.l2[cpu].record(set, ws, todo, done);
-        for other in 0..self.l1.len() {
-            if other != cpu {
-                self.l1[other].remove(set);
-                self.l2[other].remove(set);
-            }
+        // Invalidate it where it was (first: the tables are shared), then record it here.
+        let i = set as usize;
+        if self.holder.len() <= i {
+            self.holder.resize(i + 1, NO_CPU);
         }
+        let h = self.holder[i];
+        if h != NO_CPU && h as usize != cpu {
+            self.l1[h as usize].remove(&mut self.recs1, set);
+            self.l2[h as usize].remove(&mut self.recs2, set);
+        }
+        self.holder[i] = cpu as u32;
+        self.l1[cpu].record(&mut self.recs1, set, ws, todo, done);
+        self.l2[cpu].record(&mut self.recs2, set, ws, todo, done);
     }
 
     /// Forget a task that has exited (both of its working sets).
     pub fn forget(&mut self, task: u32) {
-        for l in self.l1.iter_mut().chain(self.l2.iter_mut()) {
-            l.remove(user_set(task));
-            l.remove(kernel_set(task));
+        for set in [user_set(task), kernel_set(task)] {
+            if let Some(h) = self.holder.get_mut(set as usize) {
+                if *h != NO_CPU {
+                    self.l1[*h as usize].remove(&mut self.recs1, set);
+                    self.l2[*h as usize].remove(&mut self.recs2, set);
+                    *h = NO_CPU;
+                }
+            }
         }
     }
 
     /// Expected bytes of `task`'s user working set resident in `cpu`'s L2.
     pub fn l2_resident(&self, cpu: CpuId, task: u32) -> u64 {
-        (self.l2[cpu].resident(user_set(task)) * self.line as f64).round() as u64
+        let set = user_set(task);
+        if !self.holds(cpu, set) {
+            return 0;
+        }
+        (self.l2[cpu].resident(&self.recs2, set) * self.line as f64).round() as u64
     }
 
     /// Entries remembered over every level of every CPU: the model's size.
@@ -189,9 +229,10 @@ impl CacheModel {
 
     /// Check the per-level accounting (used by the invariant checks).
     pub fn check(&self) -> Result<(), String> {
-        for (name, levels) in [("L1", &self.l1), ("L2", &self.l2)] {
+        for (name, levels, recs) in [("L1", &self.l1, &self.recs1), ("L2", &self.l2, &self.recs2)] {
             for (cpu, l) in levels.iter().enumerate() {
-                l.check().map_err(|e| format!("{name} of cpu {cpu}: {e}"))?;
+                l.check(recs)
+                    .map_err(|e| format!("{name} of cpu {cpu}: {e}"))?;
             }
         }
         Ok(())

@@ -972,12 +972,8 @@ impl SchedClass for Fair {
         }
         let prev = ctx.task(p).processor;
         let allowed = ctx.task(p).cpus_allowed;
-        let online = if ctx.nr_cpus() >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << ctx.nr_cpus()) - 1
-        };
-        let cpu = if (allowed & online).count_ones() > 1 {
+        let online = crate::machine::CpuMask::all(ctx.nr_cpus());
+        let cpu = if allowed.and(&online).weight() > 1 {
             self.select_task_rq_fair(ctx, p, prev, wake)
         } else {
             prev

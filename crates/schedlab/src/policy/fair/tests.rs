@@ -49,7 +49,7 @@ fn hogs(b: &mut Bed<Fair>, nices: &[i32]) -> Vec<TaskId> {
         .enumerate()
         .map(|(i, &n)| {
             let p = b.task(0, 1 + i as u32, n);
-            b.k.tasks[p as usize].cpus_allowed = 1;
+            b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::from_bits(1);
             b.wake(0, p, false);
             p
         })
@@ -413,7 +413,7 @@ fn cfs_new_task_is_debited_one_vslice() {
         crate::kernel::abi::program(|_| crate::kernel::abi::Op::Exit),
         1,
         0,
-        1,
+        crate::machine::CpuMask::from_bits(1),
         0,
     );
     b.with(0, |c, ctx| c.task_fork(ctx, child, Some(a)));
@@ -585,9 +585,9 @@ fn crowded(spec: &str, topo: Topology) -> (Bed<Fair>, Vec<TaskId>) {
     let ps: Vec<TaskId> = (0..4)
         .map(|i| {
             let p = b.task(0, 1 + i, 0);
-            b.k.tasks[p as usize].cpus_allowed = 1;
+            b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::from_bits(1);
             b.wake(0, p, false);
-            b.k.tasks[p as usize].cpus_allowed = u64::MAX;
+            b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::FULL;
             p
         })
         .collect();
@@ -723,12 +723,12 @@ fn a_cpu_running_dry_pulls_one_task_by_newidle_balancing() {
         let mut b = bed(spec, 2);
         for i in 0..3 {
             let p = b.task(0, 1 + i, 0);
-            b.k.tasks[p as usize].cpus_allowed = 1;
+            b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::from_bits(1);
             b.wake(0, p, false);
-            b.k.tasks[p as usize].cpus_allowed = u64::MAX;
+            b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::FULL;
         }
         let q = b.task(1, 9, 0);
-        b.k.tasks[q as usize].cpus_allowed = 2;
+        b.k.tasks[q as usize].cpus_allowed = crate::machine::CpuMask::from_bits(2);
         b.wake(1, q, false);
         assert_eq!(b.schedule(1), q);
         b.at(10_000_000);

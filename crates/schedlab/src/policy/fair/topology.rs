@@ -12,8 +12,14 @@
 //! (no SMT, no shared LLC) on one memory (ProFusion and the 4-way Xeon box are UMA: one
 //! node). So the kernel builds exactly one domain, PKG over all online CPUs with one-CPU
 //! groups (`imbalance_pct` 117, `cache_nice_tries` 1), and no `sd_llc`: wake-ups never
-//! scan for idle CPUs (§6.1 [I]). Other shapes are for tests and future presets
+//! scan for idle CPUs (§6.1 [I]). `modern-2s-64` has SMT, MC (package) and NUMA levels;
+//! `numa-1024` (512 nodes of 2 CPUs) PKG (a node) and NUMA. Other shapes are for tests
 //! ([`Topology::new`]).
+//!
+//! Not modelled: more than one NUMA level. Linux builds one per distinct node distance
+//! (`sched_init_numa`); here NUMA spans every CPU, with one group per node, so a
+//! 512-node machine balances across all nodes at once where Linux would balance among
+//! near nodes first.
 
 use crate::machine::{CpuId, Machine};
 
@@ -164,20 +170,31 @@ pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
             cache_nice_tries: 2,
         },
     ];
-    let span_of = |level: usize, cpu: CpuId| -> Vec<CpuId> {
-        (0..n)
-            .filter(|&c| match level {
-                0 => t.core[c] == t.core[cpu],
-                1 => t.llc[c] == t.llc[cpu],
-                2 => t.node[c] == t.node[cpu],
-                _ => true,
-            })
-            .collect()
+    // Per level, the CPUs of each id, ascending: a span is a lookup, so building every
+    // CPU's domains is O(CPUs²) in all, not O(CPUs³) (1024 CPUs: a few ms).
+    let id_of = |level: usize, cpu: CpuId| -> usize {
+        match level {
+            0 => t.core[cpu],
+            1 => t.llc[cpu],
+            2 => t.node[cpu],
+            _ => 0,
+        }
     };
+    let members: Vec<std::collections::BTreeMap<usize, Vec<CpuId>>> = (0..levels.len())
+        .map(|level| {
+            let mut m: std::collections::BTreeMap<usize, Vec<CpuId>> = Default::default();
+            for c in 0..n {
+                m.entry(id_of(level, c)).or_default().push(c);
+            }
+            m
+        })
+        .collect();
+    let span_of = |level: usize, cpu: CpuId| -> &[CpuId] { &members[level][&id_of(level, cpu)] };
+    let mut covered = vec![false; n];
     (0..n)
         .map(|cpu| {
             let mut out: Vec<Domain> = Vec::new();
-            let mut child_span = vec![cpu];
+            let mut child_span: &[CpuId] = &[cpu];
             let mut child_level: Option<usize> = None;
             for (li, l) in levels.iter().enumerate() {
                 let span = span_of(li, cpu);
@@ -192,20 +209,26 @@ pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
                 let start = span.iter().position(|&c| c == cpu).unwrap_or(0);
                 for k in 0..span.len() {
                     let c = span[(start + k) % span.len()];
-                    if groups.iter().any(|g| g.contains(&c)) {
+                    if covered[c] {
                         continue;
                     }
                     let g = match child_level {
-                        Some(cl) => span_of(cl, c),
+                        Some(cl) => span_of(cl, c).to_vec(),
                         None => vec![c],
                     };
+                    for &m in &g {
+                        covered[m] = true;
+                    }
                     group_flags.push(child_level.map_or(0, |cl| levels[cl].flags));
                     groups.push(g);
+                }
+                for &c in span {
+                    covered[c] = false;
                 }
                 let w = span.len() as u64;
                 out.push(Domain {
                     level: l.name,
-                    span: span.clone(),
+                    span: span.to_vec(),
                     groups,
                     group_flags,
                     flags: l.flags,

@@ -193,7 +193,7 @@ fn the_idle_task_is_picked_when_nothing_can_run_here() {
     b.ok();
     let mut b = bed(2, Version::V2417);
     let p = b.task24(3, 0, 5, 1);
-    b.k.tasks[p as usize].cpus_allowed = 0b10;
+    b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::from_bits(0b10);
     b.queue(p, false);
     assert_eq!(b.schedule(0), 0, "not allowed on CPU 0");
     assert_eq!(b.schedule(1), p);
@@ -314,15 +314,27 @@ fn fork_splits_the_counter_and_exit_returns_it_capped() {
     let mut b = bed(1, Version::V2417);
     let parent = b.runnable(3, 0, 5, 0);
     b.run_on(parent, 0);
-    let child =
-        b.k.create_task(Some(parent), program(|_| Op::Exit), 3, 0, u64::MAX, 0);
+    let child = b.k.create_task(
+        Some(parent),
+        program(|_| Op::Exit),
+        3,
+        0,
+        crate::machine::CpuMask::FULL,
+        0,
+    );
     b.with(0, |pol, ctx| pol.task_fork(ctx, child, Some(parent)));
     assert_eq!(b.counter(child), 3, "(5 + 1) >> 1");
     assert_eq!(b.counter(parent), 2, "5 >> 1");
     assert!(!b.need_resched(0));
     b.class.core.set_counter(parent, 1);
-    let c2 =
-        b.k.create_task(Some(parent), program(|_| Op::Exit), 3, 0, u64::MAX, 0);
+    let c2 = b.k.create_task(
+        Some(parent),
+        program(|_| Op::Exit),
+        3,
+        0,
+        crate::machine::CpuMask::FULL,
+        0,
+    );
     b.with(0, |pol, ctx| pol.task_fork(ctx, c2, Some(parent)));
     assert_eq!(b.counter(c2), 1);
     assert_eq!(b.counter(parent), 0);
@@ -416,7 +428,11 @@ proptest! {
         for &(mm, nice, counter, processor, yielded, rt, allowed, tail) in &tasks {
             let p = b.task24(mm, nice, counter, processor % cpus);
             let t = &mut b.k.tasks[p as usize];
-            t.cpus_allowed = if allowed < 200 { u64::MAX } else { u64::from(allowed) };
+            t.cpus_allowed = if allowed < 200 {
+                crate::machine::CpuMask::FULL
+            } else {
+                crate::machine::CpuMask::from_bits(u64::from(allowed))
+            };
             if rt > 0 {
                 t.policy = SchedPolicy::Rr;
                 t.rt_priority = u32::from(rt);
@@ -428,7 +444,7 @@ proptest! {
         if !ids.is_empty() {
             for (cpu, ix) in running.iter().enumerate().take(cpus) {
                 let p = ids[ix.index(ids.len())];
-                if b.k.tasks[p as usize].on_cpu.is_none() && b.k.tasks[p as usize].cpus_allowed & (1 << cpu) != 0 {
+                if b.k.tasks[p as usize].on_cpu.is_none() && b.k.tasks[p as usize].cpus_allowed.test(cpu) {
                     b.run_on(p, cpu);
                 }
             }

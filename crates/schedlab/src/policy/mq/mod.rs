@@ -84,7 +84,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
-use crate::machine::{CpuId, LockId, Machine};
+use crate::machine::{CpuId, CpuMask, LockId, Machine};
 use crate::spec::{ParamSpec, Params};
 
 use super::lines::Lines;
@@ -206,14 +206,14 @@ struct RunQueue {
 struct MaxNa {
     goodness: i32,
     ptr: Option<TaskId>,
-    cpus_allowed: u64,
+    cpus_allowed: CpuMask,
 }
 
 impl MaxNa {
     const NONE: MaxNa = MaxNa {
         goodness: MIN_GOODNESS,
         ptr: None,
-        cpus_allowed: 0,
+        cpus_allowed: CpuMask::EMPTY,
     };
 
     fn of(ctx: &SchedCtx<'_>, p: TaskId, goodness: i32) -> MaxNa {
@@ -498,7 +498,6 @@ impl Mq {
         seen: &mut ScheduleSeen,
     ) -> TaskId {
         let idle = ctx.idle_task(this);
-        let bit = 1u64 << this;
         let pool = self.pool_of(this);
         let mut list = vec![MIN_GOODNESS; self.ncpu()];
         loop {
@@ -512,7 +511,7 @@ impl Mq {
                 // before our trylock (item 4 of issue 14; counter 3 vs counter 2).
                 self.lines.read(ctx, rq_line(r));
                 let m = self.max_na(ctx, r);
-                if m.cpus_allowed & bit != 0 && m.goodness > *cg {
+                if m.cpus_allowed.test(this) && m.goodness > *cg {
                     list[r] = m.goodness;
                 }
             }
@@ -524,7 +523,7 @@ impl Mq {
                 if self.trylock_rq(ctx, r) {
                     seen.remote_lock_ok = true;
                     let m = self.max_na(ctx, r);
-                    if m.goodness > *cg && m.cpus_allowed & bit != 0 {
+                    if m.goodness > *cg && m.cpus_allowed.test(this) {
                         seen.remote_still_better = true;
                         if next != idle && !Self::has_cpu(ctx, next) {
                             let g = self.core.na_goodness(ctx, next);

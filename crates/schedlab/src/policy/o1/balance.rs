@@ -65,11 +65,7 @@ impl O1 {
 
     /// Charge reading every other CPU's `nr_running`.
     fn charge_remote_reads(&self, ctx: &mut SchedCtx<'_>, this: CpuId) {
-        let ns: u64 = (0..self.rqs.len())
-            .filter(|&i| i != this)
-            .map(|i| ctx.machine().line_transfer_ns(i, this))
-            .sum();
-        ctx.charge(ns);
+        ctx.charge(self.rqs[this].remote_reads_ns);
     }
 
     /// `double_lock_balance`: take `busiest`'s lock while holding `this`'s, in CPU order.

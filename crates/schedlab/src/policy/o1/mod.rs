@@ -304,6 +304,9 @@ pub struct Rq {
     /// The balancer's memory of every CPU's queue length (`prev_nr_running[]`, 2.6
     /// `prev_cpu_load[]`).
     pub prev_nr_running: Vec<u32>,
+    /// What this CPU's balancer pays to read every other CPU's `nr_running`: the sum of
+    /// their line transfers, fixed for a machine (computed once, not at every balance).
+    pub remote_reads_ns: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -624,8 +627,15 @@ impl SchedClass for O1 {
                 active: 0,
                 arrays: [PrioArray::default(), PrioArray::default()],
                 prev_nr_running: vec![0; n],
+                remote_reads_ns: 0,
             })
             .collect();
+        for this in 0..n {
+            self.rqs[this].remote_reads_ns = (0..n)
+                .filter(|&i| i != this)
+                .map(|i| ctx.machine().line_transfer_ns(i, this))
+                .sum();
+        }
     }
 
     fn rq_lock(&self, cpu: CpuId) -> LockId {

@@ -402,9 +402,6 @@ fn parse_attrs(
                             cpus - 1
                         ));
                     }
-                    if c >= 64 {
-                        return Err(format!("{at}: cpu {c} is past the model's 64 CPUs"));
-                    }
                     v.push(c);
                 }
                 if v.is_empty() {

@@ -94,8 +94,10 @@ impl Thread {
 
     fn attrs_ops(&mut self, a: &Attrs, q: &mut VecDeque<Op>) {
         if let Some(cpus) = &a.cpus {
-            let mask = cpus.iter().fold(0u64, |m, &c| m | 1 << c);
-            q.push_back(Op::SetAffinity { mask });
+            let mask = crate::machine::CpuMask::from_cpus(cpus.iter().copied());
+            q.push_back(Op::SetAffinity {
+                mask: Box::new(mask),
+            });
         }
         if let Some(n) = a.nice {
             if n != self.nice {

@@ -139,7 +139,7 @@ pub(crate) mod testing {
             Op::Close { fd } => format!("close {fd}"),
             Op::Exec { .. } => "exec".into(),
             Op::Nice { inc } => format!("nice {inc}"),
-            Op::SetAffinity { mask } => format!("setaffinity {mask:#x}"),
+            Op::SetAffinity { mask } => format!("setaffinity {mask}"),
             Op::SleepUntil { at } => format!("sleep-until {at}"),
             Op::Sync(s) => format!("{s:?}"),
         }
