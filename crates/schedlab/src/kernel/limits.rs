@@ -9,9 +9,7 @@
 
 use crate::machine::Machine;
 
-/// `PID_MAX` of 2.4 (`0x8000`): fixed at compile time. A preset whose kernel raised
-/// `kernel.pid_max` says so in its [`Limits`](crate::machine::Limits) (`pid_max`).
-pub const PID_MAX: u64 = 32768;
+pub use crate::machine::PID_MAX;
 
 /// A limit the kernel enforced when it refused a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

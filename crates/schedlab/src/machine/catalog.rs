@@ -44,7 +44,7 @@ pub fn manycore() -> &'static Preset {
                 max_threads: 2_000_000,
                 nproc: 1_000_000,
                 file_max: 1 << 24,
-                pid_max: crate::kernel::limits::PID_MAX,
+                pid_max: super::preset::PID_MAX,
             },
         }
     })

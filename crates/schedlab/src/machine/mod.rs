@@ -27,7 +27,7 @@ pub mod spinlock;
 pub use cache::CacheModel;
 pub use cpumask::{CpuMask, MAX_CPUS};
 pub use interconnect::{Interconnect, LineId, LockKind, Model};
-pub use preset::{Costs, CpuIds, Limits, Preset, PRESETS};
+pub use preset::{Costs, CpuIds, Limits, Preset, PID_MAX, PRESETS};
 pub use spinlock::{LockId, LockStats, SpinLock};
 
 crate::options! {

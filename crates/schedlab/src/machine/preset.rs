@@ -205,6 +205,10 @@ pub struct Limits {
     pub pid_max: u64,
 }
 
+/// `PID_MAX` of 2.4 (`0x8000`): fixed at compile time. A preset whose kernel raised
+/// `kernel.pid_max` says so in its [`Limits`] (`pid_max`).
+pub const PID_MAX: u64 = 32768;
+
 impl Limits {
     /// The limits a 2.4.16 kernel derives from `ram_mb` of RAM.
     pub const fn for_ram(ram_mb: u64) -> Limits {
@@ -215,16 +219,16 @@ impl Limits {
             max_threads,
             nproc: max_threads / 2,
             file_max: 8192,
-            pid_max: crate::kernel::limits::PID_MAX,
+            pid_max: PID_MAX,
         }
     }
 
     fn pid_max_24() -> u64 {
-        crate::kernel::limits::PID_MAX
+        PID_MAX
     }
 
     fn is_pid_max_24(v: &u64) -> bool {
-        *v == crate::kernel::limits::PID_MAX
+        *v == PID_MAX
     }
 }
 
