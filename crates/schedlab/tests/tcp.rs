@@ -15,6 +15,12 @@ struct Burst {
     reader_delay_ns: u64,
 }
 
+/// The readers' total, the result of both workloads here.
+fn bytes_read(rec: &Record) -> Metric {
+    let n = rec.count("bytes_read") as f64;
+    metric("bytes_read", n, "B", "higher")
+}
+
 fn reader(fd: u32, msgs: u64, delay: u64) -> Box<dyn Program> {
     let mut step = 0u64;
     let mut got = 0u64;
@@ -57,34 +63,31 @@ impl Workload for Burst {
         })
     }
     fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {
-        Ok(metric(
-            "bytes_read",
-            rec.count("bytes_read") as f64,
-            "B",
-            "higher",
-        ))
+        Ok(bytes_read(rec))
     }
 }
 
-fn run(msgs: u64, reader_delay_ns: u64, cpus: usize) -> Simulation {
+/// Run `workload` under linux-2.4 on `cpus` CPUs of the 8-way and check its invariants.
+fn simulate(name: &str, workload: Box<dyn Workload>, cpus: usize) -> Simulation {
     let cfg = RunConfig {
         machine: "piii700-1m".into(),
         cpus: Some(cpus),
         policy: "linux-2.4".into(),
-        workload: "burst".into(),
+        workload: name.into(),
         seed: 1,
     };
-    let mut sim = Simulation::with_workload(
-        cfg,
-        Box::new(Burst {
-            msgs,
-            reader_delay_ns,
-        }),
-    )
-    .unwrap();
+    let mut sim = Simulation::with_workload(cfg, workload).unwrap();
     sim.run(&mut |_, _| {}).unwrap();
     sim.check().unwrap();
     sim
+}
+
+fn run(msgs: u64, reader_delay_ns: u64, cpus: usize) -> Simulation {
+    let w = Burst {
+        msgs,
+        reader_delay_ns,
+    };
+    simulate("burst", Box::new(w), cpus)
 }
 
 #[test]
@@ -184,35 +187,17 @@ impl Workload for Writers {
         })
     }
     fn result(&self, rec: &Record, _k: &Kernel) -> Result<Metric, String> {
-        Ok(metric(
-            "bytes_read",
-            rec.count("bytes_read") as f64,
-            "B",
-            "higher",
-        ))
+        Ok(bytes_read(rec))
     }
 }
 
 fn run_writers(writers: u64, pairs: u64, msgs: u64, cpus: usize) -> Simulation {
-    let cfg = RunConfig {
-        machine: "piii700-1m".into(),
-        cpus: Some(cpus),
-        policy: "linux-2.4".into(),
-        workload: "writers".into(),
-        seed: 1,
+    let w = Writers {
+        writers,
+        pairs,
+        msgs,
     };
-    let mut sim = Simulation::with_workload(
-        cfg,
-        Box::new(Writers {
-            writers,
-            pairs,
-            msgs,
-        }),
-    )
-    .unwrap();
-    sim.run(&mut |_, _| {}).unwrap();
-    sim.check().unwrap();
-    sim
+    simulate("writers", Box::new(w), cpus)
 }
 
 #[test]

@@ -9,7 +9,7 @@ use crate::kernel::task::TaskId;
 use crate::kernel::{Acct, Kernel};
 use crate::machine::CpuId;
 
-use super::syscall::{Outcome, Wakes};
+use super::syscall::{write_again, Outcome, Wakes};
 
 impl Kernel {
     /// AF_UNIX receive (`unix_stream_recvmsg`): wait for data; copy across skbs up to `len`; freeing skbs
@@ -101,13 +101,7 @@ impl Kernel {
             if st.wmem >= st.cap {
                 let wq = st.write_wq;
                 self.sleep_on(task, wq);
-                return Outcome::Block(Sys::Write {
-                    fd,
-                    len,
-                    done,
-                    started: true,
-                    waiting: false,
-                });
+                return write_again(fd, len, done);
             }
             let size = (len - done).min(st.cap / 2 - 64);
             self.charge(cpu, call, Acct::Running);

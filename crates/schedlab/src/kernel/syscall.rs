@@ -22,6 +22,17 @@ pub(super) enum Outcome {
     Exit,
 }
 
+/// A `write(fd, len)` that slept with `done` bytes written: re-entered when woken.
+pub(super) fn write_again(fd: Fd, len: u64, done: u64) -> Outcome {
+    Outcome::Block(Sys::Write {
+        fd,
+        len,
+        done,
+        started: true,
+        waiting: false,
+    })
+}
+
 /// Wake-ups a body asks for, in the order it asked.
 pub(super) type Wakes = smallvec::SmallVec<[(WakeList, bool); 2]>;
 

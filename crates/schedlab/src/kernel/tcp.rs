@@ -48,7 +48,7 @@ use crate::kernel::waitq::WqId;
 use crate::kernel::{Acct, Kernel};
 use crate::machine::CpuId;
 
-use super::syscall::{Outcome, Wakes};
+use super::syscall::{write_again, Outcome, Wakes};
 
 /// The lock of one TCP endpoint (2.4 `sk->lock`: its owner and its wait queue).
 #[derive(Clone, Copy, Debug, Default)]
@@ -127,13 +127,7 @@ impl Kernel {
             return Outcome::Done(if done > 0 { done as i64 } else { EPIPE });
         }
         if !self.lock_sock(task, fd) {
-            return Outcome::Block(Sys::Write {
-                fd,
-                len,
-                done,
-                started: true,
-                waiting: false,
-            });
+            return write_again(fd, len, done);
         }
         self.charge(cpu, costs.tcp_sendmsg_ns, Acct::Running);
         while done < len {
@@ -142,13 +136,7 @@ impl Kernel {
                 st.tcp.nospace = true;
                 let wq = st.write_wq;
                 self.sleep_on(task, wq);
-                return Outcome::Block(Sys::Write {
-                    fd,
-                    len,
-                    done,
-                    started: true,
-                    waiting: false,
-                });
+                return write_again(fd, len, done);
             }
             let room = costs.tcp_mss_bytes - st.tcp.held;
             let size = (len - done).min(room);
