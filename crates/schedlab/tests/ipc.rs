@@ -33,11 +33,13 @@ fn waiter() -> Box<dyn Program> {
 struct Posts {
     waiters: u64,
     first: i32,
+    /// The first "post" is `semctl(SETVAL, first)` on the still-zero semaphore.
+    setval: bool,
 }
 
 impl Workload for Posts {
     fn root(&self) -> Box<dyn Program> {
-        let (n, first) = (self.waiters, self.first);
+        let (n, first, setval) = (self.waiters, self.first, self.setval);
         let mut step = 0u64;
         program(move |env| {
             step += 1;
@@ -51,6 +53,10 @@ impl Workload for Posts {
                     ns: 1_000_000,
                     ws: 0,
                 },
+                s if s == 3 + n && setval => Op::Sync(SyncOp::SemSetVal {
+                    id: SEM,
+                    val: first as u32,
+                }),
                 s if s == 3 + n => Op::Sync(SyncOp::SemOp { id: SEM, op: first }),
                 s if s == 4 + n => Op::Compute {
                     ns: 1_000_000,
@@ -84,6 +90,17 @@ impl Workload for Posts {
 }
 
 fn run(waiters: u64, first: i32, cpus: usize) -> Simulation {
+    run_posts(
+        Posts {
+            waiters,
+            first,
+            setval: false,
+        },
+        cpus,
+    )
+}
+
+fn run_posts(posts: Posts, cpus: usize) -> Simulation {
     let cfg = RunConfig {
         machine: "piii700-1m".into(),
         cpus: Some(cpus),
@@ -91,7 +108,7 @@ fn run(waiters: u64, first: i32, cpus: usize) -> Simulation {
         workload: "posts".into(),
         seed: 1,
     };
-    let mut sim = Simulation::with_workload(cfg, Box::new(Posts { waiters, first })).unwrap();
+    let mut sim = Simulation::with_workload(cfg, Box::new(posts)).unwrap();
     sim.run(&mut |_, _| {}).unwrap();
     sim.check().unwrap();
     sim
@@ -129,4 +146,24 @@ fn the_wait_for_zero_returns_after_the_last_decrement() {
         all > last_pass,
         "init woke at {all} before the last pass at {last_pass}"
     );
+}
+
+#[test]
+fn setval_wakes_the_waiters_its_value_lets_through() {
+    // 2.4's semctl(SETVAL) runs update_queue: a value of 2 lets two of four sleeping
+    // decrements through before the later post of the other two.
+    let sim = run_posts(
+        Posts {
+            waiters: 4,
+            first: 2,
+            setval: true,
+        },
+        2,
+    );
+    let rec = &sim.k.rec;
+    let second = rec.first("second").unwrap();
+    let passed = &rec.marks["passed"];
+    assert_eq!(passed.len(), 4);
+    let early = passed.iter().filter(|&&t| t < second).count();
+    assert_eq!(early, 2, "passes before the second post: {passed:?}");
 }

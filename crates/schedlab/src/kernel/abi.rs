@@ -104,7 +104,7 @@ pub enum SyncOp {
         op: i32,
     },
     /// SysV `semctl(semid, sem_num, SETVAL, val)` on the semaphore `id`: returns 0 (a
-    /// system call; it wakes nobody, as in 2.4).
+    /// system call; as in 2.4 it wakes the waiters the new value lets through).
     SemSetVal {
         /// The semaphore.
         id: u32,

@@ -334,8 +334,19 @@ impl Kernel {
 
     /// Put `task` to sleep on `wq` (state `Interruptible`, non-exclusive entry).
     pub(crate) fn sleep_on(&mut self, task: TaskId, wq: WqId) {
-        self.tasks[task as usize].state = TaskState::Interruptible;
-        self.waitqs[wq as usize].add(task, false);
+        self.sleep_on_as(task, wq, false, TaskState::Interruptible);
+    }
+
+    /// Put `task` to sleep on `wq` in `state`, as an `exclusive` entry or not.
+    pub(crate) fn sleep_on_as(
+        &mut self,
+        task: TaskId,
+        wq: WqId,
+        exclusive: bool,
+        state: TaskState,
+    ) {
+        self.tasks[task as usize].state = state;
+        self.waitqs[wq as usize].add(task, exclusive);
         self.tasks[task as usize].wq_regs.push(wq);
     }
 

@@ -82,9 +82,7 @@ impl Kernel {
                     }
                 };
                 self.stats.sock_lock_waits += 1;
-                self.tasks[task as usize].state = TaskState::Uninterruptible;
-                self.waitqs[wq as usize].add(task, true);
-                self.tasks[task as usize].wq_regs.push(wq);
+                self.sleep_on_as(task, wq, true, TaskState::Uninterruptible);
                 false
             }
         }

@@ -84,9 +84,7 @@ impl Kernel {
         let ns = self.machine.costs().syscall_ns;
         self.charge(cpu, ns, Acct::Running);
         self.stats.syscalls += 1;
-        self.tasks[task as usize].state = TaskState::Interruptible;
-        self.waitqs[wq as usize].add(task, true);
-        self.tasks[task as usize].wq_regs.push(wq);
+        self.sleep_on_as(task, wq, true, TaskState::Interruptible);
     }
 
     /// Wake `n` waiters of `wq` (0: all) from a `futex(FUTEX_WAKE)` call; how many woke.
@@ -217,19 +215,18 @@ impl Kernel {
                 self.semop(cpu, task, id, delta, wakes)
                     .unwrap_or_else(|| block(0))
             }
-            SyncOp::SemSetVal { id, val } => {
-                let zero_wq = self.sysv_zero_wq(id);
-                match zero_wq {
-                    Some(zero_wq) => {
-                        self.object(id).state = State::SysvSem {
-                            value: u64::from(val),
-                            zero_wq,
-                        };
-                        Outcome::Done(0)
-                    }
-                    None => Outcome::Done(EPERM),
+            SyncOp::SemSetVal { id, val } => match self.sysv_zero_wq(id) {
+                Some(zero_wq) => {
+                    let wq = self.object(id).wq;
+                    let value = u64::from(val);
+                    self.object(id).state = State::SysvSem { value, zero_wq };
+                    // 2.4 `semctl(SETVAL)`: "maybe some queued-up processes were waiting
+                    // for this".
+                    self.update_queue(cpu, wq, zero_wq, value, wakes);
+                    Outcome::Done(0)
                 }
-            }
+                None => Outcome::Done(EPERM),
+            },
             SyncOp::SemWait(id) => {
                 let o = self.object(id);
                 let wq = o.wq;
@@ -298,22 +295,25 @@ impl Kernel {
         };
         if let Some((q, exclusive)) = sleep_on {
             self.stats.semop_sleeps += 1;
-            self.tasks[task as usize].state = TaskState::Interruptible;
-            self.waitqs[q as usize].add(task, exclusive);
-            self.tasks[task as usize].wq_regs.push(q);
+            self.sleep_on_as(task, q, exclusive, TaskState::Interruptible);
             return None;
         }
         let value = *value;
         if delta != 0 {
-            // update_queue: the first decrement waiter that can now proceed, then the
-            // wait-for-zero waiters once the value is 0.
-            if value > 0 {
-                wakes.push((self.take_waiters(cpu, wq, 1), false));
-            } else {
-                wakes.push((self.take_waiters(cpu, zero_wq, 0), false));
-            }
+            self.update_queue(cpu, wq, zero_wq, value, wakes);
         }
         Some(Outcome::Done(0))
+    }
+
+    /// 2.4 `update_queue` after the value changed to `value`: the first decrement waiter
+    /// (it retries its operation itself), or every wait-for-zero waiter once it is 0.
+    fn update_queue(&mut self, cpu: CpuId, wq: WqId, zero_wq: WqId, value: u64, wakes: &mut Wakes) {
+        let list = if value > 0 {
+            self.take_waiters(cpu, wq, 1)
+        } else {
+            self.take_waiters(cpu, zero_wq, 0)
+        };
+        wakes.push((list, false));
     }
 
     /// Take mutex `id` for `task` if it is free.
