@@ -169,17 +169,29 @@ pub fn run_cell(table: &Table, index: usize) -> CellResult {
 
 /// Simulate one cell with seed `seed`.
 pub fn run_cell_seeded(table: &Table, index: usize, seed: u64) -> CellResult {
-    let cell = &table.cells[index];
-    let mut out = CellResult {
-        table: table.id.clone(),
-        index,
-        simulated: Err(String::new()),
-        repeats: Vec::new(),
-        simulated_ns: 0,
-        events: 0,
-        wall_ms: 0,
-        report: None,
-    };
+    run_seeded(table, &table.cells[index], seed).cell(table, index)
+}
+
+/// The run a cell names: its machine, CPUs, policy and workload. Cells with the same key
+/// (a table that reads several counters of one run) share one simulation per seed.
+pub fn run_key(table: &Table, cell: &Cell) -> (String, usize, String, String) {
+    (
+        table.machine.clone(),
+        cell.cpus,
+        cell.policy.clone(),
+        cell.workload.clone(),
+    )
+}
+
+/// One simulation with one seed, before any cell has read its metric from it.
+pub struct Run {
+    /// The report as JSON with the simulated time and events, or the error.
+    outcome: Result<(serde_json::Value, u64, u64), String>,
+    wall_ms: u64,
+}
+
+/// Simulate `cell`'s configuration with seed `seed`.
+pub fn run_seeded(table: &Table, cell: &Cell, seed: u64) -> Run {
     let t0 = std::time::Instant::now();
     let res = Simulation::new(RunConfig {
         seed,
@@ -189,21 +201,50 @@ pub fn run_cell_seeded(table: &Table, index: usize, seed: u64) -> CellResult {
         sim.run(&mut |_, _| {})?;
         sim.report()
     });
-    out.wall_ms = t0.elapsed().as_millis() as u64;
-    out.simulated = match res {
-        Ok(r) => {
-            out.simulated_ns = r.sim.simulated_ns;
-            out.events = r.sim.events;
-            let v = serde_json::to_value(&r).expect("report serializes");
-            let path = cell.metric.as_deref().unwrap_or("result.value");
-            let got = lookup(&v, path).ok_or_else(|| format!("the run has no numeric {path}"));
-            out.report = Some(v);
-            got
-        }
+    let outcome = match res {
+        Ok(r) => Ok((
+            serde_json::to_value(&r).expect("report serializes"),
+            r.sim.simulated_ns,
+            r.sim.events,
+        )),
         Err(e) => Err(e.to_string()),
     };
-    out.repeats.extend(out.simulated.as_ref().ok());
-    out
+    Run {
+        outcome,
+        wall_ms: t0.elapsed().as_millis() as u64,
+    }
+}
+
+impl Run {
+    /// Cell `index` of `table` as this run gives it: the cell's metric read from the report.
+    pub fn cell(&self, table: &Table, index: usize) -> CellResult {
+        let mut out = CellResult {
+            table: table.id.clone(),
+            index,
+            simulated: Err(String::new()),
+            repeats: Vec::new(),
+            simulated_ns: 0,
+            events: 0,
+            wall_ms: self.wall_ms,
+            report: None,
+        };
+        out.simulated = match &self.outcome {
+            Ok((v, ns, events)) => {
+                out.simulated_ns = *ns;
+                out.events = *events;
+                let path = table.cells[index]
+                    .metric
+                    .as_deref()
+                    .unwrap_or("result.value");
+                let got = lookup(v, path).ok_or_else(|| format!("the run has no numeric {path}"));
+                out.report = Some(v.clone());
+                got
+            }
+            Err(e) => Err(e.clone()),
+        };
+        out.repeats.extend(out.simulated.as_ref().ok());
+        out
+    }
 }
 
 impl CellResult {

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::findings::{findings, Finding};
 use super::score::{score, TableScore};
-use super::{plot, run_cell, run_cell_seeded, CellResult, Table};
+use super::{plot, run_key, run_seeded, CellResult, Table};
 
 /// Target of the calibration tables (issue: order ≥ 0.9, magnitude ≤ 1.25; V4 ≤ 1.5×).
 #[derive(Clone, Debug, Serialize)]
@@ -32,51 +32,69 @@ pub struct Reproduction {
     pub findings: Vec<Finding>,
 }
 
-/// Simulate every cell of `tables` in parallel, with seed 1, then again with seeds 2 and 3
-/// where the seed matters (see [`super`]: "Repeats where the seed matters").
+/// Simulate every distinct run of `tables` in parallel, with seed 1, then again with seeds
+/// 2 and 3 where the seed matters (see [`super`]: "Repeats where the seed matters").
 /// `progress(done, total, table)` is called as each run finishes, with the index of its
 /// table, or `None` for a repeat (the total grows when repeats are added).
 pub fn run_tables(
     tables: Vec<Table>,
     progress: &(dyn Fn(usize, usize, Option<usize>) + Sync),
 ) -> Reproduction {
-    let jobs: Vec<(usize, usize)> = tables
-        .iter()
-        .enumerate()
-        .flat_map(|(t, tb)| (0..tb.cells.len()).map(move |c| (t, c)))
-        .collect();
-    let total = std::sync::atomic::AtomicUsize::new(jobs.len());
+    let groups = distinct_runs(&tables);
+    let total = std::sync::atomic::AtomicUsize::new(groups.iter().map(Vec::len).sum());
     let done = std::sync::atomic::AtomicUsize::new(0);
     let tick = |t: Option<usize>| {
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         progress(n, total.load(std::sync::atomic::Ordering::Relaxed), t);
     };
-    // determinism: each cell is an independent seeded run, its repeats run after it in the
-    // same job (seed 2, then seed 3 if the first two disagree), and results are placed by
-    // index. One pool for all runs: no core waits at a barrier between seeds.
-    let flat: Vec<CellResult> = jobs
+    // determinism: each run is an independent seeded simulation, its repeats run after it
+    // in the same job (seed 2, then seed 3 if the first two disagree for some cell), and
+    // results are placed by index. A cell takes a repeat only if it wants it itself, so a
+    // shared run gives every cell what a run of its own would have. One pool for all runs:
+    // no core waits at a barrier between seeds.
+    let per_group: Vec<Vec<CellResult>> = groups
         .par_iter()
-        .map(|&(t, c)| {
-            let mut r = run_cell(&tables[t], c);
-            tick(Some(t));
+        .map(|cells| {
+            let (t0, c0) = cells[0];
+            let named = (&tables[t0], &tables[t0].cells[c0]);
+            let first = run_seeded(named.0, named.1, 1);
+            let mut rs: Vec<CellResult> = cells
+                .iter()
+                .map(|&(t, c)| {
+                    let r = first.cell(&tables[t], c);
+                    tick(Some(t));
+                    r
+                })
+                .collect();
             for (seed, wants) in [
                 (2, CellResult::wants_second_seed as fn(&CellResult) -> bool),
                 (3, CellResult::wants_third_seed),
             ] {
-                if wants(&r) {
+                if rs.iter().any(wants) {
                     total.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let again = run_cell_seeded(&tables[t], c, seed);
+                    let again = run_seeded(named.0, named.1, seed);
                     tick(None);
-                    r.add_repeat(&again);
+                    for (r, &(t, c)) in rs.iter_mut().zip(cells) {
+                        if wants(r) {
+                            r.add_repeat(&again.cell(&tables[t], c));
+                        }
+                    }
                 }
             }
-            r
+            rs
         })
         .collect();
-    let mut results: Vec<Vec<CellResult>> = tables.iter().map(|_| Vec::new()).collect();
-    for (r, &(t, _)) in flat.into_iter().zip(&jobs) {
-        results[t].push(r);
+    let mut placed: Vec<Vec<Option<CellResult>>> =
+        tables.iter().map(|t| vec![None; t.cells.len()]).collect();
+    for (cells, rs) in groups.iter().zip(per_group) {
+        for (&(t, c), r) in cells.iter().zip(rs) {
+            placed[t][c] = Some(r);
+        }
     }
+    let results: Vec<Vec<CellResult>> = placed
+        .into_iter()
+        .map(|rs| rs.into_iter().map(|r| r.expect("every cell ran")).collect())
+        .collect();
     let scores = tables
         .iter()
         .zip(&results)
@@ -96,6 +114,25 @@ pub fn run_tables(
         scores,
         findings,
     }
+}
+
+/// The distinct runs `tables` name, in order of first mention, each with the (table, cell)
+/// indices that name it. A table that reads several counters of one run (V4, X3) names
+/// that run in several cells: it is simulated once per seed, and every cell naming it
+/// reads its own metric from it.
+fn distinct_runs(tables: &[Table]) -> Vec<Vec<(usize, usize)>> {
+    let mut groups: Vec<Vec<(usize, usize)>> = Vec::new();
+    let mut by_key = std::collections::BTreeMap::new();
+    for (t, tb) in tables.iter().enumerate() {
+        for (c, cell) in tb.cells.iter().enumerate() {
+            let g = *by_key.entry(run_key(tb, cell)).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push((t, c));
+        }
+    }
+    groups
 }
 
 fn num(v: Option<f64>) -> String {
@@ -425,5 +462,92 @@ impl Reproduction {
             plot::plot_table(t, &sim, &dir.join(format!("{}.svg", t.id)))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{run_cell, run_cell_seeded};
+
+    /// Two tables; cells 0 and 1 of the first and cell 1 of the second name one run
+    /// (different metrics), the others runs of their own.
+    fn tables() -> Vec<Table> {
+        let table = |id: &str, cells: &str| -> Table {
+            serde_json::from_str(&format!(
+                r#"{{"id": "{id}", "title": "t", "source": "s", "held_out": false,
+                    "unit": "us", "better": "lower", "machine": "piii700-1m", "note": "",
+                    "cells": [{cells}]}}"#
+            ))
+            .expect("table parses")
+        };
+        let cell = |cpus: usize, workload: &str, metric: &str| {
+            format!(
+                r#"{{"cpus": {cpus}, "policy": "o1-d1", "workload": "{workload}",
+                    "value": null, "row": "r", "metric": "{metric}"}}"#
+            )
+        };
+        vec![
+            table(
+                "A",
+                &[
+                    cell(2, "lat_pipe:rounds=2000", "result.value"),
+                    cell(2, "lat_pipe:rounds=2000", "counters.context_switches"),
+                    cell(2, "reflex:tasks=4", "result.value"),
+                ]
+                .join(","),
+            ),
+            table(
+                "B",
+                &[
+                    cell(4, "lat_pipe:rounds=2000", "result.value"),
+                    cell(2, "lat_pipe:rounds=2000", "counters.migrations"),
+                ]
+                .join(","),
+            ),
+        ]
+    }
+
+    #[test]
+    fn cells_sharing_a_run_get_what_runs_of_their_own_give() {
+        let tables = tables();
+        let ticks = std::sync::atomic::AtomicUsize::new(0);
+        let rep = run_tables(tables.clone(), &|_, _, _| {
+            ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
+        for (t, table) in tables.iter().enumerate() {
+            for c in 0..table.cells.len() {
+                // The cell alone, with the repeat rule applied to it alone.
+                let mut alone = run_cell(table, c);
+                for (seed, wants) in [
+                    (2, CellResult::wants_second_seed as fn(&CellResult) -> bool),
+                    (3, CellResult::wants_third_seed),
+                ] {
+                    if wants(&alone) {
+                        alone.add_repeat(&run_cell_seeded(table, c, seed));
+                    }
+                }
+                let shared = &rep.results[t][c];
+                assert_eq!(
+                    (shared.table.as_str(), shared.index),
+                    (table.id.as_str(), c)
+                );
+                assert_eq!(shared.simulated, alone.simulated, "{} cell {c}", table.id);
+                assert_eq!(shared.repeats, alone.repeats, "{} cell {c}", table.id);
+                assert_eq!(shared.events, alone.events, "{} cell {c}", table.id);
+            }
+        }
+        // Every cell ticks once, and each repeat of a run once; each of the three runs
+        // is short enough to be repeated with seed 2.
+        let repeats = ticks.load(std::sync::atomic::Ordering::Relaxed) - 5;
+        assert!((3..=6).contains(&repeats), "{repeats} repeats for 3 runs");
+    }
+
+    #[test]
+    fn a_run_named_by_cells_of_two_tables_is_one_run() {
+        assert_eq!(
+            distinct_runs(&tables()),
+            vec![vec![(0, 0), (0, 1), (1, 1)], vec![(0, 2)], vec![(1, 0)]]
+        );
     }
 }
