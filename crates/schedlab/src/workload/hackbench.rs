@@ -448,6 +448,40 @@ mod tests {
         }
     }
 
+    /// Past 4 096 children the ready pipe (one 4 KB page, 2.4 `fs/pipe.c`) is full: the
+    /// other children sleep in `pipe_write` on the queue the parent's reader shares, and
+    /// each 1-byte read wakes all of them (`wake_up_interruptible`, no exclusive waiters)
+    /// for one to get in: the modelled kernel's own quadratic herd, which makes hackbench
+    /// past 102 groups of 20 superlinear in events (200 groups: 7.6 M wake-ups by the
+    /// parent alone, against 110 k in all at 100 groups).
+    #[test]
+    fn past_one_pipe_page_of_children_every_ready_read_wakes_every_blocked_writer() {
+        let wakeups = |groups: u64| {
+            let mut s = Simulation::new(RunConfig {
+                machine: "piii700-1m".into(),
+                cpus: Some(8),
+                policy: "o1-2.6".into(),
+                workload: format!("hackbench:groups={groups},fds=1,loops=1"),
+                seed: 1,
+            })
+            .unwrap();
+            s.run(&mut |_, _| {}).unwrap();
+            assert_eq!(s.k.rec.count("children"), 2 * groups);
+            s.k.stats.wakeups
+        };
+        let (below, above) = (wakeups(2000), wakeups(2300));
+        // 4 000 children: each is woken by "go" and its receiver or sender, no more.
+        assert!(below < 3 * 4000, "{below} wake-ups for 4 000 children");
+        // 4 600: 504 blocked writers, each woken again at every read until its turn:
+        // about 504 + 503 + … + 1 more wake-ups (on 8 CPUs a woken writer is back asleep
+        // before the parent's next read).
+        let herd = 504 * 505 / 2;
+        assert!(
+            above > below + herd * 3 / 4 && above < below + herd * 3 / 2,
+            "{above} wake-ups for 4 600 children (4 000: {below}; herd {herd})"
+        );
+    }
+
     #[test]
     fn more_groups_do_proportionally_more_work() {
         let a = run(4, "hackbench:groups=1,loops=20");
