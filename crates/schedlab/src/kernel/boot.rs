@@ -112,6 +112,7 @@ impl Kernel {
             is_idle: true,
             parent: None,
             children: Vec::new(),
+            child_slot: 0,
             zombies: Default::default(),
             wait_chldexit: wq,
             kstack: vec![Frame::Idle],

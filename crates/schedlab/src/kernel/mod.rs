@@ -475,6 +475,15 @@ impl Kernel {
                     return Err(format!("dead task pid {} is on cpu {c}", t.pid));
                 }
             }
+            for (slot, &child) in t.children.iter().enumerate() {
+                let k = &self.tasks[child as usize];
+                if k.child_slot as usize != slot || k.parent != Some(id as TaskId) {
+                    return Err(format!(
+                        "pid {}: child pid {} at slot {slot} has slot {} and parent {:?}",
+                        t.pid, k.pid, k.child_slot, k.parent
+                    ));
+                }
+            }
         }
         for (i, s) in self.streams.iter().enumerate() {
             if s.written != s.read + s.len + s.tcp.held {

@@ -122,6 +122,7 @@ impl Kernel {
             is_idle: false,
             parent,
             children: Vec::new(),
+            child_slot: 0,
             zombies: Default::default(),
             wait_chldexit,
             kstack: Vec::with_capacity(8),
@@ -134,7 +135,10 @@ impl Kernel {
         });
         self.programs.push(Some(program));
         if let Some(pp) = parent {
-            self.tasks[pp as usize].children.push(id);
+            let siblings = &mut self.tasks[pp as usize].children;
+            let slot = siblings.len() as u32;
+            siblings.push(id);
+            self.tasks[id as usize].child_slot = slot;
         }
         self.live_tasks += 1;
         id
@@ -194,9 +198,13 @@ impl Kernel {
             self.sched_reap(cpu, task, z);
             let ns = self.machine.costs().wait_ns;
             self.charge(cpu, ns, Acct::Running);
+            let i = self.tasks[z as usize].child_slot as usize;
             let children = &mut self.tasks[task as usize].children;
-            if let Some(i) = children.iter().position(|&c| c == z) {
+            if children.get(i) == Some(&z) {
                 children.swap_remove(i);
+                if let Some(&moved) = children.get(i) {
+                    self.tasks[moved as usize].child_slot = i as u32;
+                }
             }
             let pid = self.tasks[z as usize].pid;
             self.release(cpu, z);

@@ -88,6 +88,9 @@ pub struct Task {
     pub parent: Option<TaskId>,
     /// Children not yet reaped (live and zombie).
     pub children: Vec<TaskId>,
+    /// This task's index in its parent's `children`: reaping one of 100 000 children
+    /// finds it without a search (the kernel's own walk is in `wait_ns`).
+    pub child_slot: u32,
     /// Zombie children, oldest first.
     pub zombies: VecDeque<TaskId>,
     /// `wait_chldexit`.
