@@ -501,6 +501,66 @@ impl Interconnect {
         self.serve(t, cpu, src)
     }
 
+    /// A run-queue walk by `cpu` from `t`: each task of `tasks` in order is examined
+    /// (`examine_ns` of `goodness()`) and its scheduler line read, each read made when
+    /// the walk reaches it. Returns the walk's cost: what [`Interconnect::read_task`] per
+    /// task, each priced at the walk's moment, adds up to.
+    ///
+    /// A run of reads that miss to memory is one paced stream on this CPU's bus
+    /// ([`Bus::occupy_paced`]: the same slots, waits and counters as one request per
+    /// line), so a walk over a queue longer than the L2 holds of task lines costs one bus
+    /// calendar walk, not one lookup per task.
+    pub fn read_tasks(
+        &mut self,
+        t: Time,
+        cpu: CpuId,
+        tasks: impl IntoIterator<Item = u32>,
+        examine_ns: Time,
+    ) -> Time {
+        let miss_pace = examine_ns + self.costs.mem_latency_ns;
+        if !self.model.coherence {
+            let n = tasks.into_iter().count() as u64;
+            return n * miss_pace + self.memory_run(t, cpu, n, miss_pace);
+        }
+        let mut now = t;
+        let (mut run, mut run_start) = (0, t);
+        for p in tasks {
+            self.stats.line_accesses += 1;
+            match self.tasks.read(p as usize, cpu) {
+                Source::Memory => {
+                    if run == 0 {
+                        run_start = now;
+                    }
+                    run += 1;
+                    now += miss_pace;
+                }
+                src => {
+                    if run > 0 {
+                        now += self.memory_run(run_start, cpu, run, miss_pace);
+                        run = 0;
+                    }
+                    now += examine_ns + self.serve(now, cpu, src);
+                }
+            }
+        }
+        if run > 0 {
+            now += self.memory_run(run_start, cpu, run, miss_pace);
+        }
+        now - t
+    }
+
+    /// `lines` reads from memory by `cpu`, the first at `t` and each next one `pace`
+    /// after the previous one was served: their queueing on `cpu`'s bus.
+    fn memory_run(&mut self, t: Time, cpu: CpuId, lines: u64, pace: Time) -> Time {
+        self.stats.memory_reads += lines;
+        if !self.model.bus {
+            return 0;
+        }
+        let mine = self.bus_of(cpu);
+        let slots = self.costs.line_slots;
+        self.buses[mine].occupy_paced(t, lines, slots, pace)
+    }
+
     /// `cpu` writes task `p`'s scheduler line at `t`: the access's cost (0 without the
     /// coherence model, whose flat costs include the writes).
     #[inline]
@@ -604,6 +664,49 @@ mod tests {
         });
         assert_eq!(off.transfer(0, Some(1), 0), c.c2c_line_ns);
         assert_eq!(off.transfer(0, Some(2), 3), c.c2c_line_ns);
+    }
+
+    proptest::proptest! {
+        /// A walk priced as one call (memory runs as paced bus streams) costs, and
+        /// leaves the directory, buses and counters, exactly as one read per task at
+        /// the walk's moment does — hits, transfers and bus queueing mixed in.
+        #[test]
+        fn a_walk_costs_what_its_reads_one_by_one_cost(
+            writes in proptest::collection::vec((0usize..8, 0u32..300, 0u64..4_000), 0..200),
+            walk in proptest::collection::vec(0u32..300, 0..400),
+            cpu in 0usize..8,
+            model in 0usize..3,
+        ) {
+            let model = match model {
+                0 => Model::default(),
+                1 => Model { bus: false, ..Model::default() },
+                _ => Model { coherence: false, ..Model::default() },
+            };
+            let (mut a, mut b) = (ic(model), ic(model));
+            for &(w, p, t) in &writes {
+                // Writes and copies at scattered times make lines dirty elsewhere and
+                // load both buses.
+                for x in [&mut a, &mut b] {
+                    x.write_task(t, w, p);
+                    x.stream(t, 6, Some(w), (w + 1) % 8);
+                }
+            }
+            let examine = a.costs.task_examine_ns;
+            let walked = a.read_tasks(2_000, cpu, walk.iter().copied(), examine);
+            let mut t = 2_000;
+            for &p in &walk {
+                t += examine + b.read_task(t, cpu, p);
+            }
+            proptest::prop_assert_eq!(walked, t - 2_000);
+            proptest::prop_assert_eq!(format!("{:?}", a.stats), format!("{:?}", b.stats));
+            let buses = |x: &Interconnect| format!("{:?}", x.bus_stats().collect::<Vec<_>>());
+            proptest::prop_assert_eq!(buses(&a), buses(&b));
+            // Later requests see the same calendar.
+            for x in [&mut a, &mut b] {
+                x.stream(2_500, 40, None, cpu);
+            }
+            proptest::prop_assert_eq!(buses(&a), buses(&b));
+        }
     }
 
     #[test]

@@ -201,16 +201,12 @@ impl<'a> SchedCtx<'a> {
     /// that looks at them all: [`SchedCtx::examine_task`] for each.
     #[inline]
     pub fn examine_tasks(&mut self, tasks: impl IntoIterator<Item = TaskId>) {
-        let start = self.now();
+        let now = self.now();
         let examine_ns = self.costs().task_examine_ns;
-        let mut t = start;
-        for p in tasks {
-            // determinism: each read is priced at the time the walk reaches it, as
-            // `examine_task` would price it; charges add, so one charge of the sum
-            // leaves the clock and the accounts as the separate charges would.
-            t += examine_ns + self.ic.read_task(t, self.cpu, p);
-        }
-        self.charge(t - start);
+        // determinism: one charge of the walk's sum leaves the clock and the accounts as
+        // the separate charges would.
+        let c = self.ic.read_tasks(now, self.cpu, tasks, examine_ns);
+        self.charge(c);
     }
 
     /// Charge a write of task `p`'s scheduler line by the executing CPU (its counter,
