@@ -27,6 +27,11 @@ const FULL: &[(&str, usize, &str, &str)] = &[
     ("piii700-1m", 8, "mq", "reflex:tasks=16"),
     ("piii700-1m", 8, "linux-2.4", "chat:rooms=10,messages=200"),
     ("piii700-1m", 8, "o1-g1", "loop_yield:instances=16"),
+    // Issue 14's hot path: 2.4's walk under the machine mechanisms, contended.
+    ("piii700-1m", 8, "linux-2.4", "chat:rooms=20,messages=200"),
+    // Issue 18's flat cost: the same policy, 1 000 and 100 000 tasks.
+    ("numa-1024", 8, "o1-2.6", "synthetic:tasks=1000,ops=500"),
+    ("numa-1024", 8, "o1-2.6", "synthetic:tasks=100000,ops=5"),
 ];
 
 const QUICK: &[(&str, usize, &str, &str)] = &[
