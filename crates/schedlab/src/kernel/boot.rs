@@ -142,6 +142,7 @@ impl Kernel {
             tick_phase: phase,
             nr_switches: 0,
             migrate: None,
+            locks_held: 0,
         });
     }
 }

@@ -157,6 +157,9 @@ pub struct Cpu {
     /// A task `schedule()` took off this CPU because its affinity no longer allows it
     /// here; the core places it on an allowed CPU once it is switched out.
     pub migrate: Option<TaskId>,
+    /// Spinlocks this CPU holds now: a hook must return with none, checked after every
+    /// hook without looking at every lock of a 1 024-CPU machine.
+    pub locks_held: u32,
 }
 
 /// Whole-run counters the kernel keeps.

@@ -386,6 +386,7 @@ impl<'a> SchedCtx<'a> {
         }
         lk.queued.push(now);
         lk.holder = Some(cpu);
+        self.cpus[cpu].locks_held += 1;
         lk.granted_at = now;
         lk.stats.acquisitions += 1;
         if spin > 0 {
@@ -410,6 +411,7 @@ impl<'a> SchedCtx<'a> {
         lk.free_at = now;
         lk.holder = None;
         lk.last_cpu = Some(cpu);
+        self.cpus[cpu].locks_held -= 1;
     }
 
     /// True when the executing CPU holds `l` (for `debug_assert!`s).
