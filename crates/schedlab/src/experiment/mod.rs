@@ -5,9 +5,10 @@
 //! spec, published value (or none), a row label and optionally the JSON path of the
 //! counter to compare (`metric`). The file format is `published-tables.json`'s schema,
 //! shared with tools outside the project; our own experiments use the same schema in
-//! `data/experiments.json`. [`run_cell`] simulates every cell (in parallel, each a
-//! deterministic run with seed 1), [`score`] compares, [`report`] writes Markdown, JSON
-//! and one SVG plot per table.
+//! `data/experiments.json`. [`report::run_tables`] simulates every distinct run the cells
+//! name ([`run_key`]: in parallel, each a deterministic run with seed 1; cells that read
+//! different counters of one run share it), [`score`] compares, [`report`] writes
+//! Markdown, JSON and one SVG plot per table.
 //!
 //! # Repeats where the seed matters
 //!

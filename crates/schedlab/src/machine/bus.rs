@@ -217,7 +217,17 @@ impl Bus {
         // first request on: each line takes exactly its request's slots, so they are
         // marked without a search (a refill is mostly this: an idle bus).
         let runs = other.is_none() && n <= 64 && pace_slots >= n;
-        let own = if n == 64 { u64::MAX } else { (1 << n) - 1 };
+        let own = if runs { u64::MAX >> (64 - n) } else { 0 };
+        // The next request: `pace` later. Both remainders are below a slot: at most one
+        // carry.
+        let next = |idx: &mut u64, rem: &mut u64| {
+            *rem += pace_rem;
+            *idx += pace_slots;
+            if *rem >= s {
+                *rem -= s;
+                *idx += 1;
+            }
+        };
         let mut left = lines;
         while left > 0 {
             if runs {
@@ -229,12 +239,7 @@ impl Bus {
                                 *bits |= own << (idx % 64);
                                 taken += n;
                                 left -= 1;
-                                rem += pace_rem;
-                                idx += pace_slots;
-                                if rem >= s {
-                                    rem -= s;
-                                    idx += 1;
-                                }
+                                next(&mut idx, &mut rem);
                             }
                             continue;
                         }
@@ -265,13 +270,7 @@ impl Bus {
                 idx = start;
                 rem = 0;
             }
-            // Both remainders are below a slot: at most one carry.
-            rem += pace_rem;
-            idx += pace_slots;
-            if rem >= s {
-                rem -= s;
-                idx += 1;
-            }
+            next(&mut idx, &mut rem);
         }
         self.stats.transfers += taken;
         self.stats.busy_ns += taken * s;
