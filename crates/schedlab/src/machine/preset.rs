@@ -135,11 +135,17 @@ pub struct Costs {
     pub tick_ns: Time,
     /// Reschedule-IPI handler: entry and exit.
     pub irq_ns: Time,
-    /// Sending an IPI (APIC ICR write). Unknown for ProFusion (B§6.3); *calibrated* on the
-    /// 2-task reflex rows.
+    /// Sending an IPI: what the sender pays. On the P6 the local APIC is on the die and
+    /// the message goes out on the separate serial APIC bus (16.7 MHz; a message and its
+    /// EOI take 35-48 APIC clocks, 2-3 µs: J. Lundell, LKML, 8 Oct 2001), so 2.4's
+    /// `send_IPI_mask` costs the sender only its local-register accesses: the
+    /// `apic_wait_icr_idle` read and the two ICR writes, ≈ 70 cycles at 700 MHz
+    /// (inferred). The delivery is `ipi_latency_ns`.
     pub ipi_send_ns: Time,
     /// IPI delivery latency from send to the target's handler. *calibrated* (B§6.3: a
-    /// cross-CPU hand-off costs ≈ 4 µs more than a local one, IPI included).
+    /// cross-CPU hand-off costs ≈ 4 µs more than a local one, IPI included); consistent
+    /// with the serial APIC bus (see `ipi_send_ns`), where one message without its EOI
+    /// takes about half of Lundell's 35-48 clocks at 16.7 MHz, 1-1.5 µs.
     pub ipi_latency_ns: Time,
     /// Time for a halted (`hlt`) idle CPU to resume after an interrupt. *calibrated*
     pub idle_exit_ns: Time,
@@ -312,7 +318,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         poll_fd_ns: 280,
         tick_ns: 1_500,
         irq_ns: 700,
-        ipi_send_ns: 400,
+        ipi_send_ns: 100,
         ipi_latency_ns: 1_500,
         idle_exit_ns: 300,
         line_bytes: 32,
