@@ -758,6 +758,7 @@ counters.affinity_moves     tasks moved off a CPU their new sched_setaffinity ma
 counters.tcp_segments       TCP data segments sent over loopback; several writes share one when Nagle holds them (only when any were)
 counters.tcp_acks           TCP pure ACKs, sent by reads that empty the receive queue (only when any were)
 counters.sock_lock_waits    TCP calls that slept in lock_sock, the socket owned by another task (only when any did)
+counters.stream_state_transfers  lines of pipe and socket state (locks, queue heads, counters) pulled from the CPU that wrote them last (only when any were)
 counters.semops             SysV semop calls (only when any were)
 counters.semop_sleeps       of which slept (only when any did)
 counters.cpu_time.*         % of all CPU time running tasks, in the scheduler, spinning, idle

@@ -156,6 +156,10 @@ pub struct Counters {
     /// when any did).
     #[serde(skip_serializing_if = "is_zero")]
     pub sock_lock_waits: u64,
+    /// Lines of pipe and socket state (locks, queue heads, counters, wait-queue heads)
+    /// pulled from the CPU that wrote them last (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stream_state_transfers: u64,
     /// SysV `semop` calls (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub semops: u64,
@@ -347,6 +351,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             tcp_segments: s.tcp_segments,
             tcp_acks: s.tcp_acks,
             sock_lock_waits: s.sock_lock_waits,
+            stream_state_transfers: s.stream_state_transfers,
             semops: s.semops,
             semop_sleeps: s.semop_sleeps,
             schedule_calls: s.schedule_calls,

@@ -1008,6 +1008,41 @@ fn hamq_two_task_reflex_pays_a_cross_cpu_wakeup_every_hop() {
     );
 }
 
+/// Issue 14: a pipe's shared state (`i_sem`, `PIPE_LEN`, the wait-queue head) lives in
+/// the cache of the CPU that last wrote it. A 2-task ping-pong split over two CPUs
+/// (haMQ) pulls those lines on nearly every call: with 3 lines per pipe call, at most
+/// 2 calls x 3 lines per hop, and at least 1 call's worth on most hops. The same pair on one CPU pulls
+/// none. With `coherence=off` nothing is pulled, and the split round is cheaper by at
+/// least the transfers' cost.
+#[test]
+fn a_pipe_hop_across_cpus_pulls_the_pipes_state_and_one_on_one_cpu_does_not() {
+    let w = "reflex:tasks=2,rounds=500";
+    let hops = 2 * 500u64;
+    let state = |r: &serde_json::Value| r["counters"]["stream_state_transfers"].as_u64();
+    let split = run_json(cfg("piii700-1m", 2, "hamq", w));
+    let pulled = state(&split).unwrap();
+    assert!(
+        (3 * hops * 9 / 10..=6 * hops + 12).contains(&pulled),
+        "{pulled} state lines for {hops} split hops"
+    );
+    let local = run_json(cfg("piii700-1m", 1, "hamq", w));
+    assert_eq!(state(&local), None, "one CPU pulls no state lines");
+    let off = run_json(cfg("piii700-1m:coherence=off", 2, "hamq", w));
+    assert_eq!(state(&off), None, "coherence=off prices no state lines");
+    let us = |r: &serde_json::Value| r["result"]["value"].as_f64().unwrap();
+    let c2c_ns = schedlab::machine::catalog::find("piii700-1m")
+        .unwrap()
+        .costs
+        .c2c_line_ns;
+    let per_round_us = (pulled * c2c_ns) as f64 / 1e3 / 500.0;
+    assert!(
+        us(&split) - us(&off) >= 0.8 * per_round_us,
+        "split round {:.2} us, without coherence {:.2} us, state lines {per_round_us:.2} us per round",
+        us(&split),
+        us(&off)
+    );
+}
+
 /// Pooled MQ with balancing keeps every run queue consistent and actually balances.
 #[test]
 fn mq_pool_balancer_runs_and_moves_tasks() {

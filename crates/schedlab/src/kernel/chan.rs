@@ -30,6 +30,32 @@ pub enum StreamKind {
     Tcp,
 }
 
+impl StreamKind {
+    /// Lines of shared kernel state that every read and every write of such a stream
+    /// writes, whoever wrote them last (32-byte P6 lines; *inferred* from the 2.4.17
+    /// structures, counting only fields written on each call):
+    ///
+    /// - **pipe** (fs/pipe.c): the inode's `i_sem` (`down`/`up`), its `i_size`, which is
+    ///   `PIPE_LEN`, with the times `UPDATE_ATIME` and the writer's `i_mtime`/`i_ctime`
+    ///   set, and `pipe_inode_info` (its `start` and the `PIPE_WAIT` queue head's lock
+    ///   and list): 3 lines.
+    /// - **AF_UNIX** (net/unix/af_unix.c): the receiving socket's queue (`skb_queue_tail`/
+    ///   `skb_dequeue`: lock, list, length), its `sleep` wait queue head, the sender's
+    ///   `wmem_alloc` (`skb_set_owner_w`, `sock_wfree`), and the `unix_sock` state lock
+    ///   the sender takes on its peer: 4 lines.
+    /// - **TCP** (net/ipv4/tcp*.c): the `sk->lock` both sides take, the write and receive
+    ///   queues' heads, `wmem_queued`/`rmem_alloc`, the sequence state of `tcp_opt`
+    ///   (`snd_nxt`, `snd_una`, `rcv_nxt`, `copied_seq`, `ack.pending`) and the `sleep`
+    ///   wait queue head: 6 lines.
+    pub fn state_lines(self) -> u64 {
+        match self {
+            StreamKind::Pipe => 3,
+            StreamKind::Unix => 4,
+            StreamKind::Tcp => 6,
+        }
+    }
+}
+
 /// One direction of a byte stream.
 #[derive(Debug)]
 pub struct Stream {
@@ -49,6 +75,9 @@ pub struct Stream {
     pub write_wq: WqId,
     /// CPU whose cache holds the buffered lines dirty.
     pub last_cpu: Option<CpuId>,
+    /// CPU that last wrote the stream's shared kernel state, the lines every read and
+    /// write of it writes ([`StreamKind::state_lines`]).
+    pub state_cpu: Option<CpuId>,
     /// Bytes ever written.
     pub written: u64,
     /// Bytes ever read.
@@ -115,6 +144,7 @@ impl Stream {
             read_wq,
             write_wq,
             last_cpu: None,
+            state_cpu: None,
             written: 0,
             read: 0,
             readers: 1,

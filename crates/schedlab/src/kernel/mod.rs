@@ -187,6 +187,8 @@ pub struct KernelStats {
     pub tcp_acks: u64,
     /// TCP calls that found their socket owned by another task and slept in `lock_sock`.
     pub sock_lock_waits: u64,
+    /// Lines of pipe and socket state pulled from the CPU that wrote them last.
+    pub stream_state_transfers: u64,
     /// SysV `semop` calls.
     pub semops: u64,
     /// `semop` calls that slept.

@@ -32,6 +32,7 @@ impl Kernel {
             let ns = self.machine.costs().pipe_call_ns;
             self.charge(cpu, ns, Acct::Running);
         }
+        self.touch_stream_state(cpu, s);
         let st = &self.streams[s];
         let wq = st.read_wq;
         if st.len == 0 {
@@ -83,6 +84,7 @@ impl Kernel {
     ) -> Outcome {
         let ns = self.machine.costs().pipe_call_ns;
         self.charge(cpu, ns, Acct::Running);
+        self.touch_stream_state(cpu, s);
         let st = &mut self.streams[s];
         let wq = st.write_wq;
         if st.readers == 0 {

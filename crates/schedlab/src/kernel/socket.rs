@@ -27,6 +27,7 @@ impl Kernel {
         let costs = self.machine.costs();
         let call = costs.unix_call_ns;
         self.charge(cpu, call, Acct::Running);
+        self.touch_stream_state(cpu, s);
         if let Some(out) = self.wait_for_data(task, s, fd, len) {
             return out;
         }
@@ -96,6 +97,7 @@ impl Kernel {
         if self.streams[s].readers == 0 {
             return Outcome::Done(if done > 0 { done as i64 } else { EPIPE });
         }
+        self.touch_stream_state(cpu, s);
         while done < len {
             let st = &self.streams[s];
             if st.wmem >= st.cap {

@@ -155,6 +155,30 @@ impl Kernel {
         }
     }
 
+    /// `cpu` writes stream `s`'s shared kernel state (its lock, queue head, counters and
+    /// wait-queue head: [`StreamKind::state_lines`]). When another CPU wrote them last,
+    /// each line comes from that CPU's cache first, one after the other: the call reads
+    /// a field of one before it knows to touch the next, so the transfers do not overlap.
+    /// Part of the coherence model (`coherence=off`: free, as before it existed).
+    pub(super) fn touch_stream_state(&mut self, cpu: CpuId, s: usize) {
+        let st = &mut self.streams[s];
+        let last = st.state_cpu.replace(cpu);
+        let Some(from) = last.filter(|&o| o != cpu) else {
+            return;
+        };
+        if !self.ic.model().coherence {
+            return;
+        }
+        let lines = st.kind.state_lines();
+        let start = self.cpus[cpu].clock;
+        let mut ns = 0;
+        for _ in 0..lines {
+            ns += self.ic.transfer(start + ns, Some(from), cpu);
+        }
+        self.stats.stream_state_transfers += lines;
+        self.charge(cpu, ns, Acct::Running);
+    }
+
     pub(super) fn copy(&mut self, cpu: CpuId, s: usize, bytes: u64) {
         let last = self.streams[s].last_cpu;
         let mut ns = self.machine.copy_ns(bytes, last, cpu);

@@ -128,6 +128,7 @@ impl Kernel {
             return write_again(fd, len, done);
         }
         self.charge(cpu, costs.tcp_sendmsg_ns, Acct::Running);
+        self.touch_stream_state(cpu, s);
         while done < len {
             let st = &mut self.streams[s];
             if st.wmem >= st.cap {
@@ -217,6 +218,7 @@ impl Kernel {
             let ns = self.machine.costs().tcp_recvmsg_ns;
             self.charge(cpu, ns, Acct::Running);
         }
+        self.touch_stream_state(cpu, s);
         // A closing writer flushed what Nagle held (`tcp_close_tx`), so an empty queue
         // with no writer is end of file.
         if let Some(out) = self.wait_for_data(task, s, fd, len) {

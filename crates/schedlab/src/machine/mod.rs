@@ -39,7 +39,7 @@ crate::options! {
             .help("spinlocks: 2.4 i386 test-and-test-and-set, or FIFO tickets (one transfer per hand-off)")
             .source("2.4 include/asm-i386/spinlock.h");
         coherence: bool = flag("on")
-            .help("scheduler lines written by another CPU cost a cache-to-cache transfer")
+            .help("scheduler lines, and pipe and socket state, written by another CPU cost cache-to-cache transfers")
             .source("benchmarks.md §6.3");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
             .help("RAM, which sets max_threads (and RLIMIT_NPROC's default); auto: the preset's")
