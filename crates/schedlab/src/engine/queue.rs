@@ -1,52 +1,54 @@
-//! The event queue: a binary min-heap on `(time, seq)`.
-
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+//! The event queue: a binary min-heap on `(time, seq)`, whose popped top is removed lazily.
+//!
+//! Design: almost every event's handler schedules one event of its own (a CPU's next
+//! `Resume`, the next tick). Removing the top at `pop` and inserting the new event at
+//! `push` would walk the heap twice (down from the root, then up from a leaf); instead
+//! `pop` copies the top out and leaves it in place as a *hole*, and the next `push` writes
+//! its event into the hole and moves it down to its place: one walk instead of two. A
+//! `pop` that finds the hole still open removes it first, as a plain heap pop would have. The set of pending keys and the rule "the least key pops" are those of
+//! a plain heap, so the order is the same (the keys are unique: `seq` never repeats).
+//!
+//! Invariant: `heap[1..]` (and `heap[0]` unless `hole`) is a min-heap on `(time, seq)`;
+//! with `hole`, `heap[0]` is the entry last popped, no longer pending.
 
 use super::Time;
 
+#[derive(Clone, Copy)]
 struct Entry<E> {
     time: Time,
     seq: u64,
     event: E,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Entry<E> {
-    // BinaryHeap is a max-heap: invert so the earliest (time, seq) is on top.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+impl<E> Entry<E> {
+    /// True when `self` pops before `other`.
+    #[inline]
+    fn before(&self, other: &Self) -> bool {
+        (self.time, self.seq) < (other.time, other.seq)
     }
 }
 
 /// A deterministic priority queue of events; see the module docs for the ordering rules.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    heap: Vec<Entry<E>>,
+    /// `heap[0]` has been popped and awaits its replacement (module docs).
+    hole: bool,
     seq: u64,
     popped: u64,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
         EventQueue {
-            heap: BinaryHeap::with_capacity(1024),
+            heap: Vec::with_capacity(1024),
+            hole: false,
             seq: 0,
             popped: 0,
         }
@@ -57,36 +59,107 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, time: Time, event: E) {
         let seq = self.seq;
         self.seq += 1;
-        self.heap.push(Entry { time, seq, event });
+        let e = Entry { time, seq, event };
+        if self.hole {
+            self.hole = false;
+            self.heap[0] = e;
+            self.sift_down(0);
+        } else {
+            self.heap.push(e);
+            self.sift_up(self.heap.len() - 1);
+        }
     }
 
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let e = self.heap.pop()?;
+        if self.hole {
+            self.remove_top();
+        }
+        let e = *self.heap.first()?;
+        self.hole = true;
         self.popped += 1;
         Some((e.time, e.event))
     }
 
     /// Time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time)
+        if self.hole {
+            // The hole's children head the two halves of the heap.
+            self.heap
+                .iter()
+                .skip(1)
+                .take(2)
+                .min_by_key(|e| (e.time, e.seq))
+                .map(|e| e.time)
+        } else {
+            self.heap.first().map(|e| e.time)
+        }
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - usize::from(self.hole)
     }
 
     /// True when nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 
     /// Events popped so far (the `sim.events` counter).
     #[inline]
     pub fn popped(&self) -> u64 {
         self.popped
+    }
+
+    /// Close the hole with no event to fill it: the last entry takes its place.
+    fn remove_top(&mut self) {
+        self.hole = false;
+        let last = self.heap.pop().expect("a hole is an entry");
+        if !self.heap.is_empty() {
+            self.heap[0] = last;
+            self.sift_down(0);
+        }
+    }
+
+    /// Move the entry at `pos` up to its place.
+    #[inline]
+    fn sift_up(&mut self, mut pos: usize) {
+        let h = &mut self.heap[..];
+        let e = h[pos];
+        while pos > 0 {
+            let parent = (pos - 1) / 2;
+            if !e.before(&h[parent]) {
+                break;
+            }
+            h[pos] = h[parent];
+            pos = parent;
+        }
+        h[pos] = e;
+    }
+
+    /// Move the entry at `pos` down to its place.
+    #[inline]
+    fn sift_down(&mut self, mut pos: usize) {
+        let h = &mut self.heap[..];
+        let e = h[pos];
+        let end = h.len();
+        loop {
+            let mut child = 2 * pos + 1;
+            if child >= end {
+                break;
+            }
+            if child + 1 < end && h[child + 1].before(&h[child]) {
+                child += 1;
+            }
+            if !h[child].before(&e) {
+                break;
+            }
+            h[pos] = h[child];
+            pos = child;
+        }
+        h[pos] = e;
     }
 }
 
@@ -105,5 +178,44 @@ mod tests {
         let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, vec!['e', 'b', 'd', 'a', 'c']);
         assert_eq!(q.popped(), 5);
+    }
+
+    /// Pushes interleaved with pops (the hole filled, or closed by the next pop) pop in
+    /// the order of a plain sorted list of `(time, seq)`.
+    #[test]
+    fn interleaved_pushes_and_pops_match_a_sorted_list() {
+        let mut q = EventQueue::new();
+        let mut model: Vec<(Time, u64)> = Vec::new();
+        let mut seq = 0u64;
+        let mut x = 12_345u64;
+        let mut rand = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut now = 0;
+        for _ in 0..20_000 {
+            let r = rand();
+            // 0-2 pushes per step, at or after the last popped time, some at equal times.
+            for _ in 0..(r % 3) {
+                let t = now + rand() % 50;
+                q.push(t, seq);
+                model.push((t, seq));
+                seq += 1;
+            }
+            assert_eq!(q.len(), model.len());
+            let want = model.iter().copied().min();
+            assert_eq!(q.peek_time(), want.map(|(t, _)| t));
+            if r % 5 != 0 {
+                let got = q.pop();
+                if let Some(w) = want {
+                    model.retain(|&m| m != w);
+                    now = w.0;
+                }
+                assert_eq!(got, want);
+            }
+        }
+        assert_eq!(q.is_empty(), model.is_empty());
     }
 }

@@ -121,11 +121,17 @@ impl Kernel {
 
     /// Run `cpu`'s frames until it must wait for global time, for user mode to end, or for
     /// an interrupt (halted).
+    ///
+    /// The loop is the simulator's innermost: almost every event runs a system call body,
+    /// its return and the program's next call here, then suspends at the next body. Those
+    /// frames are handled in the loop; the others in [`Kernel::run_frame`], kept out of
+    /// line so that their code does not weigh on every turn.
     pub(crate) fn run_cpu(&mut self, cpu: CpuId) {
+        // Only `user_op` stops the run, and the loop returns when it does.
+        if self.stopped {
+            return;
+        }
         loop {
-            if self.stopped {
-                return;
-            }
             let now = self.now;
             let c = &self.cpus[cpu];
             let synced = c.clock <= now;
@@ -136,12 +142,15 @@ impl Kernel {
                 }
                 self.take_interrupts(cpu);
             }
-            let top = self.tasks[curr as usize].kstack.last();
-            let pure = top.is_some_and(Frame::is_pure);
-            if !synced && !pure {
+            let st = &mut self.tasks[curr as usize].kstack;
+            let runs = match st.last() {
+                Some(top) => synced || top.is_pure(),
+                None => synced,
+            };
+            if !runs {
                 return self.suspend(cpu);
             }
-            let Some(frame) = self.tasks[curr as usize].kstack.pop() else {
+            let Some(frame) = st.pop() else {
                 panic!(
                     "cpu {cpu} at {now} ns: pid {} has an empty kernel stack",
                     self.tasks[curr as usize].pid
@@ -153,68 +162,86 @@ impl Kernel {
                         return;
                     }
                 }
-                Frame::Compute { left, ws, todo } => {
-                    if left > 0 || todo > 0 {
-                        self.compute(cpu, curr, left, ws, todo);
-                        return;
-                    }
-                }
                 Frame::Sys(sys) => self.syscall(cpu, curr, sys),
                 Frame::SysExit => {
-                    if self.tasks[curr as usize].sees_need_resched(self.cpus[cpu].clock) {
-                        let st = &mut self.tasks[curr as usize].kstack;
-                        st.push(Frame::SysExit);
-                        st.push(Frame::Schedule);
+                    let t = &mut self.tasks[curr as usize];
+                    if t.sees_need_resched(self.cpus[cpu].clock) {
+                        t.kstack.push(Frame::SysExit);
+                        t.kstack.push(Frame::Schedule);
                     }
                 }
-                Frame::IrqExit { user } => {
-                    if user && self.tasks[curr as usize].sees_need_resched(self.cpus[cpu].clock) {
-                        self.tasks[curr as usize].kstack.push(Frame::Schedule);
-                    }
-                }
-                Frame::Wake {
-                    mut list,
-                    sync,
-                    irq,
-                } => {
-                    if let Some(p) = list.pop() {
-                        if !list.is_empty() {
-                            let st = &mut self.tasks[curr as usize].kstack;
-                            st.push(Frame::Wake { list, sync, irq });
-                        }
-                        self.try_to_wake_up(cpu, p, sync, irq);
-                    }
-                }
-                Frame::Schedule => self.schedule(cpu, curr),
-                Frame::ReleaseSock { fd } => self.release_sock(cpu, fd),
-                Frame::NewTask { child, thread } => self.new_task(cpu, curr, child, thread),
-                Frame::Tail { prev } => self.finish_task_switch(cpu, prev),
-                Frame::Tick { user } => self.tick(cpu, curr, user),
-                Frame::Ipi | Frame::TimerIrq => {
-                    let ns = self.machine.costs().irq_ns;
-                    self.charge(cpu, ns, Acct::Sched);
-                }
-                Frame::Idle => {
-                    // A flag another CPU sets later than this CPU's moment is not seen
-                    // yet: the IPI that setter sent wakes the halted CPU. A polling idle
-                    // loop (`idle=poll`, no IPI) sees it when it is set.
-                    let clock = self.cpus[cpu].clock;
-                    let st = &mut self.tasks[curr as usize];
-                    st.kstack.push(Frame::Idle);
-                    let poll = self.machine.costs().idle_poll && st.need_resched;
-                    if poll && st.need_resched_at > clock {
-                        let wait = st.need_resched_at - clock;
-                        self.charge(cpu, wait, Acct::Idle);
-                        self.tasks[curr as usize].kstack.push(Frame::Schedule);
-                    } else if st.sees_need_resched(clock) {
-                        st.kstack.push(Frame::Schedule);
-                    } else {
-                        self.cpus[cpu].halted = true;
+                frame => {
+                    if !self.run_frame(cpu, curr, frame) {
                         return;
                     }
                 }
             }
         }
+    }
+
+    /// Run one of the frames [`Kernel::run_cpu`] does not handle itself, popped from the
+    /// stack of `curr`, the task on `cpu`. Returns false when the CPU stops running frames
+    /// (in user mode, or halted).
+    #[inline(never)]
+    fn run_frame(&mut self, cpu: CpuId, curr: TaskId, frame: Frame) -> bool {
+        match frame {
+            Frame::User | Frame::Sys(_) | Frame::SysExit => {
+                unreachable!("run_cpu handles its own frames")
+            }
+            Frame::Compute { left, ws, todo } => {
+                if left > 0 || todo > 0 {
+                    self.compute(cpu, curr, left, ws, todo);
+                    return false;
+                }
+            }
+            Frame::IrqExit { user } => {
+                if user && self.tasks[curr as usize].sees_need_resched(self.cpus[cpu].clock) {
+                    self.tasks[curr as usize].kstack.push(Frame::Schedule);
+                }
+            }
+            Frame::Wake {
+                mut list,
+                sync,
+                irq,
+            } => {
+                if let Some(p) = list.pop() {
+                    if !list.is_empty() {
+                        let st = &mut self.tasks[curr as usize].kstack;
+                        st.push(Frame::Wake { list, sync, irq });
+                    }
+                    self.try_to_wake_up(cpu, p, sync, irq);
+                }
+            }
+            Frame::Schedule => self.schedule(cpu, curr),
+            Frame::ReleaseSock { fd } => self.release_sock(cpu, fd),
+            Frame::NewTask { child, thread } => self.new_task(cpu, curr, child, thread),
+            Frame::Tail { prev } => self.finish_task_switch(cpu, prev),
+            Frame::Tick { user } => self.tick(cpu, curr, user),
+            Frame::Ipi | Frame::TimerIrq => {
+                let ns = self.machine.costs().irq_ns;
+                self.charge(cpu, ns, Acct::Sched);
+            }
+            Frame::Idle => {
+                // A flag another CPU sets later than this CPU's moment is not seen
+                // yet: the IPI that setter sent wakes the halted CPU. A polling idle
+                // loop (`idle=poll`, no IPI) sees it when it is set.
+                let clock = self.cpus[cpu].clock;
+                let st = &mut self.tasks[curr as usize];
+                st.kstack.push(Frame::Idle);
+                let poll = self.machine.costs().idle_poll && st.need_resched;
+                if poll && st.need_resched_at > clock {
+                    let wait = st.need_resched_at - clock;
+                    self.charge(cpu, wait, Acct::Idle);
+                    self.tasks[curr as usize].kstack.push(Frame::Schedule);
+                } else if st.sees_need_resched(clock) {
+                    st.kstack.push(Frame::Schedule);
+                } else {
+                    self.cpus[cpu].halted = true;
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     fn take_interrupts(&mut self, cpu: CpuId) {

@@ -129,7 +129,9 @@ impl Kernel {
         if let Some(fd) = self.sock_taken.take() {
             st.push(Frame::ReleaseSock { fd });
         }
-        for (list, sync) in wakes.into_iter().rev() {
+        // Popped from the end, so that the first wake-up asked for is on top (the frames
+        // run in the order the body asked for them).
+        while let Some((list, sync)) = wakes.pop() {
             if !list.is_empty() {
                 st.push(Frame::Wake {
                     list,
