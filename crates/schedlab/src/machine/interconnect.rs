@@ -215,6 +215,63 @@ impl Lines {
         }
     }
 
+    /// [`Lines::read`] of each line of `lines` in order by `cpu`, each source handed to
+    /// `served` as it is found (the caller prices it before the next read).
+    ///
+    /// Up to 64 CPUs with bounded caches (every task-line walk on the presets up to 64
+    /// CPUs) the per-walk state — this CPU's clock and bit, the capacity, the layout — is
+    /// loaded once and the clock written back once, not per line: a walk of a queue
+    /// longer than the L2 holds is mostly misses, each a few instructions.
+    #[inline(always)]
+    fn read_each(
+        &mut self,
+        cpu: CpuId,
+        lines: impl IntoIterator<Item = u32>,
+        mut served: impl FnMut(Source),
+    ) {
+        if self.words != 1 || self.capacity == 0 {
+            for i in lines {
+                served(self.read(i as usize, cpu));
+            }
+            return;
+        }
+        let (cpus, capacity, me) = (self.cpus, self.capacity, 1u64 << cpu);
+        let mut now = self.clock[cpu];
+        let mut dir: &mut [u64] = &mut self.dir;
+        let mut stamps: &mut [u32] = &mut self.stamp;
+        for i in lines {
+            let i = i as usize;
+            if 2 * i + 2 > dir.len() {
+                self.grow(i);
+                (dir, stamps) = (&mut self.dir[..], &mut self.stamp[..]);
+            }
+            // `touch` then `read`, with one sharer word: `[owner, sharers]`.
+            let (e, stamp) = (&mut dir[2 * i..2 * i + 2], &mut stamps[i * cpus + cpu]);
+            let mut sharers = e[1];
+            let held = sharers & me != 0;
+            let evicted = held && now.wrapping_sub(*stamp) >= capacity;
+            now = now.wrapping_add(1);
+            *stamp = now;
+            if held && !evicted {
+                served(Source::Hit);
+                continue;
+            }
+            if evicted && e[0] == cpu as u64 {
+                // A dirty copy was written back.
+                e[0] = NO_OWNER;
+            }
+            sharers |= me;
+            let o = std::mem::replace(&mut e[0], NO_OWNER);
+            e[1] = sharers;
+            served(if o == NO_OWNER {
+                Source::Memory
+            } else {
+                Source::Cache(o as CpuId)
+            });
+        }
+        self.clock[cpu] = now;
+    }
+
     /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus (`words`
     /// words). A write to a line shared beyond the bus names the lowest such sharer.
     #[inline(always)]
@@ -524,9 +581,12 @@ impl Interconnect {
         }
         let mut now = t;
         let (mut run, mut run_start) = (0, t);
-        for p in tasks {
+        // The directory is taken out for the walk, so that the buses are charged as it
+        // goes (each read priced at its moment) while the walk holds its entries.
+        let mut lines = std::mem::take(&mut self.tasks);
+        lines.read_each(cpu, tasks, |src| {
             self.stats.line_accesses += 1;
-            match self.tasks.read(p as usize, cpu) {
+            match src {
                 Source::Memory => {
                     if run == 0 {
                         run_start = now;
@@ -542,7 +602,8 @@ impl Interconnect {
                     now += examine_ns + self.serve(now, cpu, src);
                 }
             }
-        }
+        });
+        self.tasks = lines;
         if run > 0 {
             now += self.memory_run(run_start, cpu, run, miss_pace);
         }

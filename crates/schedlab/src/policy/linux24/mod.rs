@@ -62,6 +62,7 @@
 //!   the new counters.
 
 mod index;
+mod runlist;
 #[cfg(test)]
 mod tests;
 
@@ -76,6 +77,7 @@ use super::sched24::can_schedule;
 use super::sched24::{Core24, GoodnessRules, Target, Worth, MIN_GOODNESS};
 use super::{PolicyInfo, Published, SchedClass, SchedCtx, Wake};
 use index::{GoodnessIndex, IndexKey};
+use runlist::RunList;
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -178,9 +180,9 @@ pub struct Linux24 {
     runqueue_lock: LockId,
     /// The line of `runqueue_head` (its `next` and `prev` links).
     runqueue_head: LineId,
-    /// `runqueue_head`: list position → task. Head insertion takes a position below every
+    /// `runqueue_head`, in list order. Head insertion gives a task a position below every
     /// other, tail insertion one above (determinism: positions are unique).
-    rq: BTreeMap<i64, TaskId>,
+    rq: RunList,
     /// `nr_running` as `sys_sched_yield` reads it, without the lock.
     nr_running_seen: Published<usize>,
     head_pos: i64,
@@ -212,7 +214,7 @@ impl Linux24 {
             options,
             runqueue_lock: 0,
             runqueue_head: 0,
-            rq: BTreeMap::new(),
+            rq: RunList::default(),
             nr_running_seen: Published::new(0),
             head_pos: 0,
             tail_pos: 0,
@@ -274,14 +276,21 @@ impl Linux24 {
         }
     }
 
-    fn set_pos(&mut self, ctx: &SchedCtx<'_>, p: TaskId, pos: i64) {
+    /// Queue `p` first or `last` on the list, or move it there if queued: the list links
+    /// and a position below or above every other.
+    fn place(&mut self, ctx: &SchedCtx<'_>, p: TaskId, last: bool) {
+        let pos = if last {
+            self.tail_pos += 1;
+            self.tail_pos
+        } else {
+            self.head_pos -= 1;
+            self.head_pos
+        };
         match self.ts[p as usize].pos.replace(pos) {
-            Some(old) => {
-                self.rq.remove(&old);
-            }
+            Some(_) => self.rq.unlink(p),
             None => self.nr_running_seen.set(ctx.now(), self.rq.len() + 1),
         }
-        self.rq.insert(pos, p);
+        self.rq.link(p, last);
         self.reindex(ctx, p);
     }
 
@@ -289,23 +298,20 @@ impl Linux24 {
     fn add_to_runqueue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         debug_assert!(ctx.holds(self.runqueue_lock));
         debug_assert!(!self.on_rq(p));
-        let pos = if self.version >= Version::V2420 {
+        let last = self.version >= Version::V2420;
+        if last {
             self.link_at_tail(ctx);
-            self.tail_pos += 1;
-            self.tail_pos
         } else {
             // list_add: head->next, and the old first's `prev` (not in its scheduler line).
             ctx.write_line(self.runqueue_head);
-            self.head_pos -= 1;
-            self.head_pos
-        };
-        self.set_pos(ctx, p, pos);
+        }
+        self.place(ctx, p, last);
     }
 
     /// list_add_tail's writes: the old last task's `next` (in its scheduler line) and
     /// head->prev.
     fn link_at_tail(&mut self, ctx: &mut SchedCtx<'_>) {
-        if let Some((_, &last)) = self.rq.last_key_value() {
+        if let Some(last) = self.rq.last() {
             ctx.write_task(last);
         }
         ctx.write_line(self.runqueue_head);
@@ -316,18 +322,14 @@ impl Linux24 {
         debug_assert!(ctx.holds(self.runqueue_lock));
         self.unlink(ctx, p);
         self.link_at_tail(ctx);
-        self.tail_pos += 1;
-        let pos = self.tail_pos;
-        self.set_pos(ctx, p, pos);
+        self.place(ctx, p, true);
     }
 
     /// list_del's write of the predecessor's `next` (its scheduler line, or the head's).
     fn unlink(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
-        let pos = self.ts[p as usize]
-            .pos
-            .expect("unlink of a task not queued");
-        match self.rq.range(..pos).next_back() {
-            Some((_, &before)) => ctx.write_task(before),
+        assert!(self.on_rq(p), "unlink of a task not queued");
+        match self.rq.before(p) {
+            Some(before) => ctx.write_task(before),
             None => ctx.write_line(self.runqueue_head),
         }
     }
@@ -337,14 +339,13 @@ impl Linux24 {
         debug_assert!(ctx.holds(self.runqueue_lock));
         self.unlink(ctx, p);
         let s = &mut self.ts[p as usize];
-        let pos = s
-            .pos
+        s.pos
             .take()
             .expect("del_from_runqueue of a task not queued");
         if let Some(k) = s.ikey.take() {
             self.index.remove(p, &k);
         }
-        self.rq.remove(&pos);
+        self.rq.unlink(p);
         self.nr_running_seen.set(ctx.now(), self.rq.len());
     }
 
@@ -355,7 +356,7 @@ impl Linux24 {
     fn scan_literal(&self, ctx: &SchedCtx<'_>, cpu: CpuId, this_mm: u32) -> (i64, Option<TaskId>) {
         let mut c = MIN_GOODNESS as i64;
         let mut next = None;
-        for &p in self.rq.values() {
+        for p in self.rq.iter() {
             if can_schedule(ctx, p, cpu) {
                 let w = self.goodness(ctx, p, cpu, this_mm);
                 if w > c {
@@ -405,7 +406,7 @@ impl Linux24 {
 
     /// Re-index every queued task (after a recalculation changed all counters).
     fn rebuild_index(&mut self, ctx: &SchedCtx<'_>) {
-        let queued: Vec<TaskId> = self.rq.values().copied().collect();
+        let queued: Vec<TaskId> = self.rq.iter().collect();
         for p in queued {
             self.reindex(ctx, p);
         }
@@ -524,7 +525,7 @@ impl SchedClass for Linux24 {
         loop {
             // The walk reads every queued task's line (and the head's), wherever it is.
             ctx.read_line(self.runqueue_head);
-            ctx.examine_tasks(self.rq.values().copied());
+            ctx.examine_tasks(self.rq.iter());
             self.stats.tasks_examined += self.nr_running() as u64;
             let (c, next) = self.scan_indexed(ctx, cpu, prev, this_mm);
             #[cfg(debug_assertions)]
@@ -653,10 +654,18 @@ impl SchedClass for Linux24 {
     }
 
     fn check(&self, k: &crate::kernel::Kernel) -> Result<(), String> {
-        for (&pos, &p) in &self.rq {
+        self.rq.check()?;
+        let mut before = i64::MIN;
+        for p in self.rq.iter() {
             let s = &self.ts[p as usize];
-            if s.pos != Some(pos) {
-                return Err(format!("linux-2.4: task {p} at {pos} thinks {:?}", s.pos));
+            match s.pos {
+                Some(pos) if pos > before => before = pos,
+                _ => {
+                    return Err(format!(
+                        "linux-2.4: task {p} after position {before} thinks {:?}",
+                        s.pos
+                    ))
+                }
             }
             let t = k.task(p);
             if t.is_idle || (t.state != TaskState::Running && t.on_cpu.is_none()) {
@@ -686,8 +695,8 @@ impl SchedClass for Linux24 {
         }
         let off_cpu = self
             .rq
-            .values()
-            .filter(|&&p| !self.ts[p as usize].has_cpu)
+            .iter()
+            .filter(|&p| !self.ts[p as usize].has_cpu)
             .count();
         if self.index.len() != off_cpu {
             return Err(format!(

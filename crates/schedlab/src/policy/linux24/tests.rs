@@ -38,15 +38,7 @@ impl Hand24 for Bed<Linux24> {
     fn queue(&mut self, p: TaskId, tail: bool) {
         self.with(0, |pol, ctx| {
             ctx.lock(pol.runqueue_lock);
-            if tail {
-                pol.tail_pos += 1;
-                let pos = pol.tail_pos;
-                pol.set_pos(ctx, p, pos);
-            } else {
-                pol.head_pos -= 1;
-                let pos = pol.head_pos;
-                pol.set_pos(ctx, p, pos);
-            }
+            pol.place(ctx, p, tail);
             ctx.unlock(pol.runqueue_lock);
         });
         self.k.tasks[p as usize].state = TaskState::Running;
@@ -355,7 +347,7 @@ fn yield_moves_to_the_tail_and_loses_to_every_other_task() {
     b.run_on(me, 0);
     b.sched_yield(0);
     assert!(b.class.core.yielding(me) && b.need_resched(0));
-    assert_eq!(b.class.rq.values().last(), Some(&me), "moved to the tail");
+    assert_eq!(b.class.rq.last(), Some(me), "moved to the tail");
     assert_eq!(b.schedule(0), other, "−1 loses to counter 1");
     b.ok();
     // The switch happens; __schedule_tail clears the bit and does not re-place a yielder.
