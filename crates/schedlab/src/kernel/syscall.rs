@@ -172,11 +172,7 @@ impl Kernel {
             return;
         }
         let lines = st.kind.state_lines();
-        let start = self.cpus[cpu].clock;
-        let mut ns = 0;
-        for _ in 0..lines {
-            ns += self.ic.transfer(start + ns, Some(from), cpu);
-        }
+        let ns = self.ic.transfer_run(self.cpus[cpu].clock, from, cpu, lines);
         self.stats.stream_state_transfers += lines;
         self.charge(cpu, ns, Acct::Running);
     }

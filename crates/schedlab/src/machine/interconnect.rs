@@ -502,6 +502,31 @@ impl Interconnect {
         }
     }
 
+    /// `lines` lines last written on `from` (another CPU), read by `cpu` one after the
+    /// other, each read issued when the previous line arrived: what as many
+    /// [`Interconnect::transfer`]s in a row cost, and the same slots, waits and counters.
+    /// On one bus the run is one paced stream ([`Bus::occupy_paced`]); across the buses
+    /// each line queues on the other bus and then on this one, line by line.
+    pub fn transfer_run(&mut self, t: Time, from: CpuId, cpu: CpuId, lines: u64) -> Time {
+        let mine = self.bus_of(cpu);
+        if self.bus_of(from) != mine {
+            let mut ns = 0;
+            for _ in 0..lines {
+                ns += self.serve_transfer(t + ns, cpu, Source::Cache(from));
+            }
+            return ns;
+        }
+        self.stats.c2c_transfers += lines;
+        let latency = self.costs.c2c_line_ns;
+        let wait = if self.model.bus {
+            let slots = self.costs.line_slots;
+            self.buses[mine].occupy_paced(t, lines, slots, latency)
+        } else {
+            0
+        };
+        lines * latency + wait
+    }
+
     /// A stream of `lines` line transfers into `cpu` (a refill or a copy) that the core
     /// overlaps at its own pace: returns only the extra time lost to queueing.
     ///
@@ -765,6 +790,42 @@ mod tests {
             // Later requests see the same calendar.
             for x in [&mut a, &mut b] {
                 x.stream(2_500, 40, None, cpu);
+            }
+            proptest::prop_assert_eq!(buses(&a), buses(&b));
+        }
+    }
+
+    proptest::proptest! {
+        /// A run of dependent transfers (a pipe's or socket's state pulled from the CPU
+        /// that wrote it) costs, and leaves the buses and counters, as one
+        /// [`Interconnect::transfer`] after another does, on one bus and across the two.
+        #[test]
+        fn a_transfer_run_costs_what_its_transfers_one_by_one_cost(
+            load in proptest::collection::vec((0usize..8, 0u64..3_000, 1u64..40), 0..60),
+            from in 0usize..8,
+            cpu in 0usize..8,
+            lines in 0u64..12,
+            bus in proptest::bool::ANY,
+        ) {
+            proptest::prop_assume!(from != cpu);
+            let model = Model { bus, ..Model::default() };
+            let (mut a, mut b) = (ic(model), ic(model));
+            for &(w, t, n) in &load {
+                for x in [&mut a, &mut b] {
+                    x.stream(t, n, Some(w), (w + 3) % 8);
+                }
+            }
+            let run = a.transfer_run(1_500, from, cpu, lines);
+            let mut t = 1_500;
+            for _ in 0..lines {
+                t += b.transfer(t, Some(from), cpu);
+            }
+            proptest::prop_assert_eq!(run, t - 1_500);
+            proptest::prop_assert_eq!(format!("{:?}", a.stats), format!("{:?}", b.stats));
+            let buses = |x: &Interconnect| format!("{:?}", x.bus_stats().collect::<Vec<_>>());
+            proptest::prop_assert_eq!(buses(&a), buses(&b));
+            for x in [&mut a, &mut b] {
+                x.stream(1_800, 30, None, cpu);
             }
             proptest::prop_assert_eq!(buses(&a), buses(&b));
         }
