@@ -713,6 +713,24 @@ mod tests {
         Interconnect::new(8, 4, &p.costs, model)
     }
 
+    /// `a` and `b` took the same traffic: equal counters and bus calendars, and a later
+    /// stream into `cpu` at `later` finds the same free slots on both.
+    fn same_traffic(
+        a: &mut Interconnect,
+        b: &mut Interconnect,
+        later: Time,
+        cpu: CpuId,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        proptest::prop_assert_eq!(format!("{:?}", a.stats), format!("{:?}", b.stats));
+        let buses = |x: &Interconnect| format!("{:?}", x.bus_stats().collect::<Vec<_>>());
+        proptest::prop_assert_eq!(buses(a), buses(b));
+        for x in [&mut *a, &mut *b] {
+            x.stream(later, 40, None, cpu);
+        }
+        proptest::prop_assert_eq!(buses(a), buses(b));
+        Ok(())
+    }
+
     #[test]
     fn a_line_written_elsewhere_is_a_transfer_then_a_hit() {
         let mut x = ic(Model::default());
@@ -784,14 +802,7 @@ mod tests {
                 t += examine + b.read_task(t, cpu, p);
             }
             proptest::prop_assert_eq!(walked, t - 2_000);
-            proptest::prop_assert_eq!(format!("{:?}", a.stats), format!("{:?}", b.stats));
-            let buses = |x: &Interconnect| format!("{:?}", x.bus_stats().collect::<Vec<_>>());
-            proptest::prop_assert_eq!(buses(&a), buses(&b));
-            // Later requests see the same calendar.
-            for x in [&mut a, &mut b] {
-                x.stream(2_500, 40, None, cpu);
-            }
-            proptest::prop_assert_eq!(buses(&a), buses(&b));
+            same_traffic(&mut a, &mut b, 2_500, cpu)?;
         }
     }
 
@@ -821,13 +832,7 @@ mod tests {
                 t += b.transfer(t, Some(from), cpu);
             }
             proptest::prop_assert_eq!(run, t - 1_500);
-            proptest::prop_assert_eq!(format!("{:?}", a.stats), format!("{:?}", b.stats));
-            let buses = |x: &Interconnect| format!("{:?}", x.bus_stats().collect::<Vec<_>>());
-            proptest::prop_assert_eq!(buses(&a), buses(&b));
-            for x in [&mut a, &mut b] {
-                x.stream(1_800, 30, None, cpu);
-            }
-            proptest::prop_assert_eq!(buses(&a), buses(&b));
+            same_traffic(&mut a, &mut b, 1_800, cpu)?;
         }
     }
 
