@@ -3,9 +3,11 @@
 //! `sets` threads are runnable. As the model (`schedlab::workload::reflex`) and with its
 //! parameters:
 //!
-//! 1. The leader creates one pipe per thread and the threads set by set (set `s` holds a
-//!    contiguous block of threads; sizes differ by at most one); each blocks reading its
-//!    own pipe. Then it says "go" and writes one byte into each set's first member's pipe.
+//! 1. The leader creates one pipe per thread and a start pipe, then the threads set by
+//!    set (set `s` holds a contiguous block of threads; sizes differ by at most one); each
+//!    blocks reading one byte of the start pipe. Then it says "go" and writes a byte per
+//!    thread into the start pipe in one write: every thread passes the barrier, and each
+//!    set's first member goes on holding its set's token.
 //! 2. Every thread loops: read the token; compute `delay_us` (a busy loop, ±5 % uniform
 //!    perturbation); with probability `yield_pct` % call `sched_yield()` and compute again
 //!    (Path I, the token stays); otherwise write the token into its successor's pipe
@@ -68,6 +70,10 @@ impl Rng {
 
 /// What one thread of a set does.
 struct Member {
+    /// The start pipe's read end: the barrier every thread waits at.
+    start: i32,
+    /// The set's first member: holds its token when the barrier opens.
+    leader: bool,
     own: i32,
     succ: i32,
     /// Closes the set's ring: counts its rounds.
@@ -90,8 +96,12 @@ impl Member {
     fn run(mut self, rounds: &AtomicU64, window: &Window) -> Res<(u64, u64)> {
         let mut tok = [b'r'; 1];
         let (mut passes, mut yields) = (0u64, 0u64);
+        sys::read_full(self.start, &mut tok, "reflex start")?;
+        let mut holding = self.leader;
         loop {
-            sys::read_full(self.own, &mut tok, "reflex")?;
+            if !std::mem::take(&mut holding) {
+                sys::read_full(self.own, &mut tok, "reflex")?;
+            }
             if window.closed() {
                 sys::write_full(self.succ, &tok)?;
                 return Ok((passes, yields));
@@ -130,16 +140,17 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     for _ in 0..tasks {
         pipes.push(sys::pipe()?);
     }
+    let start = sys::pipe()?;
     let mut workers = Vec::with_capacity(tasks);
-    let mut firsts = Vec::with_capacity(sets);
     let mut first = 0;
     for s in 0..sets {
         // Contiguous blocks, the first tasks % sets sets one larger (as the model).
         let n = tasks / sets + usize::from(s < tasks % sets);
-        firsts.push(first);
         for j in 0..n {
             let i = first + j;
             let m = Member {
+                start: start.0,
+                leader: j == 0,
                 own: pipes[i].0,
                 succ: pipes[first + (j + 1) % n].1,
                 last: j == n - 1,
@@ -158,9 +169,9 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
         first += n;
     }
     window.go(0);
-    for f in firsts {
-        sys::write_full(pipes[f].1, b"r")?;
-    }
+    // The start barrier: a byte per thread, one write; each set's first member then
+    // holds its token.
+    sys::write_full(start.1, &vec![b'r'; tasks])?;
     ctx.join_all(workers)?;
     let (ns, n) = window
         .measured()
