@@ -29,6 +29,20 @@ const FULL: &[(&str, usize, &str, &str)] = &[
     ("piii700-1m", 8, "o1-g1", "loop_yield:instances=16"),
     // Issue 14's hot path: 2.4's walk under the machine mechanisms, contended.
     ("piii700-1m", 8, "linux-2.4", "chat:rooms=20,messages=200"),
+    // What the mechanisms cost the simulator: the same two runs with all three off (a
+    // different simulated run, so compare ns per event, not wall time).
+    (
+        "piii700-1m:bus=off,lock=ticket,coherence=off",
+        8,
+        "linux-2.4",
+        "chat:rooms=20,messages=200",
+    ),
+    (
+        "piii700-1m:bus=off,lock=ticket,coherence=off",
+        8,
+        "o1-2.6",
+        "hackbench:groups=50",
+    ),
     // Issue 18's flat cost: the same policy, 1 000 and 100 000 tasks.
     ("numa-1024", 8, "o1-2.6", "synthetic:tasks=1000,ops=500"),
     ("numa-1024", 8, "o1-2.6", "synthetic:tasks=100000,ops=5"),
@@ -70,6 +84,9 @@ pub(crate) fn bench(quick: bool, json: bool) -> Result<(), CliError> {
     if !json {
         out(HEADER)?;
     }
+    // Columns as wide as their longest entry (the machine names carry model options).
+    let mw = runs.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let ww = runs.iter().map(|r| r.3.len()).max().unwrap_or(0);
     for &(machine, cpus, policy, workload) in runs {
         let cfg = RunConfig {
             machine: machine.into(),
@@ -90,7 +107,7 @@ pub(crate) fn bench(quick: bool, json: bool) -> Result<(), CliError> {
         if !json {
             let peak_text = peak.map_or("   ? MB".to_string(), |m| format!("{m:>5.0} MB"));
             out(&format!(
-                "{machine:<16} {cpus} cpus {policy:<10} {workload:<28} {:>11} events {:>8.3} s {:>6.2} M ev/s {:>6.0} ns/ev {peak_text}  sim/wall {:.2}\n",
+                "{machine:<mw$} {cpus} cpus {policy:<10} {workload:<ww$} {:>11} events {:>8.3} s {:>6.2} M ev/s {:>6.0} ns/ev {peak_text}  sim/wall {:.2}\n",
                 r.sim.events,
                 wall,
                 eps / 1e6,
