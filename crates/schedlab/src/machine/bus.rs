@@ -195,7 +195,41 @@ impl Bus {
     /// the later of the two. Both buses must have the same slot length.
     pub fn occupy_paced_with(
         &mut self,
+        other: Option<&mut Bus>,
+        t: Time,
+        lines: u64,
+        n: u64,
+        pace: Time,
+    ) -> Time {
+        self.paced(other, false, t, lines, n, pace)
+    }
+
+    /// [`Bus::occupy_paced`] for a stream relayed from `via` (a line pulled from a cache
+    /// on the other bus, one after the other): each request first takes the first `n` free
+    /// slots on `via` at or after its time, as [`Bus::occupy_many`] does, and then, from
+    /// the moment those started, the first `n` free ones on this bus; the next request is
+    /// `pace` after that. The same slots, waits and counters as a request on `via` then
+    /// one on this bus at the request's time plus its wait on `via`, line by line. Both
+    /// buses must have the same slot length.
+    pub fn occupy_paced_after(
+        &mut self,
+        via: &mut Bus,
+        t: Time,
+        lines: u64,
+        n: u64,
+        pace: Time,
+    ) -> Time {
+        self.paced(Some(via), true, t, lines, n, pace)
+    }
+
+    /// The paced streams: on this bus alone, or crossing to `other` too, its slots taken
+    /// at the request's time (`relay` false) or once the request's slots on `other` have
+    /// started (`relay` true).
+    #[inline(always)]
+    fn paced(
+        &mut self,
         mut other: Option<&mut Bus>,
+        relay: bool,
         t: Time,
         lines: u64,
         n: u64,
@@ -213,10 +247,11 @@ impl Bus {
         let (pace_slots, pace_rem) = (pace / s, pace % s);
         // Per bus, slots taken and time waited; and the stream's total delay.
         let (mut taken, mut waited, mut taken_other, mut waited_other, mut lost) = (0, 0, 0, 0, 0);
-        // On one bus, lines at least their own length apart, into a word free from the
-        // first request on: each line takes exactly its request's slots, so they are
-        // marked without a search (a refill is mostly this: an idle bus).
-        let runs = other.is_none() && n <= 64 && pace_slots >= n;
+        // Lines at least their own length apart, into a word free from the request on
+        // (on both buses when crossing): no request waits, on either bus, so both
+        // semantics give each line exactly its request's slots, marked without a search
+        // (a refill, a run of state lines, is mostly this: idle buses).
+        let runs = n <= 64 && pace_slots >= n;
         let own = if runs { u64::MAX >> (64 - n) } else { 0 };
         // The next request: `pace` later. Both remainders are below a slot: at most one
         // carry.
@@ -230,39 +265,59 @@ impl Bus {
         };
         let mut left = lines;
         while left > 0 {
-            if runs {
-                let (w, end) = (idx / 64, (idx / 64 + 1) * 64);
-                if idx + n <= end {
-                    if let Some(bits) = self.word(w) {
-                        if *bits >> (idx % 64) == 0 {
-                            while left > 0 && idx + n <= end {
-                                *bits |= own << (idx % 64);
-                                taken += n;
-                                left -= 1;
-                                next(&mut idx, &mut rem);
+            if runs && idx % 64 + n <= 64 {
+                let w = idx / 64;
+                // `other` first: the slow path asks it first too, so a word this path
+                // looks up (and may reset, `Bus::word`) is one the slow path would.
+                let theirs = match other.as_deref_mut() {
+                    None => Ok(None),
+                    Some(o) => match o.word(w) {
+                        Some(bits) if *bits >> (idx % 64) == 0 => Ok(Some(bits)),
+                        _ => Err(()),
+                    },
+                };
+                if let Ok(mut theirs) = theirs {
+                    if let Some(bits) = self.word(w).filter(|bits| **bits >> (idx % 64) == 0) {
+                        let (end, from) = ((w + 1) * 64, left);
+                        while left > 0 && idx + n <= end {
+                            let run = own << (idx % 64);
+                            *bits |= run;
+                            if let Some(b) = theirs.as_deref_mut() {
+                                *b |= run;
                             }
-                            continue;
+                            left -= 1;
+                            next(&mut idx, &mut rem);
                         }
+                        taken += (from - left) * n;
+                        if theirs.is_some() {
+                            taken_other += (from - left) * n;
+                        }
+                        continue;
                     }
                 }
             }
             left -= 1;
-            // The request starts when its slots on every bus it crosses have started.
+            // The request starts when its slots on every bus it crosses have started;
+            // relayed, this bus is asked from the moment its slots on `other` started.
             let mut start = idx;
-            if let Some(end) = self.take_first_free(idx, n) {
-                taken += n;
-                if end - n > idx {
-                    waited += (end - n - idx) * s - rem;
-                    start = end - n;
-                }
-            }
+            let (mut at, mut at_rem) = (idx, rem);
             if let Some(o) = other.as_deref_mut() {
                 if let Some(end) = o.take_first_free(idx, n) {
                     taken_other += n;
                     if end - n > idx {
                         waited_other += (end - n - idx) * s - rem;
-                        start = start.max(end - n);
+                        start = end - n;
+                        if relay {
+                            (at, at_rem) = (start, 0);
+                        }
                     }
+                }
+            }
+            if let Some(end) = self.take_first_free(at, n) {
+                taken += n;
+                if end - n > at {
+                    waited += (end - n - at) * s - at_rem;
+                    start = start.max(end - n);
                 }
             }
             if start > idx {
@@ -371,7 +426,7 @@ mod tests {
                 );
             }
         };
-        for round in 0..400 {
+        for round in 0..600 {
             // Buses a and c take the requests one by one; b and d the paced stream.
             let mut buses: Vec<Bus> = (0..4).map(|_| Bus::new(20)).collect();
             for _ in 0..(next() % 400) {
@@ -381,7 +436,8 @@ mod tests {
                 buses[2].occupy(u);
                 buses[3].occupy(u);
             }
-            let crossing = round % 2 == 1;
+            // One bus; crossing to the other at the same time; relayed from it.
+            let (crossing, relay) = (round % 3 == 1, round % 3 == 2);
             let (t, lines, n, pace) = (
                 next() % 100_000,
                 next() % 300,
@@ -391,17 +447,28 @@ mod tests {
             let busy = n * 20;
             let (mut at, mut lost) = (t, 0);
             for _ in 0..lines {
-                let mut q = buses[0].occupy_many(at, n).saturating_sub(busy);
-                if crossing {
-                    q = q.max(buses[2].occupy_many(at, n).saturating_sub(busy));
-                }
+                let q = if relay {
+                    let q = buses[2].occupy_many(at, n).saturating_sub(busy);
+                    q + buses[0].occupy_many(at + q, n).saturating_sub(busy)
+                } else {
+                    let q = buses[0].occupy_many(at, n).saturating_sub(busy);
+                    if crossing {
+                        q.max(buses[2].occupy_many(at, n).saturating_sub(busy))
+                    } else {
+                        q
+                    }
+                };
                 lost += q;
                 at += q + pace;
             }
             let [a, b, c, d] = &mut buses[..] else {
                 unreachable!()
             };
-            let paced = b.occupy_paced_with(crossing.then_some(d), t, lines, n, pace);
+            let paced = if relay {
+                b.occupy_paced_after(d, t, lines, n, pace)
+            } else {
+                b.occupy_paced_with(crossing.then_some(d), t, lines, n, pace)
+            };
             assert_eq!(paced, lost);
             same(a, b);
             same(c, d);
