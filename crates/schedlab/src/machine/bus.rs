@@ -247,12 +247,11 @@ impl Bus {
         let (pace_slots, pace_rem) = (pace / s, pace % s);
         // Per bus, slots taken and time waited; and the stream's total delay.
         let (mut taken, mut waited, mut taken_other, mut waited_other, mut lost) = (0, 0, 0, 0, 0);
-        // Lines at least their own length apart, into a word free from the request on
-        // (on both buses when crossing): no request waits, on either bus, so both
-        // semantics give each line exactly its request's slots, marked without a search
-        // (a refill, a run of state lines, is mostly this: idle buses).
-        let runs = n <= 64 && pace_slots >= n;
-        let own = if runs { u64::MAX >> (64 - n) } else { 0 };
+        // A line whose own slots are free (on both buses when crossing) waits on
+        // neither, whichever the semantics: its first free slots are its request's. Such
+        // lines are marked without a search, a word at a time, the words held in
+        // registers (a refill, a walk's misses, a run of state lines, is mostly this).
+        let own = if n <= 64 { u64::MAX >> (64 - n) } else { 0 };
         // The next request: `pace` later. Both remainders are below a slot: at most one
         // carry.
         let next = |idx: &mut u64, rem: &mut u64| {
@@ -265,33 +264,38 @@ impl Bus {
         };
         let mut left = lines;
         while left > 0 {
-            if runs && idx % 64 + n <= 64 {
-                let w = idx / 64;
-                // `other` first: the slow path asks it first too, so a word this path
-                // looks up (and may reset, `Bus::word`) is one the slow path would.
+            if own != 0 && idx % 64 + n <= 64 {
+                let (w, run) = (idx / 64, own << (idx % 64));
+                // `other` first, and this bus only if the line is free there: a word this
+                // path looks up (and may reset, `Bus::word`) is one the slow path would.
                 let theirs = match other.as_deref_mut() {
-                    None => Ok(None),
-                    Some(o) => match o.word(w) {
-                        Some(bits) if *bits >> (idx % 64) == 0 => Ok(Some(bits)),
-                        _ => Err(()),
-                    },
+                    None => Some(None),
+                    Some(o) => o.word(w).filter(|bits| **bits & run == 0).map(Some),
                 };
-                if let Ok(mut theirs) = theirs {
-                    if let Some(bits) = self.word(w).filter(|bits| **bits >> (idx % 64) == 0) {
-                        let (end, from) = ((w + 1) * 64, left);
-                        while left > 0 && idx + n <= end {
-                            let run = own << (idx % 64);
-                            *bits |= run;
-                            if let Some(b) = theirs.as_deref_mut() {
-                                *b |= run;
-                            }
-                            left -= 1;
-                            next(&mut idx, &mut rem);
+                if let Some((theirs, bits)) = theirs.and_then(|o| Some((o, self.word(w)?))) {
+                    let (mut mine, mut both) = (*bits, *bits | theirs.as_deref().map_or(0, |b| *b));
+                    let (end, from) = ((w + 1) * 64, left);
+                    let mut clash = false;
+                    while left > 0 && idx + n <= end {
+                        let run = own << (idx % 64);
+                        if both & run != 0 {
+                            clash = true;
+                            break;
                         }
-                        taken += (from - left) * n;
-                        if theirs.is_some() {
-                            taken_other += (from - left) * n;
-                        }
+                        (mine, both) = (mine | run, both | run);
+                        left -= 1;
+                        next(&mut idx, &mut rem);
+                    }
+                    // The lines marked here are the new bits of `mine`, on both buses.
+                    let marked = mine ^ *bits;
+                    *bits = mine;
+                    let k = (from - left) * n;
+                    taken += k;
+                    if let Some(b) = theirs {
+                        *b |= marked;
+                        taken_other += k;
+                    }
+                    if !clash {
                         continue;
                     }
                 }
