@@ -118,8 +118,9 @@ impl Bus {
     }
 
     /// Occupy `n` slots, the first free ones at or after `t` (a stream of transfers that
-    /// the requester overlaps, as a refill does); returns the time from `t` to the end of
-    /// the last one.
+    /// the requester overlaps, as a refill does); returns the delay: how much later than
+    /// on an idle bus (`n` slots from `t`) the last one ends. That is what the requester
+    /// waits and what `queued_ns` counts, so it is computed once.
     #[inline]
     pub fn occupy_many(&mut self, t: Time, n: u64) -> Time {
         let first = t / self.slot;
@@ -156,7 +157,7 @@ impl Bus {
         let mut left = n;
         loop {
             let Some(bits) = self.word(w) else {
-                return n * self.slot.get();
+                return 0;
             };
             let mut free = !*bits & (u64::MAX << from);
             let avail = free.count_ones() as u64;
@@ -187,7 +188,8 @@ impl Bus {
     /// The same slots, waits and counters as `lines` calls of `occupy_many`, without a
     /// division per line: a 64 MB pass is two million requests.
     pub fn occupy_paced(&mut self, t: Time, lines: u64, n: u64, pace: Time) -> Time {
-        self.occupy_paced_with(None, t, lines, n, pace)
+        // Its own copy of the loop: without another bus it keeps its state in registers.
+        self.paced(None, false, t, lines, n, pace)
     }
 
     /// [`Bus::occupy_paced`] for a stream that crosses to `other` too (a transfer from a
@@ -273,22 +275,23 @@ impl Bus {
                     Some(o) => o.word(w).filter(|bits| **bits & run == 0).map(Some),
                 };
                 if let Some((theirs, bits)) = theirs.and_then(|o| Some((o, self.word(w)?))) {
-                    let (mut mine, mut both) = (*bits, *bits | theirs.as_deref().map_or(0, |b| *b));
-                    let (end, from) = ((w + 1) * 64, left);
+                    // Both buses' taken slots as one word: a line goes where both are free.
+                    let before = *bits | theirs.as_deref().map_or(0, |b| *b);
+                    let (mut both, last, from) = (before, w * 64 + 64 - n, left);
                     let mut clash = false;
-                    while left > 0 && idx + n <= end {
+                    while left > 0 && idx <= last {
                         let run = own << (idx % 64);
                         if both & run != 0 {
                             clash = true;
                             break;
                         }
-                        (mine, both) = (mine | run, both | run);
+                        both |= run;
                         left -= 1;
                         next(&mut idx, &mut rem);
                     }
-                    // The lines marked here are the new bits of `mine`, on both buses.
-                    let marked = mine ^ *bits;
-                    *bits = mine;
+                    // The lines marked here, on each bus.
+                    let marked = both ^ before;
+                    *bits |= marked;
                     let k = (from - left) * n;
                     taken += k;
                     if let Some(b) = theirs {
@@ -367,15 +370,16 @@ impl Bus {
     }
 
     /// Account `n` slots taken for a request at `t`, the last ending before slot `end`;
-    /// returns the time from `t` to that end.
+    /// returns the request's delay: the time from `t` to that end, less the `n` slots'
+    /// own length (nothing when the first slot started before `t`, within its slot).
     #[inline]
     fn taken(&mut self, t: Time, n: u64, end: u64) -> Time {
-        let end = end * self.slot.get();
+        let s = self.slot.get();
+        let delay = ((end - n) * s).saturating_sub(t);
         self.stats.transfers += n;
-        self.stats.busy_ns += n * self.slot.get();
-        let span = end.saturating_sub(t);
-        self.stats.queued_ns += span.saturating_sub(n * self.slot.get());
-        span
+        self.stats.busy_ns += n * s;
+        self.stats.queued_ns += delay;
+        delay
     }
 }
 
@@ -403,8 +407,8 @@ mod tests {
         let mut b = Bus::new(10);
         b.occupy(0);
         b.occupy(20);
-        // 100 slots from 0: slots 1 and 3..=101 → ends at 1020.
-        assert_eq!(b.occupy_many(0, 100), 1020);
+        // 100 slots from 0: slots 1 and 3..=101 → ends at 1020, 20 past an idle bus.
+        assert_eq!(b.occupy_many(0, 100), 20);
         assert_eq!(b.occupy(0), 1020);
         assert_eq!(b.stats.transfers, 103);
     }
@@ -448,16 +452,15 @@ mod tests {
                 1 + next() % 3,
                 1 + next() % 200,
             );
-            let busy = n * 20;
             let (mut at, mut lost) = (t, 0);
             for _ in 0..lines {
                 let q = if relay {
-                    let q = buses[2].occupy_many(at, n).saturating_sub(busy);
-                    q + buses[0].occupy_many(at + q, n).saturating_sub(busy)
+                    let q = buses[2].occupy_many(at, n);
+                    q + buses[0].occupy_many(at + q, n)
                 } else {
-                    let q = buses[0].occupy_many(at, n).saturating_sub(busy);
+                    let q = buses[0].occupy_many(at, n);
                     if crossing {
-                        q.max(buses[2].occupy_many(at, n).saturating_sub(busy))
+                        q.max(buses[2].occupy_many(at, n))
                     } else {
                         q
                     }

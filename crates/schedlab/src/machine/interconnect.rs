@@ -435,9 +435,7 @@ impl Interconnect {
         if !self.model.bus {
             return 0;
         }
-        let bus = &mut self.buses[b];
-        let span = bus.occupy_many(t, slots);
-        span.saturating_sub(slots * bus.slot_ns())
+        self.buses[b].occupy_many(t, slots)
     }
 
     /// Cost, at time `t`, of an access served from `src` by `cpu`: unloaded latency plus
