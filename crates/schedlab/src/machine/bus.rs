@@ -301,6 +301,7 @@ impl Bus {
                     if !clash {
                         continue;
                     }
+                    // A line that would queue takes the general path below.
                 }
             }
             left -= 1;
