@@ -118,8 +118,9 @@ impl Bus {
     }
 
     /// Occupy `n` slots, the first free ones at or after `t` (a stream of transfers that
-    /// the requester overlaps, as a refill does); returns the time from `t` to the end of
-    /// the last one.
+    /// the requester overlaps, as a refill does); returns the delay: how much later than
+    /// on an idle bus (`n` slots from `t`) the last one ends. That is what the requester
+    /// waits and what `queued_ns` counts, so it is computed once.
     #[inline]
     pub fn occupy_many(&mut self, t: Time, n: u64) -> Time {
         let first = t / self.slot;
@@ -156,7 +157,7 @@ impl Bus {
         let mut left = n;
         loop {
             let Some(bits) = self.word(w) else {
-                return n * self.slot.get();
+                return 0;
             };
             let mut free = !*bits & (u64::MAX << from);
             let avail = free.count_ones() as u64;
@@ -187,7 +188,8 @@ impl Bus {
     /// The same slots, waits and counters as `lines` calls of `occupy_many`, without a
     /// division per line: a 64 MB pass is two million requests.
     pub fn occupy_paced(&mut self, t: Time, lines: u64, n: u64, pace: Time) -> Time {
-        self.occupy_paced_with(None, t, lines, n, pace)
+        // Its own copy of the loop: without another bus it keeps its state in registers.
+        self.paced(None, false, t, lines, n, pace)
     }
 
     /// [`Bus::occupy_paced`] for a stream that crosses to `other` too (a transfer from a
@@ -195,7 +197,41 @@ impl Bus {
     /// the later of the two. Both buses must have the same slot length.
     pub fn occupy_paced_with(
         &mut self,
+        other: Option<&mut Bus>,
+        t: Time,
+        lines: u64,
+        n: u64,
+        pace: Time,
+    ) -> Time {
+        self.paced(other, false, t, lines, n, pace)
+    }
+
+    /// [`Bus::occupy_paced`] for a stream relayed from `via` (a line pulled from a cache
+    /// on the other bus, one after the other): each request first takes the first `n` free
+    /// slots on `via` at or after its time, as [`Bus::occupy_many`] does, and then, from
+    /// the moment those started, the first `n` free ones on this bus; the next request is
+    /// `pace` after that. The same slots, waits and counters as a request on `via` then
+    /// one on this bus at the request's time plus its wait on `via`, line by line. Both
+    /// buses must have the same slot length.
+    pub fn occupy_paced_after(
+        &mut self,
+        via: &mut Bus,
+        t: Time,
+        lines: u64,
+        n: u64,
+        pace: Time,
+    ) -> Time {
+        self.paced(Some(via), true, t, lines, n, pace)
+    }
+
+    /// The paced streams: on this bus alone, or crossing to `other` too, its slots taken
+    /// at the request's time (`relay` false) or once the request's slots on `other` have
+    /// started (`relay` true).
+    #[inline(always)]
+    fn paced(
+        &mut self,
         mut other: Option<&mut Bus>,
+        relay: bool,
         t: Time,
         lines: u64,
         n: u64,
@@ -213,11 +249,11 @@ impl Bus {
         let (pace_slots, pace_rem) = (pace / s, pace % s);
         // Per bus, slots taken and time waited; and the stream's total delay.
         let (mut taken, mut waited, mut taken_other, mut waited_other, mut lost) = (0, 0, 0, 0, 0);
-        // On one bus, lines at least their own length apart, into a word free from the
-        // first request on: each line takes exactly its request's slots, so they are
-        // marked without a search (a refill is mostly this: an idle bus).
-        let runs = other.is_none() && n <= 64 && pace_slots >= n;
-        let own = if runs { u64::MAX >> (64 - n) } else { 0 };
+        // A line whose own slots are free (on both buses when crossing) waits on
+        // neither, whichever the semantics: its first free slots are its request's. Such
+        // lines are marked without a search, a word at a time, the words held in
+        // registers (a refill, a walk's misses, a run of state lines, is mostly this).
+        let own = if n <= 64 { u64::MAX >> (64 - n) } else { 0 };
         // The next request: `pace` later. Both remainders are below a slot: at most one
         // carry.
         let next = |idx: &mut u64, rem: &mut u64| {
@@ -230,39 +266,66 @@ impl Bus {
         };
         let mut left = lines;
         while left > 0 {
-            if runs {
-                let (w, end) = (idx / 64, (idx / 64 + 1) * 64);
-                if idx + n <= end {
-                    if let Some(bits) = self.word(w) {
-                        if *bits >> (idx % 64) == 0 {
-                            while left > 0 && idx + n <= end {
-                                *bits |= own << (idx % 64);
-                                taken += n;
-                                left -= 1;
-                                next(&mut idx, &mut rem);
-                            }
-                            continue;
+            if own != 0 && idx % 64 + n <= 64 {
+                let (w, run) = (idx / 64, own << (idx % 64));
+                // `other` first, and this bus only if the line is free there: a word this
+                // path looks up (and may reset, `Bus::word`) is one the slow path would.
+                let theirs = match other.as_deref_mut() {
+                    None => Some(None),
+                    Some(o) => o.word(w).filter(|bits| **bits & run == 0).map(Some),
+                };
+                if let Some((theirs, bits)) = theirs.and_then(|o| Some((o, self.word(w)?))) {
+                    // Both buses' taken slots as one word: a line goes where both are free.
+                    let before = *bits | theirs.as_deref().map_or(0, |b| *b);
+                    let (mut both, last, from) = (before, w * 64 + 64 - n, left);
+                    let mut clash = false;
+                    while left > 0 && idx <= last {
+                        let run = own << (idx % 64);
+                        if both & run != 0 {
+                            clash = true;
+                            break;
                         }
+                        both |= run;
+                        left -= 1;
+                        next(&mut idx, &mut rem);
                     }
+                    // The lines marked here, on each bus.
+                    let marked = both ^ before;
+                    *bits |= marked;
+                    let k = (from - left) * n;
+                    taken += k;
+                    if let Some(b) = theirs {
+                        *b |= marked;
+                        taken_other += k;
+                    }
+                    if !clash {
+                        continue;
+                    }
+                    // A line that would queue takes the general path below.
                 }
             }
             left -= 1;
-            // The request starts when its slots on every bus it crosses have started.
+            // The request starts when its slots on every bus it crosses have started;
+            // relayed, this bus is asked from the moment its slots on `other` started.
             let mut start = idx;
-            if let Some(end) = self.take_first_free(idx, n) {
-                taken += n;
-                if end - n > idx {
-                    waited += (end - n - idx) * s - rem;
-                    start = end - n;
-                }
-            }
+            let (mut at, mut at_rem) = (idx, rem);
             if let Some(o) = other.as_deref_mut() {
                 if let Some(end) = o.take_first_free(idx, n) {
                     taken_other += n;
                     if end - n > idx {
                         waited_other += (end - n - idx) * s - rem;
-                        start = start.max(end - n);
+                        start = end - n;
+                        if relay {
+                            (at, at_rem) = (start, 0);
+                        }
                     }
+                }
+            }
+            if let Some(end) = self.take_first_free(at, n) {
+                taken += n;
+                if end - n > at {
+                    waited += (end - n - at) * s - at_rem;
+                    start = start.max(end - n);
                 }
             }
             if start > idx {
@@ -308,15 +371,16 @@ impl Bus {
     }
 
     /// Account `n` slots taken for a request at `t`, the last ending before slot `end`;
-    /// returns the time from `t` to that end.
+    /// returns the request's delay: the time from `t` to that end, less the `n` slots'
+    /// own length (nothing when the first slot started before `t`, within its slot).
     #[inline]
     fn taken(&mut self, t: Time, n: u64, end: u64) -> Time {
-        let end = end * self.slot.get();
+        let s = self.slot.get();
+        let delay = ((end - n) * s).saturating_sub(t);
         self.stats.transfers += n;
-        self.stats.busy_ns += n * self.slot.get();
-        let span = end.saturating_sub(t);
-        self.stats.queued_ns += span.saturating_sub(n * self.slot.get());
-        span
+        self.stats.busy_ns += n * s;
+        self.stats.queued_ns += delay;
+        delay
     }
 }
 
@@ -344,8 +408,8 @@ mod tests {
         let mut b = Bus::new(10);
         b.occupy(0);
         b.occupy(20);
-        // 100 slots from 0: slots 1 and 3..=101 → ends at 1020.
-        assert_eq!(b.occupy_many(0, 100), 1020);
+        // 100 slots from 0: slots 1 and 3..=101 → ends at 1020, 20 past an idle bus.
+        assert_eq!(b.occupy_many(0, 100), 20);
         assert_eq!(b.occupy(0), 1020);
         assert_eq!(b.stats.transfers, 103);
     }
@@ -371,7 +435,7 @@ mod tests {
                 );
             }
         };
-        for round in 0..400 {
+        for round in 0..600 {
             // Buses a and c take the requests one by one; b and d the paced stream.
             let mut buses: Vec<Bus> = (0..4).map(|_| Bus::new(20)).collect();
             for _ in 0..(next() % 400) {
@@ -381,27 +445,38 @@ mod tests {
                 buses[2].occupy(u);
                 buses[3].occupy(u);
             }
-            let crossing = round % 2 == 1;
+            // One bus; crossing to the other at the same time; relayed from it.
+            let (crossing, relay) = (round % 3 == 1, round % 3 == 2);
             let (t, lines, n, pace) = (
                 next() % 100_000,
                 next() % 300,
                 1 + next() % 3,
                 1 + next() % 200,
             );
-            let busy = n * 20;
             let (mut at, mut lost) = (t, 0);
             for _ in 0..lines {
-                let mut q = buses[0].occupy_many(at, n).saturating_sub(busy);
-                if crossing {
-                    q = q.max(buses[2].occupy_many(at, n).saturating_sub(busy));
-                }
+                let q = if relay {
+                    let q = buses[2].occupy_many(at, n);
+                    q + buses[0].occupy_many(at + q, n)
+                } else {
+                    let q = buses[0].occupy_many(at, n);
+                    if crossing {
+                        q.max(buses[2].occupy_many(at, n))
+                    } else {
+                        q
+                    }
+                };
                 lost += q;
                 at += q + pace;
             }
             let [a, b, c, d] = &mut buses[..] else {
                 unreachable!()
             };
-            let paced = b.occupy_paced_with(crossing.then_some(d), t, lines, n, pace);
+            let paced = if relay {
+                b.occupy_paced_after(d, t, lines, n, pace)
+            } else {
+                b.occupy_paced_with(crossing.then_some(d), t, lines, n, pace)
+            };
             assert_eq!(paced, lost);
             same(a, b);
             same(c, d);

@@ -435,9 +435,7 @@ impl Interconnect {
         if !self.model.bus {
             return 0;
         }
-        let bus = &mut self.buses[b];
-        let span = bus.occupy_many(t, slots);
-        span.saturating_sub(slots * bus.slot_ns())
+        self.buses[b].occupy_many(t, slots)
     }
 
     /// Cost, at time `t`, of an access served from `src` by `cpu`: unloaded latency plus
@@ -505,26 +503,41 @@ impl Interconnect {
     /// `lines` lines last written on `from` (another CPU), read by `cpu` one after the
     /// other, each read issued when the previous line arrived: what as many
     /// [`Interconnect::transfer`]s in a row cost, and the same slots, waits and counters.
-    /// On one bus the run is one paced stream ([`Bus::occupy_paced`]); across the buses
-    /// each line queues on the other bus and then on this one, line by line.
+    /// The run is one paced stream: on one bus [`Bus::occupy_paced`]; across the buses
+    /// [`Bus::occupy_paced_after`], each line queueing on the other bus and then, once
+    /// its slots there started, on this one.
     pub fn transfer_run(&mut self, t: Time, from: CpuId, cpu: CpuId, lines: u64) -> Time {
-        let mine = self.bus_of(cpu);
-        if self.bus_of(from) != mine {
-            let mut ns = 0;
-            for _ in 0..lines {
-                ns += self.serve_transfer(t + ns, cpu, Source::Cache(from));
-            }
-            return ns;
-        }
+        let (mine, theirs) = (self.bus_of(cpu), self.bus_of(from));
+        let slots = self.costs.line_slots;
         self.stats.c2c_transfers += lines;
-        let latency = self.costs.c2c_line_ns;
+        if theirs == mine {
+            let latency = self.costs.c2c_line_ns;
+            let wait = if self.model.bus {
+                self.buses[mine].occupy_paced(t, lines, slots, latency)
+            } else {
+                0
+            };
+            return lines * latency + wait;
+        }
+        self.stats.cross_bus_transfers += lines;
+        let latency = self.costs.c2c_cross_bus_line_ns;
         let wait = if self.model.bus {
-            let slots = self.costs.line_slots;
-            self.buses[mine].occupy_paced(t, lines, slots, latency)
+            let (this, that) = self.bus_pair(mine, theirs);
+            this.occupy_paced_after(that, t, lines, slots, latency)
         } else {
             0
         };
         lines * latency + wait
+    }
+
+    /// Buses `a` and `b` (two different ones), mutably.
+    fn bus_pair(&mut self, a: usize, b: usize) -> (&mut Bus, &mut Bus) {
+        let (lo, hi) = self.buses.split_at_mut(a.max(b));
+        if a < b {
+            (&mut lo[a], &mut hi[0])
+        } else {
+            (&mut hi[0], &mut lo[b])
+        }
     }
 
     /// A stream of `lines` line transfers into `cpu` (a refill or a copy) that the core
@@ -559,12 +572,7 @@ impl Interconnect {
             None => self.buses[mine].occupy_paced(t, lines, slots, pace),
             // Across buses each line needs its slots on both.
             Some(b) => {
-                let (lo, hi) = self.buses.split_at_mut(mine.max(b));
-                let (this, that) = if mine < b {
-                    (&mut lo[mine], &mut hi[0])
-                } else {
-                    (&mut hi[0], &mut lo[b])
-                };
+                let (this, that) = self.bus_pair(mine, b);
                 this.occupy_paced_with(Some(that), t, lines, slots, pace)
             }
         }
