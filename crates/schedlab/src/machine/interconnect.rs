@@ -272,6 +272,77 @@ impl Lines {
         self.clock[cpu] = now;
     }
 
+    /// [`Lines::read`] then [`Lines::write`] of each line of `lines` in order by `cpu`
+    /// (`mine_bus` as for `write`), both sources handed to `served` as they are found:
+    /// a walk that reads each line and then writes it (2.4's counter recalculation).
+    ///
+    /// After its own read the CPU holds the line and nobody else owns it, so the write
+    /// is a hit (this CPU owned it, or was its only sharer) or an upgrade (other sharers
+    /// remain), never a transfer. Up to 64 CPUs with bounded caches the two accesses are
+    /// one entry update, the clock advanced twice (each access is a `touch`; the write
+    /// comes right after the read, so it never finds the line evicted).
+    #[inline(always)]
+    fn read_write_each(
+        &mut self,
+        cpu: CpuId,
+        mine_bus: &[u64],
+        lines: impl IntoIterator<Item = u32>,
+        mut served: impl FnMut(Source, Source),
+    ) {
+        if self.words != 1 || self.capacity == 0 {
+            for i in lines {
+                let r = self.read(i as usize, cpu);
+                served(r, self.write(i as usize, cpu, mine_bus));
+            }
+            return;
+        }
+        let (cpus, capacity, me, bus) = (self.cpus, self.capacity, 1u64 << cpu, mine_bus[0]);
+        let mut now = self.clock[cpu];
+        let mut dir: &mut [u64] = &mut self.dir;
+        let mut stamps: &mut [u32] = &mut self.stamp;
+        for i in lines {
+            let i = i as usize;
+            if 2 * i + 2 > dir.len() {
+                self.grow(i);
+                (dir, stamps) = (&mut self.dir[..], &mut self.stamp[..]);
+            }
+            // `touch` then `read`, `touch` then `write`, with one sharer word.
+            let (e, stamp) = (&mut dir[2 * i..2 * i + 2], &mut stamps[i * cpus + cpu]);
+            let (mut owner, mut sharers) = (e[0], e[1]);
+            if sharers & me != 0 && now.wrapping_sub(*stamp) >= capacity {
+                // Evicted since: a dirty copy was written back.
+                sharers &= !me;
+                if owner == cpu as u64 {
+                    owner = NO_OWNER;
+                }
+            }
+            now = now.wrapping_add(2);
+            *stamp = now;
+            let read = if sharers & me != 0 {
+                Source::Hit
+            } else {
+                let o = std::mem::replace(&mut owner, NO_OWNER);
+                if o == NO_OWNER {
+                    Source::Memory
+                } else {
+                    Source::Cache(o as CpuId)
+                }
+            };
+            let others = sharers & !me;
+            let write = if owner == cpu as u64 || others == 0 {
+                Source::Hit
+            } else {
+                let off = others & !bus;
+                Source::Upgrade {
+                    remote: (off != 0).then(|| off.trailing_zeros() as CpuId),
+                }
+            };
+            (e[0], e[1]) = (cpu as u64, me);
+            served(read, write);
+        }
+        self.clock[cpu] = now;
+    }
+
     /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus (`words`
     /// words). A write to a line shared beyond the bus names the lowest such sharer.
     #[inline(always)]
@@ -600,6 +671,9 @@ impl Interconnect {
     /// ([`Bus::occupy_paced`]: the same slots, waits and counters as one request per
     /// line), so a walk over a queue longer than the L2 holds of task lines costs one bus
     /// calendar walk, not one lookup per task.
+    // Inlined into each run-queue walk (`pick_next_task`), as `read_task` is: left to the
+    // heuristics it was taken out of line there when another walk was added beside it.
+    #[inline(always)]
     pub fn read_tasks(
         &mut self,
         t: Time,
@@ -637,6 +711,75 @@ impl Interconnect {
             }
         });
         self.tasks = lines;
+        if run > 0 {
+            now += self.memory_run(run_start, cpu, run, miss_pace);
+        }
+        now - t
+    }
+
+    /// 2.4's counter recalculation by `cpu` from `t` (schedulers.md §1.7 step 6): each
+    /// task of `tasks` in order is examined (`examine_ns`), its scheduler line read and
+    /// then written (the new counter). Returns the walk's cost: what
+    /// [`Interconnect::read_task`] then [`Interconnect::write_task`] per task, each priced
+    /// at the walk's moment, add up to.
+    ///
+    /// The recalculation walks every task in the system, far more than an L2 holds of
+    /// task lines: most reads miss to memory, and the write after them hits (this CPU
+    /// is the line's only holder now). Such a run of tasks is one paced stream on this
+    /// CPU's bus, as in [`Interconnect::read_tasks`], each next read `examine_ns`, the
+    /// miss and the hit after the previous one was served. Without the coherence model
+    /// the writes are free and the walk is [`Interconnect::read_tasks`]'s: one paced
+    /// memory run.
+    // Out of line: the recalculation is reached from `pick_next_task`, and inlined there
+    // this walk would crowd the run-queue walk (`read_tasks`) out of it.
+    #[inline(never)]
+    pub fn read_write_tasks(
+        &mut self,
+        t: Time,
+        cpu: CpuId,
+        tasks: &[u32],
+        examine_ns: Time,
+    ) -> Time {
+        if !self.model.coherence {
+            // Not `read_tasks` itself: a second caller would take it out of line from
+            // the run-queue walks (`pick_next_task`), where it is inlined.
+            let pace = examine_ns + self.costs.mem_latency_ns;
+            let n = tasks.len() as u64;
+            return n * pace + self.memory_run(t, cpu, n, pace);
+        }
+        let miss_pace = examine_ns + self.costs.mem_latency_ns + self.costs.l2_line_ns;
+        let mut now = t;
+        let (mut run, mut run_start) = (0, t);
+        // The directory (and the bus masks a write reads) are taken out for the walk, so
+        // that the buses are charged as it goes.
+        let mut lines = std::mem::take(&mut self.tasks);
+        let masks = std::mem::take(&mut self.bus_masks);
+        let (w, b) = (lines.words, self.bus_of(cpu) * lines.words);
+        lines.read_write_each(
+            cpu,
+            &masks[b..b + w],
+            tasks.iter().copied(),
+            |read, write| {
+                self.stats.line_accesses += 2;
+                if (read, write) == (Source::Memory, Source::Hit) {
+                    if run == 0 {
+                        run_start = now;
+                    }
+                    run += 1;
+                    self.stats.line_hits += 1;
+                    now += miss_pace;
+                    return;
+                }
+                if run > 0 {
+                    now += self.memory_run(run_start, cpu, run, miss_pace);
+                    run = 0;
+                }
+                now += examine_ns + self.serve(now, cpu, read);
+                now += self.serve(now, cpu, write);
+            },
+        );
+        self.tasks = lines;
+        self.bus_masks = masks;
         if run > 0 {
             now += self.memory_run(run_start, cpu, run, miss_pace);
         }
@@ -811,6 +954,98 @@ mod tests {
             }
             proptest::prop_assert_eq!(walked, t - 2_000);
             same_traffic(&mut a, &mut b, 2_500, cpu)?;
+        }
+    }
+
+    proptest::proptest! {
+        /// A recalculation walk priced as one call costs, and leaves the directory,
+        /// buses and counters, exactly as a read then a write per task at the walk's
+        /// moment do: lines held elsewhere dirty or shared (on this bus and the other),
+        /// evicted, hit, repeated in the walk, with and without bus and coherence.
+        #[test]
+        fn a_recalc_walk_costs_what_its_reads_and_writes_one_by_one_cost(
+            before in proptest::collection::vec(
+                (0usize..8, 0u32..300, 0u64..4_000, proptest::bool::ANY), 0..200),
+            walk in proptest::collection::vec(0u32..300, 0..400),
+            cpu in 0usize..8,
+            model in 0usize..4,
+        ) {
+            let model = match model {
+                0 => Model::default(),
+                1 => Model { bus: false, ..Model::default() },
+                2 => Model { coherence: false, ..Model::default() },
+                _ => Model { bus: false, coherence: false, ..Model::default() },
+            };
+            let (mut a, mut b) = (ic(model), ic(model));
+            for &(w, p, t, write) in &before {
+                // Writes and reads at scattered times leave lines dirty or shared
+                // elsewhere; copies load both buses.
+                for x in [&mut a, &mut b] {
+                    if write {
+                        x.write_task(t, w, p);
+                    } else {
+                        x.read_task(t, w, p);
+                    }
+                    x.stream(t, 6, Some(w), (w + 1) % 8);
+                }
+            }
+            let examine = a.costs.task_examine_ns;
+            let walked = a.read_write_tasks(2_000, cpu, &walk, examine);
+            let mut t = 2_000;
+            for &p in &walk {
+                t += examine + b.read_task(t, cpu, p);
+                t += b.write_task(t, cpu, p);
+            }
+            proptest::prop_assert_eq!(walked, t - 2_000);
+            proptest::prop_assert_eq!(&a.tasks.dir, &b.tasks.dir);
+            proptest::prop_assert_eq!(&a.tasks.stamp, &b.tasks.stamp);
+            proptest::prop_assert_eq!(&a.tasks.clock, &b.tasks.clock);
+            // The same directory from here on: a later walk by another CPU agrees too.
+            let other = (cpu + 5) % 8;
+            let (x, y) = (a.read_tasks(3_000, other, walk.iter().copied(), examine),
+                b.read_tasks(3_000, other, walk.iter().copied(), examine));
+            proptest::prop_assert_eq!(x, y);
+            same_traffic(&mut a, &mut b, 2_500, cpu)?;
+        }
+    }
+
+    proptest::proptest! {
+        /// The same on a machine past 64 CPUs (several sharer words, paged stamps), a
+        /// walk's CPU and the writers spread over the nodes.
+        #[test]
+        fn a_recalc_walk_past_64_cpus_costs_what_one_by_one_costs(
+            before in proptest::collection::vec(
+                (0usize..130, 0u32..200, 0u64..4_000, proptest::bool::ANY), 0..150),
+            walk in proptest::collection::vec(0u32..200, 0..300),
+            cpu in 0usize..130,
+            bus in proptest::bool::ANY,
+        ) {
+            let p = catalog::find("numa-1024").unwrap();
+            let model = Model { bus, ..Model::default() };
+            let mk = || Interconnect::new(130, 2, &p.costs, model);
+            let (mut a, mut b) = (mk(), mk());
+            for &(w, p, t, write) in &before {
+                for x in [&mut a, &mut b] {
+                    if write {
+                        x.write_task(t, w, p);
+                    } else {
+                        x.read_task(t, w, p);
+                    }
+                }
+            }
+            let examine = a.costs.task_examine_ns;
+            let walked = a.read_write_tasks(2_000, cpu, &walk, examine);
+            let mut t = 2_000;
+            for &p in &walk {
+                t += examine + b.read_task(t, cpu, p);
+                t += b.write_task(t, cpu, p);
+            }
+            proptest::prop_assert_eq!(walked, t - 2_000);
+            proptest::prop_assert_eq!(&a.tasks.dir, &b.tasks.dir);
+            proptest::prop_assert_eq!(&a.tasks.clock, &b.tasks.clock);
+            proptest::prop_assert_eq!(format!("{:?}", a.stats), format!("{:?}", b.stats));
+            let buses = |x: &Interconnect| format!("{:?}", x.bus_stats().collect::<Vec<_>>());
+            proptest::prop_assert_eq!(buses(&a), buses(&b));
         }
     }
 

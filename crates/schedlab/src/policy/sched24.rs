@@ -136,6 +136,8 @@ pub struct Core24 {
     /// Affinity weights.
     pub rules: GoodnessRules,
     ts: Vec<Slice>,
+    /// The tasks a recalculation walks, kept between walks (no allocation per walk).
+    walk: Vec<TaskId>,
 }
 
 impl Core24 {
@@ -145,6 +147,7 @@ impl Core24 {
             hz,
             rules,
             ts: Vec::new(),
+            walk: Vec::new(),
         }
     }
 
@@ -316,19 +319,25 @@ impl Core24 {
     /// Counter recalculation (§1.7 step 6): every task in the system, sleeping ones too,
     /// gets `counter = counter/2 + NICE_TO_TICKS(nice)`, charged one `examine` each.
     /// Called without any run-queue lock. Returns the number of tasks walked.
+    ///
+    /// The counters are updated first and the walk's line traffic charged after, as one
+    /// walk ([`SchedCtx::examine_and_write_tasks`]: each task's read then write, priced
+    /// at its moment): charging moves only the clock, which the counters do not read.
     pub fn recalculate(&mut self, ctx: &mut SchedCtx<'_>) -> u64 {
-        let mut walked = 0;
+        let mut walk = std::mem::take(&mut self.walk);
+        walk.clear();
         for p in 0..self.ts.len().min(ctx.tasks_len()) {
             let t = ctx.task(p as TaskId);
             if t.is_idle || t.state == TaskState::Dead {
                 continue;
             }
-            walked += 1;
             let s = &mut self.ts[p];
             s.counter = (s.counter >> 1) + nice_to_ticks(t.nice, self.hz);
-            ctx.examine_task(p as TaskId);
-            ctx.write_task(p as TaskId);
+            walk.push(p as TaskId);
         }
+        ctx.examine_and_write_tasks(&walk);
+        let walked = walk.len() as u64;
+        self.walk = walk;
         walked
     }
 

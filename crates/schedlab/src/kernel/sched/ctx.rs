@@ -209,6 +209,19 @@ impl<'a> SchedCtx<'a> {
         self.charge(c);
     }
 
+    /// Charge 2.4's counter recalculation over `tasks` (schedulers.md §1.7 step 6): for
+    /// each in order, [`SchedCtx::examine_task`] then [`SchedCtx::write_task`], as one
+    /// walk ([`Interconnect::read_write_tasks`]).
+    #[inline]
+    pub fn examine_and_write_tasks(&mut self, tasks: &[TaskId]) {
+        let now = self.now();
+        let examine_ns = self.costs().task_examine_ns;
+        // determinism: one charge of the walk's sum leaves the clock and the accounts as
+        // the separate charges would.
+        let c = self.ic.read_write_tasks(now, self.cpu, tasks, examine_ns);
+        self.charge(c);
+    }
+
     /// Charge a write of task `p`'s scheduler line by the executing CPU (its counter,
     /// run-list links, state, `processor`): other CPUs' copies are invalidated.
     #[inline]
