@@ -235,26 +235,17 @@ impl Lines {
             }
             return;
         }
-        let (cpus, capacity, me) = (self.cpus, self.capacity, 1u64 << cpu);
-        let mut now = self.clock[cpu];
-        let mut dir: &mut [u64] = &mut self.dir;
-        let mut stamps: &mut [u32] = &mut self.stamp;
-        for i in lines {
-            let i = i as usize;
-            if 2 * i + 2 > dir.len() {
-                self.grow(i);
-                (dir, stamps) = (&mut self.dir[..], &mut self.stamp[..]);
-            }
+        let (capacity, me) = (self.capacity, 1u64 << cpu);
+        self.each_dense(cpu, lines, |e, stamp, now| {
             // `touch` then `read`, with one sharer word: `[owner, sharers]`.
-            let (e, stamp) = (&mut dir[2 * i..2 * i + 2], &mut stamps[i * cpus + cpu]);
             let mut sharers = e[1];
             let held = sharers & me != 0;
             let evicted = held && now.wrapping_sub(*stamp) >= capacity;
-            now = now.wrapping_add(1);
-            *stamp = now;
+            *now = now.wrapping_add(1);
+            *stamp = *now;
             if held && !evicted {
                 served(Source::Hit);
-                continue;
+                return;
             }
             if evicted && e[0] == cpu as u64 {
                 // A dirty copy was written back.
@@ -268,6 +259,36 @@ impl Lines {
             } else {
                 Source::Cache(o as CpuId)
             });
+        });
+    }
+
+    /// The walk of [`Lines::read_each`] and [`Lines::read_write_each`] up to 64 CPUs with
+    /// bounded caches: each line of `lines` in order, its entry `[owner, sharers]` and
+    /// `cpu`'s stamp of it handed to `visit` with `cpu`'s running clock. The per-walk
+    /// state is loaded once and the clock written back once, not per line: a walk of a
+    /// queue longer than the L2 holds is mostly misses, each a few instructions.
+    #[inline(always)]
+    fn each_dense(
+        &mut self,
+        cpu: CpuId,
+        lines: impl IntoIterator<Item = u32>,
+        mut visit: impl FnMut(&mut [u64], &mut u32, &mut u32),
+    ) {
+        let cpus = self.cpus;
+        let mut now = self.clock[cpu];
+        let mut dir: &mut [u64] = &mut self.dir;
+        let mut stamps: &mut [u32] = &mut self.stamp;
+        for i in lines {
+            let i = i as usize;
+            if 2 * i + 2 > dir.len() {
+                self.grow(i);
+                (dir, stamps) = (&mut self.dir[..], &mut self.stamp[..]);
+            }
+            visit(
+                &mut dir[2 * i..2 * i + 2],
+                &mut stamps[i * cpus + cpu],
+                &mut now,
+            );
         }
         self.clock[cpu] = now;
     }
@@ -296,18 +317,9 @@ impl Lines {
             }
             return;
         }
-        let (cpus, capacity, me, bus) = (self.cpus, self.capacity, 1u64 << cpu, mine_bus[0]);
-        let mut now = self.clock[cpu];
-        let mut dir: &mut [u64] = &mut self.dir;
-        let mut stamps: &mut [u32] = &mut self.stamp;
-        for i in lines {
-            let i = i as usize;
-            if 2 * i + 2 > dir.len() {
-                self.grow(i);
-                (dir, stamps) = (&mut self.dir[..], &mut self.stamp[..]);
-            }
+        let (capacity, me, bus) = (self.capacity, 1u64 << cpu, mine_bus[0]);
+        self.each_dense(cpu, lines, |e, stamp, now| {
             // `touch` then `read`, `touch` then `write`, with one sharer word.
-            let (e, stamp) = (&mut dir[2 * i..2 * i + 2], &mut stamps[i * cpus + cpu]);
             let (mut owner, mut sharers) = (e[0], e[1]);
             if sharers & me != 0 && now.wrapping_sub(*stamp) >= capacity {
                 // Evicted since: a dirty copy was written back.
@@ -316,8 +328,8 @@ impl Lines {
                     owner = NO_OWNER;
                 }
             }
-            now = now.wrapping_add(2);
-            *stamp = now;
+            *now = now.wrapping_add(2);
+            *stamp = *now;
             let read = if sharers & me != 0 {
                 Source::Hit
             } else {
@@ -339,8 +351,7 @@ impl Lines {
             };
             (e[0], e[1]) = (cpu as u64, me);
             served(read, write);
-        }
-        self.clock[cpu] = now;
+        });
     }
 
     /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus (`words`
@@ -882,6 +893,50 @@ mod tests {
         Ok(())
     }
 
+    /// The same scattered reads and writes of task lines (`(cpu, task, time, write)`) on
+    /// both interconnects, with a copy after each when `copies` (loading the buses).
+    fn scatter(
+        a: &mut Interconnect,
+        b: &mut Interconnect,
+        before: &[(usize, u32, Time, bool)],
+        copies: bool,
+    ) {
+        let n = a.bus_index.len();
+        for &(w, p, t, write) in before {
+            for x in [&mut *a, &mut *b] {
+                if write {
+                    x.write_task(t, w, p);
+                } else {
+                    x.read_task(t, w, p);
+                }
+                if copies {
+                    x.stream(t, 6, Some(w), (w + 1) % n);
+                }
+            }
+        }
+    }
+
+    /// `a` walks `walk` as one recalculation, `b` reads then writes each line at the
+    /// walk's moment: the same cost, directory and clocks.
+    fn recalc_both(
+        a: &mut Interconnect,
+        b: &mut Interconnect,
+        cpu: CpuId,
+        walk: &[u32],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let examine = a.costs.task_examine_ns;
+        let walked = a.read_write_tasks(2_000, cpu, walk, examine);
+        let mut t = 2_000;
+        for &p in walk {
+            t += examine + b.read_task(t, cpu, p);
+            t += b.write_task(t, cpu, p);
+        }
+        proptest::prop_assert_eq!(walked, t - 2_000);
+        proptest::prop_assert_eq!(&a.tasks.dir, &b.tasks.dir);
+        proptest::prop_assert_eq!(&a.tasks.clock, &b.tasks.clock);
+        Ok(())
+    }
+
     #[test]
     fn a_line_written_elsewhere_is_a_transfer_then_a_hit() {
         let mut x = ic(Model::default());
@@ -977,30 +1032,13 @@ mod tests {
                 _ => Model { bus: false, coherence: false, ..Model::default() },
             };
             let (mut a, mut b) = (ic(model), ic(model));
-            for &(w, p, t, write) in &before {
-                // Writes and reads at scattered times leave lines dirty or shared
-                // elsewhere; copies load both buses.
-                for x in [&mut a, &mut b] {
-                    if write {
-                        x.write_task(t, w, p);
-                    } else {
-                        x.read_task(t, w, p);
-                    }
-                    x.stream(t, 6, Some(w), (w + 1) % 8);
-                }
-            }
-            let examine = a.costs.task_examine_ns;
-            let walked = a.read_write_tasks(2_000, cpu, &walk, examine);
-            let mut t = 2_000;
-            for &p in &walk {
-                t += examine + b.read_task(t, cpu, p);
-                t += b.write_task(t, cpu, p);
-            }
-            proptest::prop_assert_eq!(walked, t - 2_000);
-            proptest::prop_assert_eq!(&a.tasks.dir, &b.tasks.dir);
+            // Writes and reads at scattered times leave lines dirty or shared elsewhere;
+            // copies load both buses.
+            scatter(&mut a, &mut b, &before, true);
+            recalc_both(&mut a, &mut b, cpu, &walk)?;
             proptest::prop_assert_eq!(&a.tasks.stamp, &b.tasks.stamp);
-            proptest::prop_assert_eq!(&a.tasks.clock, &b.tasks.clock);
             // The same directory from here on: a later walk by another CPU agrees too.
+            let examine = a.costs.task_examine_ns;
             let other = (cpu + 5) % 8;
             let (x, y) = (a.read_tasks(3_000, other, walk.iter().copied(), examine),
                 b.read_tasks(3_000, other, walk.iter().copied(), examine));
@@ -1024,25 +1062,8 @@ mod tests {
             let model = Model { bus, ..Model::default() };
             let mk = || Interconnect::new(130, 2, &p.costs, model);
             let (mut a, mut b) = (mk(), mk());
-            for &(w, p, t, write) in &before {
-                for x in [&mut a, &mut b] {
-                    if write {
-                        x.write_task(t, w, p);
-                    } else {
-                        x.read_task(t, w, p);
-                    }
-                }
-            }
-            let examine = a.costs.task_examine_ns;
-            let walked = a.read_write_tasks(2_000, cpu, &walk, examine);
-            let mut t = 2_000;
-            for &p in &walk {
-                t += examine + b.read_task(t, cpu, p);
-                t += b.write_task(t, cpu, p);
-            }
-            proptest::prop_assert_eq!(walked, t - 2_000);
-            proptest::prop_assert_eq!(&a.tasks.dir, &b.tasks.dir);
-            proptest::prop_assert_eq!(&a.tasks.clock, &b.tasks.clock);
+            scatter(&mut a, &mut b, &before, false);
+            recalc_both(&mut a, &mut b, cpu, &walk)?;
             proptest::prop_assert_eq!(format!("{:?}", a.stats), format!("{:?}", b.stats));
             let buses = |x: &Interconnect| format!("{:?}", x.bus_stats().collect::<Vec<_>>());
             proptest::prop_assert_eq!(buses(&a), buses(&b));
