@@ -216,12 +216,9 @@ impl Lines {
     }
 
     /// [`Lines::read`] of each line of `lines` in order by `cpu`, each source handed to
-    /// `served` as it is found (the caller prices it before the next read).
-    ///
-    /// Up to 64 CPUs with bounded caches (every task-line walk on the presets up to 64
-    /// CPUs) the per-walk state — this CPU's clock and bit, the capacity, the layout — is
-    /// loaded once and the clock written back once, not per line: a walk of a queue
-    /// longer than the L2 holds is mostly misses, each a few instructions.
+    /// `served` as it is found (the caller prices it before the next read). Up to 64
+    /// CPUs with bounded caches (every task-line walk on the presets up to 64 CPUs) it
+    /// is one [`Lines::each_dense`] walk.
     #[inline(always)]
     fn read_each(
         &mut self,
