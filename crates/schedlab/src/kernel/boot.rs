@@ -52,6 +52,7 @@ impl Kernel {
             files: Vec::new(),
             open_files: 0,
             live_tasks: 0,
+            nr_threads: 0,
             next_pid: 1,
             next_mm: 1,
             stats: KernelStats::default(),

@@ -256,6 +256,9 @@ pub struct Kernel {
     pub open_files: u64,
     /// User tasks not yet exited.
     pub live_tasks: u64,
+    /// `nr_threads`: tasks in the task list, zombies included (created and not yet
+    /// released; the idle tasks are not in the list). What 2.4's `for_each_task` walks.
+    pub(crate) nr_threads: u64,
     pub(crate) next_pid: u32,
     pub(crate) next_mm: u32,
     /// Counters.
@@ -440,6 +443,7 @@ impl Kernel {
             &self.machine,
             self.tick_ns,
             cpu,
+            self.nr_threads,
             self.trace.as_deref_mut(),
         );
         (self.class.as_mut(), ctx)

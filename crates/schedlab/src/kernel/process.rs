@@ -141,6 +141,7 @@ impl Kernel {
             self.tasks[id as usize].child_slot = slot;
         }
         self.live_tasks += 1;
+        self.nr_threads += 1;
         id
     }
 
@@ -229,6 +230,7 @@ impl Kernel {
         debug_assert_eq!(t.state, TaskState::Zombie);
         t.state = TaskState::Dead;
         t.kstack.clear();
+        self.nr_threads -= 1;
         self.programs[p as usize] = None;
         self.cache.forget(p);
         self.ic.forget_task(p);

@@ -749,11 +749,7 @@ impl Interconnect {
         examine_ns: Time,
     ) -> Time {
         if !self.model.coherence {
-            // Not `read_tasks` itself: a second caller would take it out of line from
-            // the run-queue walks (`pick_next_task`), where it is inlined.
-            let pace = examine_ns + self.costs.mem_latency_ns;
-            let n = tasks.len() as u64;
-            return n * pace + self.memory_run(t, cpu, n, pace);
+            return self.read_write_count(t, cpu, tasks.len() as u64, examine_ns);
         }
         let miss_pace = examine_ns + self.costs.mem_latency_ns + self.costs.l2_line_ns;
         let mut now = t;
@@ -792,6 +788,16 @@ impl Interconnect {
             now += self.memory_run(run_start, cpu, run, miss_pace);
         }
         now - t
+    }
+
+    /// [`Interconnect::read_write_tasks`] over `n` tasks without the coherence model: each
+    /// task one memory miss, whichever it is (B§6.3's flat model). Not `read_tasks`
+    /// itself: a second caller would take it out of line from the run-queue walks
+    /// (`pick_next_task`), where it is inlined.
+    pub fn read_write_count(&mut self, t: Time, cpu: CpuId, n: u64, examine_ns: Time) -> Time {
+        debug_assert!(!self.model.coherence);
+        let pace = examine_ns + self.costs.mem_latency_ns;
+        n * pace + self.memory_run(t, cpu, n, pace)
     }
 
     /// `lines` reads from memory by `cpu`, the first at `t` and each next one `pace`

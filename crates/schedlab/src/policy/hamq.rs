@@ -461,6 +461,11 @@ impl SchedClass for Hamq {
         self.core.release_task(parent, child);
     }
 
+    fn prio_changed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        // The next recalculations add the new NICE_TO_TICKS (§1.7 step 6).
+        self.core.renice(ctx, p);
+    }
+
     fn counters(&self) -> BTreeMap<String, f64> {
         BTreeMap::from([
             ("idle_pulls".to_string(), self.idle_pulls as f64),

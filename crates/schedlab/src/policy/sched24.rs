@@ -31,8 +31,24 @@
 //! `NICE_TO_TICKS(n) = TICK_SCALE(20 − n) + 1` (HZ = 100: nice 0 → 6 ticks, −20 → 11,
 //! +19 → 1).
 //!
+//! # The recalculation, applied lazily
+//!
+//! 2.4's recalculation (§1.7 step 6) gives every task in the task list, sleeping ones
+//! too, `counter = counter/2 + NICE_TO_TICKS(nice)`. The modelled kernel pays for the
+//! walk in simulated time ([`SchedCtx::examine_and_write_tasks`]); the simulator does not
+//! need to touch every counter to get the same numbers. A recalculation bumps an epoch;
+//! a task's counter is brought up to date when it is next read or written, by applying
+//! the recalculations it missed. That is exact: the step maps a non-negative counter
+//! monotonically onto its fixed points `2t − 1` or `2t` (`t` = NICE_TO_TICKS), so after
+//! a few steps more recalculations change nothing and the catch-up stops there. A nice
+//! change ([`Core24::renice`]) first catches the task up at its old nice, as the eager
+//! walk would have used it. On a machine without task-line tracking the walk's charge
+//! needs only its length, `nr_threads`, so a recalculation costs the simulator O(1)
+//! whatever the number of tasks.
+//!
 //! Invariant: the core has an entry for every task the class was told of (`task_fork`);
-//! counters are never negative.
+//! counters are never negative; a task's entry is up to date at `epoch` once caught up
+//! (the idle tasks, which no recalculation walks, never fall behind).
 
 use crate::kernel::task::{SchedPolicy, Task, TaskId, TaskState};
 use crate::machine::CpuId;
@@ -83,12 +99,52 @@ pub struct GoodnessRules {
 }
 
 /// A task's 2.4 scheduling state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Slice {
-    /// `counter`: ticks left.
+    /// `counter`: ticks left, as of recalculation `epoch`.
     counter: i32,
     /// The SCHED_YIELD bit of `policy`.
     yielding: bool,
+    /// The recalculations `counter` has had ([`Core24`]'s count when it was last brought
+    /// up to date); [`EXEMPT`] for a task no recalculation walks.
+    epoch: u32,
+    /// NICE_TO_TICKS of the task's nice value since it was last brought up to date: what
+    /// each recalculation since adds.
+    ticks: i32,
+}
+
+/// The epoch of a task no recalculation walks (an idle task, not in the task list).
+const EXEMPT: u32 = u32::MAX;
+
+impl Default for Slice {
+    fn default() -> Slice {
+        Slice {
+            counter: 0,
+            yielding: false,
+            epoch: EXEMPT,
+            ticks: 0,
+        }
+    }
+}
+
+impl Slice {
+    /// The counter after the recalculations up to `epoch` (§1.7 step 6, as many times as
+    /// were missed). Stops at the fixed point, which every later step keeps.
+    #[inline]
+    fn counter_at(&self, epoch: u32) -> i32 {
+        if self.epoch == epoch || self.epoch == EXEMPT {
+            return self.counter;
+        }
+        let mut c = self.counter;
+        for _ in self.epoch..epoch {
+            let next = (c >> 1) + self.ticks;
+            if next == c {
+                break;
+            }
+            c = next;
+        }
+        c
+    }
 }
 
 /// What a task's goodness is made of, before any bonus (the "key" a scan compares).
@@ -136,6 +192,8 @@ pub struct Core24 {
     /// Affinity weights.
     pub rules: GoodnessRules,
     ts: Vec<Slice>,
+    /// Recalculations so far.
+    epoch: u32,
     /// The tasks a recalculation walks, kept between walks (no allocation per walk).
     walk: Vec<TaskId>,
 }
@@ -147,6 +205,7 @@ impl Core24 {
             hz,
             rules,
             ts: Vec::new(),
+            epoch: 0,
             walk: Vec::new(),
         }
     }
@@ -154,12 +213,31 @@ impl Core24 {
     /// `counter` of `p`.
     #[inline]
     pub fn counter(&self, p: TaskId) -> i32 {
-        self.ts[p as usize].counter
+        self.ts[p as usize].counter_at(self.epoch)
+    }
+
+    /// `p`'s slice, its counter brought up to date first (before a write).
+    #[inline]
+    fn caught_up(&mut self, p: TaskId) -> &mut Slice {
+        let epoch = self.epoch;
+        let s = &mut self.ts[p as usize];
+        if s.epoch != EXEMPT {
+            s.counter = s.counter_at(epoch);
+            s.epoch = epoch;
+        }
+        s
     }
 
     /// Set `p`'s counter (test beds building a state by hand).
     pub fn set_counter(&mut self, p: TaskId, counter: i32) {
-        self.ts[p as usize].counter = counter;
+        self.caught_up(p).counter = counter;
+    }
+
+    /// `set_user_nice` (§1.3): `p`'s nice value changed. The recalculations it missed
+    /// were made at its old nice; the next ones add the new NICE_TO_TICKS.
+    pub fn renice(&mut self, ctx: &SchedCtx<'_>, p: TaskId) {
+        let ticks = nice_to_ticks(ctx.task(p).nice, self.hz);
+        self.caught_up(p).ticks = ticks;
     }
 
     /// Set or clear `p`'s SCHED_YIELD bit (test beds building a state by hand).
@@ -183,13 +261,14 @@ impl Core24 {
     pub fn worth(&self, t: &Task, p: TaskId) -> Worth {
         let s = &self.ts[p as usize];
         if s.yielding {
-            Worth::Yielded
-        } else if t.policy != SchedPolicy::Other {
-            Worth::RealTime(RT_GOODNESS_MIN + t.rt_priority as i32)
-        } else if s.counter == 0 {
-            Worth::Spent
-        } else {
-            Worth::Other(s.counter + 20 - t.nice)
+            return Worth::Yielded;
+        }
+        if t.policy != SchedPolicy::Other {
+            return Worth::RealTime(RT_GOODNESS_MIN + t.rt_priority as i32);
+        }
+        match s.counter_at(self.epoch) {
+            0 => Worth::Spent,
+            c => Worth::Other(c + 20 - t.nice),
         }
     }
 
@@ -298,8 +377,9 @@ impl Core24 {
         }
         let counter = match parent {
             Some(pp) => {
-                let pc = self.ts[pp as usize].counter;
-                self.ts[pp as usize].counter = pc >> 1;
+                let s = self.caught_up(pp);
+                let pc = s.counter;
+                s.counter = pc >> 1;
                 if pc >> 1 == 0 {
                     // The parent is the current task of the forking CPU.
                     if let Some(c) = ctx.task(pp).on_cpu {
@@ -310,31 +390,38 @@ impl Core24 {
             }
             None => def_counter(self.hz),
         };
+        let t = ctx.task(p);
         self.ts[p as usize] = Slice {
             counter,
             yielding: false,
+            epoch: if t.is_idle { EXEMPT } else { self.epoch },
+            ticks: nice_to_ticks(t.nice, self.hz),
         };
     }
 
-    /// Counter recalculation (§1.7 step 6): every task in the system, sleeping ones too,
-    /// gets `counter = counter/2 + NICE_TO_TICKS(nice)`, charged one `examine` each.
+    /// Counter recalculation (§1.7 step 6): every task in the task list, sleeping ones
+    /// too, gets `counter = counter/2 + NICE_TO_TICKS(nice)`, charged one `examine` each.
     /// Called without any run-queue lock. Returns the number of tasks walked.
     ///
-    /// The counters are updated first and the walk's line traffic charged after, as one
+    /// The counters follow lazily (module doc). The walk's line traffic is charged as one
     /// walk ([`SchedCtx::examine_and_write_tasks`]: each task's read then write, priced
-    /// at its moment): charging moves only the clock, which the counters do not read.
+    /// at its moment); where the machine does not track task lines only its length,
+    /// `nr_threads`, matters.
     pub fn recalculate(&mut self, ctx: &mut SchedCtx<'_>) -> u64 {
+        self.epoch += 1;
+        if !ctx.task_lines_tracked() {
+            let walked = ctx.nr_threads();
+            ctx.examine_and_write_count(walked);
+            return walked;
+        }
         let mut walk = std::mem::take(&mut self.walk);
         walk.clear();
-        for p in 0..self.ts.len().min(ctx.tasks_len()) {
-            let t = ctx.task(p as TaskId);
-            if t.is_idle || t.state == TaskState::Dead {
-                continue;
-            }
-            let s = &mut self.ts[p];
-            s.counter = (s.counter >> 1) + nice_to_ticks(t.nice, self.hz);
-            walk.push(p as TaskId);
-        }
+        let told = self.ts.len().min(ctx.tasks_len()) as TaskId;
+        walk.extend((0..told).filter(|&p| {
+            let t = ctx.task(p);
+            !t.is_idle && t.state != TaskState::Dead
+        }));
+        debug_assert_eq!(walk.len() as u64, ctx.nr_threads());
         ctx.examine_and_write_tasks(&walk);
         let walked = walk.len() as u64;
         self.walk = walk;
@@ -344,9 +431,10 @@ impl Core24 {
     /// `release_task` (§1.12): the reaper gets `child`'s unused ticks back, capped at
     /// `MAX_COUNTER`.
     pub fn release_task(&mut self, parent: TaskId, child: TaskId) {
-        let add = self.ts[child as usize].counter;
-        let s = &mut self.ts[parent as usize];
-        s.counter = (s.counter + add).min(max_counter(self.hz));
+        let add = self.counter(child);
+        let cap = max_counter(self.hz);
+        let s = self.caught_up(parent);
+        s.counter = (s.counter + add).min(cap);
     }
 
     /// The tick's part (`update_process_times`, §1.11) for the current task `curr` of
@@ -365,7 +453,7 @@ impl Core24 {
             return false;
         }
         let fifo = t.policy == SchedPolicy::Fifo;
-        let s = &mut self.ts[curr as usize];
+        let s = self.caught_up(curr);
         s.counter -= 1;
         if s.counter <= 0 {
             s.counter = 0;
@@ -380,10 +468,11 @@ impl Core24 {
     /// true when it did (the caller moves it to the tail of its queue).
     pub fn rr_refill(&mut self, ctx: &SchedCtx<'_>, prev: TaskId) -> bool {
         let t = ctx.task(prev);
-        if t.is_idle || t.policy != SchedPolicy::Rr || self.ts[prev as usize].counter != 0 {
+        if t.is_idle || t.policy != SchedPolicy::Rr || self.counter(prev) != 0 {
             return false;
         }
-        self.ts[prev as usize].counter = nice_to_ticks(t.nice, self.hz);
+        let ticks = nice_to_ticks(t.nice, self.hz);
+        self.caught_up(prev).counter = ticks;
         true
     }
 
@@ -423,6 +512,26 @@ mod tests {
         assert_eq!(nice_to_ticks(0, 1024), 41);
         assert_eq!(def_counter(100), 10);
         assert_eq!(max_counter(100), 20);
+    }
+
+    proptest::proptest! {
+        /// The catch-up equals the recalculations one by one, fixed point or not.
+        #[test]
+        fn missed_recalculations_are_caught_up_exactly(
+            counter in 0i32..=200,
+            ticks in 1i32..=81,
+            from in 0u32..1000,
+            missed in 0u32..200,
+        ) {
+            let s = Slice { counter, yielding: false, epoch: from, ticks };
+            let mut one_by_one = counter;
+            for _ in 0..missed {
+                one_by_one = (one_by_one >> 1) + ticks;
+            }
+            proptest::prop_assert_eq!(s.counter_at(from + missed), one_by_one);
+            let exempt = Slice { epoch: EXEMPT, ..s };
+            proptest::prop_assert_eq!(exempt.counter_at(from + missed), counter);
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub struct SchedCtx<'a> {
     machine: &'a Machine,
     tick_ns: Time,
     cpu: CpuId,
+    nr_threads: u64,
     cat: Acct,
     irq: bool,
     trace: Option<&'a mut (dyn crate::kernel::events::TraceSink + 'static)>,
@@ -47,6 +48,7 @@ impl<'a> SchedCtx<'a> {
         machine: &'a Machine,
         tick_ns: Time,
         cpu: CpuId,
+        nr_threads: u64,
         trace: Option<&'a mut (dyn crate::kernel::events::TraceSink + 'static)>,
     ) -> Self {
         SchedCtx {
@@ -60,6 +62,7 @@ impl<'a> SchedCtx<'a> {
             machine,
             tick_ns,
             cpu,
+            nr_threads,
             cat: Acct::Sched,
             irq: false,
             trace,
@@ -135,6 +138,20 @@ impl<'a> SchedCtx<'a> {
     /// Number of task slots (ids are `0..tasks_len()`).
     pub fn tasks_len(&self) -> usize {
         self.tasks.len()
+    }
+
+    /// `nr_threads`: the tasks in the task list (created, not yet released; zombies
+    /// included, idle tasks not), which 2.4's `for_each_task` walks.
+    pub fn nr_threads(&self) -> u64 {
+        self.nr_threads
+    }
+
+    /// True when the machine prices each task's line by where it is (the coherence
+    /// model): a walk over tasks must then name them. Without it, a walk costs by its
+    /// length alone ([`SchedCtx::examine_and_write_count`]).
+    #[inline]
+    pub fn task_lines_tracked(&self) -> bool {
+        self.ic.model().coherence
     }
 
     /// The task running on `cpu`.
@@ -219,6 +236,18 @@ impl<'a> SchedCtx<'a> {
         // determinism: one charge of the walk's sum leaves the clock and the accounts as
         // the separate charges would.
         let c = self.ic.read_write_tasks(now, self.cpu, tasks, examine_ns);
+        self.charge(c);
+    }
+
+    /// [`SchedCtx::examine_and_write_tasks`] over `n` tasks on a machine that does not
+    /// track task lines ([`SchedCtx::task_lines_tracked`] false), where the walk's cost
+    /// depends on its length only: the same charge without naming the tasks.
+    #[inline]
+    pub fn examine_and_write_count(&mut self, n: u64) {
+        debug_assert!(!self.task_lines_tracked());
+        let now = self.now();
+        let examine_ns = self.costs().task_examine_ns;
+        let c = self.ic.read_write_count(now, self.cpu, n, examine_ns);
         self.charge(c);
     }
 

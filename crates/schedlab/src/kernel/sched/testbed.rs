@@ -89,6 +89,7 @@ impl<C: SchedClass> Bed<C> {
         let mut k = Kernel::boot(m, bystander, program(|_| Op::Exit), 1);
         // Retire the bystander's init: only the test's tasks exist for the class.
         k.tasks[cpus].state = TaskState::Dead;
+        k.nr_threads -= 1;
         let mut ctx = k.ctx(0);
         class.init(&mut ctx);
         for c in 0..cpus {

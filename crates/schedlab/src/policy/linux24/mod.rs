@@ -626,6 +626,7 @@ impl SchedClass for Linux24 {
     }
 
     fn prio_changed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        self.core.renice(ctx, p);
         self.reindex(ctx, p);
     }
 

@@ -136,6 +136,64 @@ fn the_walk_takes_the_best_and_ties_go_to_the_head() {
     let _ = far;
 }
 
+/// One recalculation on `cpu`, as `schedule()` makes it.
+fn recalculate(b: &mut Bed<Linux24>, cpu: CpuId) {
+    b.with(cpu, |pol, ctx| pol.recalculate_counters(ctx));
+}
+
+/// Change `p`'s nice as `sys_nice` does: the value, then the class's hook.
+fn renice(b: &mut Bed<Linux24>, p: TaskId, nice: i32) {
+    b.k.tasks[p as usize].nice = nice;
+    b.with(0, |pol, ctx| pol.prio_changed(ctx, p));
+}
+
+#[test]
+fn a_sleeper_gets_each_missed_recalculation_at_the_nice_it_had_then() {
+    for machine in ["piii700-1m", "piii700-1m:coherence=off"] {
+        let mut b = Bed::new(
+            machine,
+            2,
+            Linux24::new(Version::V2417, 15, 100, true, BTreeMap::new()),
+        );
+        let sleeper = b.task24(5, 0, 6, 0);
+        let other = b.task24(6, 0, 2, 1);
+        recalculate(&mut b, 0);
+        recalculate(&mut b, 1);
+        // nice 0 adds 6 ticks: 6 → 9 → 10.
+        assert_eq!(b.counter(sleeper), 10, "{machine}");
+        renice(&mut b, sleeper, 19);
+        recalculate(&mut b, 0);
+        // nice 19 adds 1 tick: 10 → 6 → 4.
+        recalculate(&mut b, 0);
+        assert_eq!(b.counter(sleeper), 4, "{machine}");
+        assert_eq!(b.counter(other), 11, "2 → 7 → 9 → 10 → 11 at nice 0");
+        assert_eq!(b.class.stats.recalculations, 4);
+        assert_eq!(b.class.stats.recalc_tasks, 8, "{machine}: two tasks a walk");
+    }
+}
+
+#[test]
+fn a_released_task_leaves_the_walk_and_its_ticks_go_to_the_reaper() {
+    for machine in ["piii700-1m", "piii700-1m:bus=off,coherence=off"] {
+        let mut b = Bed::new(
+            machine,
+            1,
+            Linux24::new(Version::V2417, 15, 100, true, BTreeMap::new()),
+        );
+        let parent = b.task24(5, 0, 1, 0);
+        let child = b.task24(5, 0, 4, 0);
+        recalculate(&mut b, 0);
+        // Reaped with its counter caught up: 4 → 8; the parent 1 → 6, capped at 20.
+        b.with(0, |pol, ctx| pol.task_dead(ctx, parent, child));
+        assert_eq!(b.counter(parent), 14, "{machine}");
+        b.k.tasks[child as usize].state = TaskState::Zombie;
+        b.k.release(0, child);
+        recalculate(&mut b, 0);
+        assert_eq!(b.counter(parent), 13, "{machine}: 14 → 13");
+        assert_eq!(b.class.stats.recalc_tasks, 2 + 1, "{machine}");
+    }
+}
+
 #[test]
 fn a_woken_task_goes_to_the_head_in_2_4_17_and_the_tail_in_2_4_20() {
     for (v, first_wins) in [(Version::V2417, false), (Version::V2420, true)] {
@@ -450,5 +508,84 @@ proptest! {
                 prop_assert_eq!(lit, idx, "cpu {} mm {}", cpu, mm);
             }
         }
+    }
+}
+
+/// What a reference walk does to every counter, against the core's.
+#[derive(Clone, Debug)]
+enum CounterOp {
+    Recalculate(CpuId),
+    Tick(prop::sample::Index),
+    Renice(prop::sample::Index, i32),
+    Fork(prop::sample::Index),
+}
+
+fn counter_op() -> impl Strategy<Value = CounterOp> {
+    prop_oneof![
+        (0usize..2).prop_map(CounterOp::Recalculate),
+        any::<prop::sample::Index>().prop_map(CounterOp::Tick),
+        (any::<prop::sample::Index>(), -20i32..=19).prop_map(|(i, n)| CounterOp::Renice(i, n)),
+        any::<prop::sample::Index>().prop_map(CounterOp::Fork),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// The lazy recalculation leaves every counter where 2.4's walk over the task list
+    /// would have: sleepers, ticking tasks, reniced tasks and fork's halving alike, with
+    /// and without task-line tracking.
+    #[test]
+    fn lazy_counters_match_an_eager_walk(
+        coherence in any::<bool>(),
+        start in prop::collection::vec((0i32..=20, -20i32..=19), 1..12),
+        ops in prop::collection::vec(counter_op(), 0..60),
+    ) {
+        let machine = if coherence { "piii700-1m" } else { "piii700-1m:coherence=off" };
+        let mut b = Bed::new(
+            machine,
+            2,
+            Linux24::new(Version::V2417, 15, 100, true, BTreeMap::new()),
+        );
+        let mut ids = Vec::new();
+        let mut eager = Vec::new();
+        for &(counter, nice) in &start {
+            ids.push(b.task24(1, nice, counter, 0));
+            eager.push(counter);
+        }
+        for op in ops {
+            match op {
+                CounterOp::Recalculate(cpu) => {
+                    recalculate(&mut b, cpu);
+                    for (i, &p) in ids.iter().enumerate() {
+                        eager[i] = (eager[i] >> 1) + nice_to_ticks(b.k.tasks[p as usize].nice, 100);
+                    }
+                }
+                CounterOp::Tick(ix) => {
+                    let i = ix.index(ids.len());
+                    b.with(0, |pol, ctx| pol.core.update_process_times(ctx, 0, ids[i], false));
+                    eager[i] = (eager[i] - 1).max(0);
+                }
+                CounterOp::Renice(ix, nice) => {
+                    let i = ix.index(ids.len());
+                    renice(&mut b, ids[i], nice);
+                }
+                CounterOp::Fork(ix) => {
+                    let i = ix.index(ids.len());
+                    let parent = ids[i];
+                    let nice = b.k.tasks[parent as usize].nice;
+                    let child = b.k.create_task(Some(parent), program(|_| Op::Exit), 1, nice, crate::machine::CpuMask::single(0), 0);
+                    b.with(0, |pol, ctx| pol.task_fork(ctx, child, Some(parent)));
+                    ids.push(child);
+                    eager.push((eager[i] + 1) >> 1);
+                    eager[i] >>= 1;
+                }
+            }
+            for (i, &p) in ids.iter().enumerate() {
+                prop_assert_eq!(b.counter(p), eager[i], "task {}", p);
+            }
+        }
+        let walks = b.class.stats.recalculations;
+        prop_assert!(walks == 0 || b.class.stats.recalc_tasks > 0);
     }
 }

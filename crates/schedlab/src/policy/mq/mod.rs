@@ -910,6 +910,11 @@ impl SchedClass for Mq {
         self.core.release_task(parent, child);
     }
 
+    fn prio_changed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        // The next recalculations add the new NICE_TO_TICKS (§1.7 step 6).
+        self.core.renice(ctx, p);
+    }
+
     fn set_cpus_allowed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         // The published stealable task carries its mask (`max_na_cpus_allowed`, §3.1).
         let c = ctx.task(p).processor;
