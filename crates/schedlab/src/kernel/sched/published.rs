@@ -59,6 +59,12 @@ impl<T: Copy> Published<T> {
         self.v[self.len as usize - 1].1
     }
 
+    /// When the newest value was written.
+    #[inline]
+    pub fn newest_time(&self) -> Time {
+        self.v[self.len as usize - 1].0
+    }
+
     /// Write `value` at `now`. A write dated before newer ones (a hook processed late)
     /// takes its place in time order.
     pub fn set(&mut self, now: Time, value: T) {
