@@ -96,12 +96,10 @@ impl O1 {
     /// Own load as G1/2.6 see it: the larger of previous and current (current if idle).
     fn own_load(&self, this: CpuId, idle: bool) -> u32 {
         let cur = self.nr_running.latest(this);
-        let prev = self.rqs[this].prev_nr_running[this];
-        if idle || cur > prev {
-            cur
-        } else {
-            prev
+        if idle {
+            return cur;
         }
+        cur.max(self.nr_running.prev(this, this))
     }
 
     /// `can_migrate_task` (all versions): not running, allowed here; and, where the
@@ -161,17 +159,15 @@ impl O1 {
         self.stats.balance_rqs_scanned += self.rqs.len() as u64;
         if idle {
             // Idle, the load is the current length: the same walk, kept incrementally.
-            let nr = &self.nr_running;
-            nr.snapshot(now, &mut self.rqs[this].prev_nr_running);
-            return nr.busiest(now, this).filter(|&(_, load)| load > 1);
+            self.nr_running.remember(this, now);
+            return self.nr_running.busiest(now, this).filter(|&(_, load)| load > 1);
         }
         let mut busiest = None;
         let mut max_load = 1;
         for i in 0..self.rqs.len() {
             let cur = self.nr_running.at(i, now);
-            let prev = self.rqs[this].prev_nr_running[i];
+            let prev = self.nr_running.exchange(this, i, cur);
             let load = cur.min(prev);
-            self.rqs[this].prev_nr_running[i] = cur;
             // determinism: ties go to the lowest CPU (strict `>`).
             if i != this && load > max_load {
                 max_load = load;

@@ -301,9 +301,6 @@ pub struct Rq {
     pub active: usize,
     /// The two arrays.
     pub arrays: [PrioArray; 2],
-    /// The balancer's memory of every CPU's queue length (`prev_nr_running[]`, 2.6
-    /// `prev_cpu_load[]`).
-    pub prev_nr_running: Vec<u32>,
     /// What this CPU's balancer pays to read every other CPU's `nr_running`: the sum of
     /// their line transfers, fixed for a machine (computed once, not at every balance).
     pub remote_reads_ns: u64,
@@ -637,7 +634,6 @@ impl SchedClass for O1 {
                 expired_timestamp: 0,
                 active: 0,
                 arrays: [PrioArray::default(), PrioArray::default()],
-                prev_nr_running: vec![0; n],
                 remote_reads_ns: 0,
             })
             .collect();

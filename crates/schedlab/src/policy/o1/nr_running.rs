@@ -6,7 +6,8 @@
 //! an idle CPU calls it at every tick. The modelled kernel's walk is O(CPUs) and stays
 //! so in simulated time (the remote reads are charged whole). The host need not repeat
 //! it: an idle call's answer is the longest other queue as of the caller's clock, which
-//! a max-tree keeps, and its memory is a copy of the current lengths.
+//! a max-tree keeps, and its memory is the current lengths, brought up to date from
+//! a log of the queues that changed since the caller's last call.
 //!
 //! Design:
 //!
@@ -18,10 +19,19 @@
 //!   `latest[c]` exactly when `c`'s newest write is not after `now`; the CPUs whose
 //!   newest write is (writes by hooks processed earlier whose clocks ran ahead, few) are
 //!   read one by one.
+//! * `prev[this]`: `this` CPU's `prev_nr_running[]`, owned here so that an idle call
+//!   ([`NrRunning::remember`]) rewrites only what changed: the CPUs logged in `changed`
+//!   since its last call (sequence numbers from `base`) and the ones it read ahead of
+//!   `latest` then (`patched`). A walk that rewrites it entry by entry
+//!   ([`NrRunning::exchange`]), a log cleared past it, or more changes than an eighth of
+//!   the CPUs make the next call copy `latest` whole instead.
 //!
 //! Invariants: `latest[c] == v[c].latest()`; the tree's leaf `c` encodes `latest[c]`
 //! and every inner node the larger of its children; `ahead` holds exactly one entry
-//! per CPU, dated by its newest kept write. [`NrRunning::snapshot`] and
+//! per CPU, dated by its newest kept write; every CPU whose `latest` changed since
+//! sequence number `s ≥ base` is in `changed[s - base..]`; when `prev[t].synced` is
+//! `Some(s)`, `prev[t].vals[c] == latest[c]` as of `s` for every `c` not in
+//! `prev[t].patched`. [`NrRunning::remember`], [`NrRunning::exchange`] and
 //! [`NrRunning::busiest`] equal the plain walk (the tests compare them on random
 //! histories).
 
@@ -40,7 +50,24 @@ pub struct NrRunning {
     tree: Vec<u64>,
     size: usize,
     ahead: BTreeSet<(Time, CpuId)>,
+    /// CPUs whose `latest` changed, oldest first; entry `k` is change `base + k`.
+    changed: Vec<CpuId>,
+    base: u64,
+    prev: Vec<Prev>,
 }
+
+/// One CPU's `prev_nr_running[]` and how current it is.
+#[derive(Clone, Debug, Default)]
+struct Prev {
+    vals: Vec<u32>,
+    /// The change count `vals` is up to date with (outside `patched`); `None`: unknown.
+    synced: Option<u64>,
+    /// CPUs whose entry was read ahead of their latest at the last call.
+    patched: Vec<CpuId>,
+}
+
+/// Changes kept, per CPU, before the log is cleared.
+const LOG_PER_CPU: usize = 4;
 
 /// A leaf's key: longer queues first, then lower CPUs (a larger key wins).
 fn key(len: u32, cpu: CpuId) -> u64 {
@@ -68,6 +95,16 @@ impl NrRunning {
             tree,
             size,
             ahead: (0..n).map(|c| (0, c)).collect(),
+            changed: Vec::new(),
+            base: 0,
+            prev: vec![
+                Prev {
+                    vals: vec![0; n],
+                    synced: Some(0),
+                    patched: Vec::new(),
+                };
+                n
+            ],
         }
     }
 
@@ -95,6 +132,12 @@ impl NrRunning {
         let l = self.v[c].latest();
         if l != self.latest[c] {
             self.latest[c] = l;
+            if self.changed.len() >= LOG_PER_CPU * self.latest.len() {
+                // Whoever has not caught up by now copies whole.
+                self.base += self.changed.len() as u64;
+                self.changed.clear();
+            }
+            self.changed.push(c);
             let mut k = self.size + c;
             self.tree[k] = key(l, c);
             while k > 1 {
@@ -115,13 +158,40 @@ impl NrRunning {
         cs
     }
 
-    /// Every CPU's length as a read at `now` sees it, into `out` (`prev_nr_running[]`
-    /// after a walk).
-    pub fn snapshot(&self, now: Time, out: &mut [u32]) {
-        out.copy_from_slice(&self.latest);
-        for c in self.ahead_of(now) {
-            out[c] = self.at(c, now);
+    /// `this` CPU's `prev_nr_running[c]`.
+    #[inline]
+    pub fn prev(&self, this: CpuId, c: CpuId) -> u32 {
+        self.prev[this].vals[c]
+    }
+
+    /// A walk's step: `prev_nr_running[c] = cur` for `this`, returning the old entry.
+    pub fn exchange(&mut self, this: CpuId, c: CpuId, cur: u32) -> u32 {
+        let p = &mut self.prev[this];
+        p.synced = None;
+        std::mem::replace(&mut p.vals[c], cur)
+    }
+
+    /// What a walk over every CPU at `now` leaves in `this`'s `prev_nr_running[]`: each
+    /// CPU's length as a read at `now` sees it.
+    pub fn remember(&mut self, this: CpuId, now: Time) {
+        let ahead = self.ahead_of(now);
+        let end = self.base + self.changed.len() as u64;
+        let n = self.latest.len();
+        let p = &mut self.prev[this];
+        match p.synced {
+            Some(s) if s >= self.base && (end - s) as usize <= n / 8 => {
+                let since = (s - self.base) as usize;
+                for &c in self.changed[since..].iter().chain(&p.patched) {
+                    p.vals[c] = self.latest[c];
+                }
+            }
+            _ => p.vals.copy_from_slice(&self.latest),
         }
+        for &c in &ahead {
+            p.vals[c] = self.v[c].at(now);
+        }
+        p.patched = ahead;
+        p.synced = Some(end);
     }
 
     /// The longest queue other than `this`'s as seen at `now`, the lowest CPU among
@@ -188,35 +258,63 @@ mod tests {
 
     proptest! {
         #[test]
-        fn snapshot_and_busiest_equal_the_plain_walk(
+        fn remember_exchange_and_busiest_equal_the_plain_walk(
             n in 1usize..40,
-            writes in prop::collection::vec((0usize..40, 0u64..2_000, any::<bool>()), 0..300),
-            reads in prop::collection::vec((0usize..40, 0u64..2_200), 1..20),
+            writes in prop::collection::vec((0usize..40, 0u64..2_000, any::<bool>()), 0..400),
+            reads in prop::collection::vec((0usize..40, 0u64..2_200, 0u8..4), 1..20),
         ) {
             let mut nr = NrRunning::new(n);
+            // The plain `prev_nr_running[][]`, rewritten whole at every walk.
+            let mut plain_prev = vec![vec![0u32; n]; n];
             let mut clock = 0u64;
             for (i, &(c, jitter, up)) in writes.iter().enumerate() {
                 let c = c % n;
                 // Time goes on, but a write may be dated up to 2 µs back or ahead.
                 clock += 100;
                 let t = (clock + jitter).saturating_sub(1_000);
-                let delta = if up || nr.latest(c) == 0 { 1 } else { -1 };
+                // A write changes the value it sees (the kernel's, under the lock).
+                let delta = if up || nr.at(c, t) == 0 { 1 } else { -1 };
                 nr.add(c, t, delta);
-                if i % 7 == 0 {
-                    for &(this, back) in &reads {
-                        let this = this % n;
-                        let now = (clock + 1_100).saturating_sub(back);
-                        prop_assert_eq!(nr.busiest(now, this), plain_busiest(&nr, now, this));
-                        let mut snap = vec![u32::MAX; n];
-                        nr.snapshot(now, &mut snap);
-                        let plain: Vec<u32> = (0..n).map(|c| nr.at(c, now)).collect();
-                        prop_assert_eq!(snap, plain);
+                let (this, back, how) = reads[i % reads.len()];
+                let this = this % n;
+                let now = (clock + 1_100).saturating_sub(back);
+                let plain: Vec<u32> = (0..n).map(|c| nr.at(c, now)).collect();
+                if how == 0 {
+                    // A busy walk, entry by entry.
+                    for (c, &cur) in plain.iter().enumerate() {
+                        prop_assert_eq!(nr.exchange(this, c, cur), plain_prev[this][c]);
+                    }
+                } else if how == 1 || i % 3 == 0 {
+                    prop_assert_eq!(nr.busiest(now, this), plain_busiest(&nr, now, this));
+                    nr.remember(this, now);
+                } else {
+                    continue;
+                }
+                plain_prev[this] = plain;
+                for (t, row) in plain_prev.iter().enumerate() {
+                    for (c, &v) in row.iter().enumerate() {
+                        prop_assert_eq!(nr.prev(t, c), v, "prev[{}][{}]", t, c);
                     }
                 }
             }
             for c in 0..n {
                 prop_assert_eq!(nr.latest(c), nr.v[c].latest());
             }
+        }
+    }
+
+    #[test]
+    fn a_cleared_log_makes_the_next_call_copy_whole() {
+        let n = 4;
+        let mut nr = NrRunning::new(n);
+        nr.remember(0, 0);
+        for k in 0..(LOG_PER_CPU * n + 3) as u64 {
+            nr.add(1 + k as usize % 3, k, 1);
+        }
+        assert!(nr.base > 0, "the log was cleared");
+        nr.remember(0, 1_000_000);
+        for c in 0..n {
+            assert_eq!(nr.prev(0, c), nr.latest(c), "cpu {c}");
         }
     }
 
