@@ -171,10 +171,22 @@ impl NrRunning {
         std::mem::replace(&mut p.vals[c], cur)
     }
 
+    /// An idle `find_busiest_queue` walk by `this` at `now`: [`NrRunning::busiest`],
+    /// then [`NrRunning::remember`], reading the CPUs ahead of `now` once for both.
+    pub fn idle_walk(&mut self, this: CpuId, now: Time) -> Option<(CpuId, u32)> {
+        let ahead = self.ahead_of(now);
+        let b = self.busiest_given(&ahead, this, now);
+        self.remember_given(ahead, this, now);
+        b
+    }
+
     /// What a walk over every CPU at `now` leaves in `this`'s `prev_nr_running[]`: each
     /// CPU's length as a read at `now` sees it.
     pub fn remember(&mut self, this: CpuId, now: Time) {
-        let ahead = self.ahead_of(now);
+        self.remember_given(self.ahead_of(now), this, now);
+    }
+
+    fn remember_given(&mut self, ahead: Vec<CpuId>, this: CpuId, now: Time) {
         let end = self.base + self.changed.len() as u64;
         let n = self.latest.len();
         let p = &mut self.prev[this];
@@ -197,22 +209,32 @@ impl NrRunning {
     /// The longest queue other than `this`'s as seen at `now`, the lowest CPU among
     /// equals: `(cpu, length)`.
     pub fn busiest(&self, now: Time, this: CpuId) -> Option<(CpuId, u32)> {
-        let mut skip = self.ahead_of(now);
+        self.busiest_given(&self.ahead_of(now), this, now)
+    }
+
+    /// [`NrRunning::busiest`] with `ahead`, the CPUs ahead of `now`, ascending: those are
+    /// read one by one, the ranges between them from the tree.
+    fn busiest_given(&self, ahead: &[CpuId], this: CpuId, now: Time) -> Option<(CpuId, u32)> {
+        let n = self.latest.len();
         let mut best = 0u64;
-        for &c in &skip {
-            if c != this {
+        let mut lo = 0;
+        for &c in ahead.iter().chain(std::iter::once(&n)) {
+            best = best.max(self.max_in_except(lo, c, this));
+            if c < n && c != this {
                 best = best.max(key(self.at(c, now), c));
             }
-        }
-        if let Err(i) = skip.binary_search(&this) {
-            skip.insert(i, this);
-        }
-        let mut lo = 0;
-        for &c in skip.iter().chain(std::iter::once(&self.latest.len())) {
-            best = best.max(self.max_in(lo, c));
             lo = c + 1;
         }
         (best != 0).then(|| unkey(best))
+    }
+
+    /// The largest key among CPUs `lo..hi` but `this` (0 when none).
+    fn max_in_except(&self, lo: usize, hi: usize, this: CpuId) -> u64 {
+        if (lo..hi).contains(&this) {
+            self.max_in(lo, this).max(self.max_in(this + 1, hi))
+        } else {
+            self.max_in(lo, hi)
+        }
     }
 
     /// The largest key among CPUs `lo..hi` (0 when empty).
@@ -284,7 +306,10 @@ mod tests {
                     for (c, &cur) in plain.iter().enumerate() {
                         prop_assert_eq!(nr.exchange(this, c, cur), plain_prev[this][c]);
                     }
-                } else if how == 1 || i % 3 == 0 {
+                } else if how == 1 {
+                    let b = plain_busiest(&nr, now, this);
+                    prop_assert_eq!(nr.idle_walk(this, now), b);
+                } else if i % 3 == 0 {
                     prop_assert_eq!(nr.busiest(now, this), plain_busiest(&nr, now, this));
                     nr.remember(this, now);
                 } else {
