@@ -261,7 +261,10 @@ mod tests {
     fn subset_looks_at_every_word() {
         let a = CpuMask::from_cpus([3, 700]);
         assert!(a.is_subset_of(&CpuMask::from_cpus([3, 5, 700])));
-        assert!(!a.is_subset_of(&CpuMask::single(3)), "700 is in another word");
+        assert!(
+            !a.is_subset_of(&CpuMask::single(3)),
+            "700 is in another word"
+        );
         assert!(!a.is_subset_of(&CpuMask::single(700)));
         assert!(CpuMask::EMPTY.is_subset_of(&CpuMask::EMPTY) && a.is_subset_of(&a));
     }

@@ -159,7 +159,10 @@ impl O1 {
         self.stats.balance_rqs_scanned += self.rqs.len() as u64;
         if idle {
             // Idle, the load is the current length: the same walk, kept incrementally.
-            return self.nr_running.idle_walk(this, now).filter(|&(_, load)| load > 1);
+            return self
+                .nr_running
+                .idle_walk(this, now)
+                .filter(|&(_, load)| load > 1);
         }
         let mut busiest = None;
         let mut max_load = 1;

@@ -38,8 +38,8 @@
 use std::collections::BTreeSet;
 
 use crate::engine::Time;
-use crate::policy::Published;
 use crate::machine::CpuId;
+use crate::policy::Published;
 
 /// `rq->nr_running` of every CPU; see the module doc.
 #[derive(Clone, Debug, Default)]
@@ -123,7 +123,9 @@ impl NrRunning {
     /// Change `c`'s length by `delta` at `now` (under `c`'s lock).
     pub fn add(&mut self, c: CpuId, now: Time, delta: i32) {
         let before = self.v[c].newest_time();
-        self.v[c].update(now, |n| *n = n.checked_add_signed(delta).expect("nr_running"));
+        self.v[c].update(now, |n| {
+            *n = n.checked_add_signed(delta).expect("nr_running")
+        });
         let after = self.v[c].newest_time();
         if before != after {
             self.ahead.remove(&(before, c));
