@@ -43,6 +43,20 @@ const FULL: &[(&str, usize, &str, &str)] = &[
         "o1-2.6",
         "hackbench:groups=50",
     ),
+    // Issue 18's flat cost from 1 to 1024 CPUs (ns per event within 1.3×; the balancers'
+    // own O(CPUs) walks are in their counters: balance_rqs_scanned, lb_cpus_scanned).
+    (
+        "numa-1024:bus=off,lock=ticket,coherence=off",
+        1024,
+        "o1-2.6",
+        "synthetic:tasks=4096,ops=50",
+    ),
+    (
+        "numa-1024:bus=off,lock=ticket,coherence=off",
+        1024,
+        "eevdf",
+        "synthetic:tasks=4096,ops=50",
+    ),
     // Issue 18's flat cost: the same policy, 1 000 and 100 000 tasks.
     ("numa-1024", 8, "o1-2.6", "synthetic:tasks=1000,ops=500"),
     ("numa-1024", 8, "o1-2.6", "synthetic:tasks=100000,ops=5"),

@@ -137,6 +137,12 @@ impl CpuMask {
         self.0.iter().zip(other.0.iter()).any(|(a, b)| a & b != 0)
     }
 
+    /// True when every CPU of the mask is in `other` (`cpumask_subset`).
+    #[inline]
+    pub fn is_subset_of(&self, other: &CpuMask) -> bool {
+        self.0.iter().zip(other.0.iter()).all(|(a, b)| a & !b == 0)
+    }
+
     /// The CPUs in the mask, ascending (`for_each_cpu`).
     pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
         self.0.iter().enumerate().flat_map(|(i, &w)| {
@@ -249,6 +255,18 @@ mod tests {
         assert_eq!(a.and(&b), CpuMask::single(700));
         assert!(!CpuMask::single(3).intersects(&CpuMask::single(67)));
         assert!(a.and(&CpuMask::all(700)) == CpuMask::single(3));
+    }
+
+    #[test]
+    fn subset_looks_at_every_word() {
+        let a = CpuMask::from_cpus([3, 700]);
+        assert!(a.is_subset_of(&CpuMask::from_cpus([3, 5, 700])));
+        assert!(
+            !a.is_subset_of(&CpuMask::single(3)),
+            "700 is in another word"
+        );
+        assert!(!a.is_subset_of(&CpuMask::single(700)));
+        assert!(CpuMask::EMPTY.is_subset_of(&CpuMask::EMPTY) && a.is_subset_of(&a));
     }
 
     #[test]

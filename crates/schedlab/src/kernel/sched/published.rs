@@ -45,8 +45,16 @@ impl<T: Copy> Published<T> {
     /// The value a read at `now` sees: the newest written at or before `now`.
     #[inline]
     pub fn at(&self, now: Time) -> T {
+        *self.at_ref(now)
+    }
+
+    /// [`Published::at`] without the copy, for values larger than a word (MQ's
+    /// `max_na_*` carries a whole cpumask, read at every remote queue examined).
+    #[inline]
+    pub fn at_ref(&self, now: Time) -> &T {
         let kept = &self.v[..self.len as usize];
-        kept.iter()
+        &kept
+            .iter()
             .rev()
             .find(|(t, _)| *t <= now)
             .unwrap_or(&kept[0])
@@ -57,6 +65,12 @@ impl<T: Copy> Published<T> {
     #[inline]
     pub fn latest(&self) -> T {
         self.v[self.len as usize - 1].1
+    }
+
+    /// When the newest value was written.
+    #[inline]
+    pub fn newest_time(&self) -> Time {
+        self.v[self.len as usize - 1].0
     }
 
     /// Write `value` at `now`. A write dated before newer ones (a hook processed late)

@@ -31,7 +31,7 @@
 //! computed exactly when asked instead of being maintained lazily.
 
 use crate::kernel::task::TaskId;
-use crate::machine::CpuId;
+use crate::machine::{CpuId, CpuMask};
 use crate::policy::{SchedCtx, Wake};
 
 use super::pelt::SCHED_CAPACITY_SCALE;
@@ -163,8 +163,9 @@ pub struct LbEnv {
     pub imbalance: i64,
     /// `migration_type`.
     pub migration_type: MigrationType,
-    /// CPUs still considered (`env->cpus`).
-    pub cpus: Vec<CpuId>,
+    /// CPUs still considered (`env->cpus`): a mask, as the kernel's, so the test every
+    /// group walk makes per CPU is one word read, not a search of the span.
+    pub cpus: CpuMask,
 }
 
 impl Fair {
@@ -384,23 +385,15 @@ impl Fair {
         let Some(llc) = self.sd_llc[target] else {
             return target;
         };
-        let smt = self
-            .topo
-            .core
-            .iter()
-            .enumerate()
-            .any(|(c, &k)| self.topo.core.iter().skip(c + 1).any(|&k2| k2 == k));
         let mut has_idle_core = false;
-        if smt {
+        if self.topo.has_smt() {
             // has_idle_cores, computed exactly (see the module doc).
-            let span = self.sd[target][llc].span.clone();
+            let span = &self.sd[target][llc].span;
             has_idle_core = span.iter().any(|&c| self.core_idle(ctx, c));
             if !has_idle_core && self.cpus_share_cache(prev, target) {
                 // select_idle_smt: an idle sibling of prev.
-                let core = self.topo.core[prev];
-                for c in 0..ctx.nr_cpus() {
+                for &c in self.topo.siblings(prev) {
                     if c != prev
-                        && self.topo.core[c] == core
                         && ctx.allowed(p, c)
                         && self.sd[target][llc].contains(c)
                         && self.idle_cpu(ctx, c)
@@ -418,23 +411,23 @@ impl Fair {
 
     /// True when every SMT sibling of `cpu`'s core is idle.
     fn core_idle(&self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> bool {
-        let core = self.topo.core[cpu];
-        (0..ctx.nr_cpus())
-            .filter(|&c| self.topo.core[c] == core)
-            .all(|c| self.idle_cpu(ctx, c))
+        self.topo
+            .siblings(cpu)
+            .iter()
+            .all(|&c| self.idle_cpu(ctx, c))
     }
 
     /// `select_idle_cpu` over the LLC from `target + 1`, wrapping; SIS_UTIL bounds the
     /// scan without an idle-core hint (E20).
     fn select_idle_cpu(
-        &mut self,
+        &self,
         ctx: &mut SchedCtx<'_>,
         p: TaskId,
         llc: usize,
         has_idle_core: bool,
         target: CpuId,
     ) -> Option<CpuId> {
-        let span = self.sd[target][llc].span.clone();
+        let span = &self.sd[target][llc].span;
         let mut nr = self.rqs[target].nr_idle_scan as i64 + 1;
         if !has_idle_core && nr == 1 {
             return None;
@@ -636,8 +629,7 @@ impl Fair {
                 level = child;
                 continue;
             };
-            let group = self.sd[cpu][l].groups[g].clone();
-            new_cpu = self.find_dst_group_cpu(ctx, &group, p, cpu);
+            new_cpu = self.find_dst_group_cpu(ctx, &self.sd[cpu][l].groups[g], p, cpu);
             if new_cpu == cpu {
                 level = child;
                 continue;
@@ -815,15 +807,15 @@ impl Fair {
 
     /// `should_we_balance`.
     fn should_we_balance(&self, ctx: &mut SchedCtx<'_>, env: &LbEnv) -> bool {
-        if !env.cpus.contains(&env.dst) {
+        if !env.cpus.test(env.dst) {
             return false;
         }
         if env.idle == IdleType::NewlyIdle {
             return self.rqs[env.dst].nr_running == 0;
         }
-        let local = self.sd[env.dst][env.sd].groups[0].clone();
-        for &c in &local {
-            if !env.cpus.contains(&c) {
+        let local = &self.sd[env.dst][env.sd].groups[0];
+        for &c in local {
+            if !env.cpus.test(c) {
                 continue;
             }
             if self.idle_cpu(ctx, c) {
@@ -835,20 +827,20 @@ impl Fair {
 
     /// `update_sg_lb_stats` for group `g` of the domain.
     fn sg_lb_stats(
-        &mut self,
+        &self,
         ctx: &mut SchedCtx<'_>,
         env: &LbEnv,
         g: usize,
         overloaded: &mut bool,
     ) -> SgStats {
         let d = &self.sd[env.dst][env.sd];
-        let group = d.groups[g].clone();
+        let group = &d.groups[g];
         let gflags = d.group_flags[g];
         let pct = d.imbalance_pct;
         let local = g == 0;
         let mut s = SgStats::default();
-        for &i in &group {
-            if !env.cpus.contains(&i) {
+        for &i in group {
+            if !env.cpus.test(i) {
                 continue;
             }
             if i != ctx.cpu() {
@@ -869,9 +861,7 @@ impl Fair {
         }
         s.group_capacity = SCHED_CAPACITY_SCALE * group.len() as u64;
         s.group_weight = group.len() as u64;
-        let mut cores: Vec<usize> = group.iter().map(|&c| self.topo.core[c]).collect();
-        cores.dedup();
-        s.cores = cores.len() as u64;
+        s.cores = self.topo.cores_in(group) as u64;
         let smt_balance = !local
             && env.idle != IdleType::NotIdle
             && gflags & SD_SHARE_CPUCAPACITY != 0
@@ -931,12 +921,8 @@ impl Fair {
     }
 
     /// `find_busiest_group` (`sched_balance_find_src_group`, §6.4–6.5): the busiest
-    /// group's CPUs, with `env.imbalance` and `env.migration_type` set.
-    fn find_busiest_group(
-        &mut self,
-        ctx: &mut SchedCtx<'_>,
-        env: &mut LbEnv,
-    ) -> Option<Vec<CpuId>> {
+    /// group's index in the domain, with `env.imbalance` and `env.migration_type` set.
+    fn find_busiest_group(&mut self, ctx: &mut SchedCtx<'_>, env: &mut LbEnv) -> Option<usize> {
         let ngroups = self.sd[env.dst][env.sd].groups.len();
         let mut local = SgStats::default();
         let mut busiest = SgStats {
@@ -948,6 +934,8 @@ impl Fair {
         let mut total_capacity = 0;
         let mut sum_util = 0;
         let mut overloaded = false;
+        // Every group's CPUs still in `env.cpus` (a subset of the span) are read.
+        self.stats.lb_cpus_scanned += env.cpus.weight() as u64;
         for g in 0..ngroups {
             let s = self.sg_lb_stats(ctx, env, g, &mut overloaded);
             total_load += s.group_load;
@@ -1019,7 +1007,7 @@ impl Fair {
             total_capacity,
             sds_avg,
         );
-        (env.imbalance > 0).then(|| self.sd[env.dst][env.sd].groups[bgi].clone())
+        (env.imbalance > 0).then_some(bgi)
     }
 
     /// `sibling_imbalance`.
@@ -1107,13 +1095,13 @@ impl Fair {
         if llc != env.sd {
             return;
         }
-        let span = self.sd[env.dst][llc].span.clone();
-        let w = span.len() as u64;
+        let d = &self.sd[env.dst][llc];
+        let w = d.span.len() as u64;
         let x = sum_util / w;
-        let pct = self.sd[env.dst][llc].imbalance_pct;
+        let pct = d.imbalance_pct;
         let t = (x * x * pct * pct / (10000 * SCHED_CAPACITY_SCALE)).min(SCHED_CAPACITY_SCALE);
         let y = (SCHED_CAPACITY_SCALE - t) * w / SCHED_CAPACITY_SCALE;
-        for c in span {
+        for &c in &d.span {
             self.rqs[c].nr_idle_scan = y as u32;
         }
     }
@@ -1125,7 +1113,7 @@ impl Fair {
         let mut busiest_util = 0;
         let mut busiest_nr = 0;
         for &i in group {
-            if !env.cpus.contains(&i) {
+            if !env.cpus.test(i) {
                 continue;
             }
             let nr = self.rqs[i].nr_running;
@@ -1294,7 +1282,7 @@ impl Fair {
             idle,
             imbalance: 0,
             migration_type: MigrationType::Load,
-            cpus: self.sd[this][sd].span.clone(),
+            cpus: self.sd[this][sd].span_mask,
         };
         let mut moved = 0u32;
         loop {
@@ -1302,10 +1290,11 @@ impl Fair {
                 *continue_balancing = false;
                 break;
             }
-            let Some(group) = self.find_busiest_group(ctx, &mut env) else {
+            let Some(g) = self.find_busiest_group(ctx, &mut env) else {
                 break;
             };
-            let Some(busiest) = self.find_busiest_queue(&env, &group) else {
+            let group = &self.sd[this][sd].groups[g];
+            let Some(busiest) = self.find_busiest_queue(&env, group) else {
                 break;
             };
             let mut all_pinned = true;
@@ -1338,9 +1327,9 @@ impl Fair {
                     self.stats.lb_pulled += tasks.len() as u64;
                 }
                 if all_pinned {
-                    env.cpus.retain(|&c| c != busiest);
-                    let local = &self.sd[this][sd].groups[0];
-                    if !env.cpus.iter().all(|c| local.contains(c)) {
+                    env.cpus.clear(busiest);
+                    let local = CpuMask::from_cpus(self.sd[this][sd].groups[0].iter().copied());
+                    if !env.cpus.is_subset_of(&local) {
                         continue;
                     }
                     // out_all_pinned.

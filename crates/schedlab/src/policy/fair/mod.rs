@@ -57,6 +57,8 @@
 //! # Statistics (`counters.policy`)
 //!
 //! `lb_calls`, `lb_newidle_calls`, `lb_pulled` (tasks moved by the balancer),
+//! `lb_cpus_scanned` (CPUs whose statistics `update_sg_lb_stats` read: the balancer's
+//! own work, O(span) per call),
 //! `lb_failed`, `wake_affine` (wake-ups moved to the waker's CPU), `wake_idle_sibling`
 //! (wake-ups moved to an idle CPU found by `select_idle_sibling`), `fork_balanced`
 //! (new tasks placed on another CPU), `wakeup_preemptions`, `tick_preemptions`,
@@ -395,6 +397,7 @@ pub struct Rq {
 #[derive(Clone, Debug, Default)]
 struct Stats {
     lb_calls: u64,
+    lb_cpus_scanned: u64,
     lb_newidle_calls: u64,
     lb_pulled: u64,
     lb_failed: u64,
@@ -846,6 +849,7 @@ impl Fair {
         let s = &self.stats;
         let mut m = BTreeMap::from([
             ("lb_calls".to_string(), s.lb_calls as f64),
+            ("lb_cpus_scanned".to_string(), s.lb_cpus_scanned as f64),
             ("lb_newidle_calls".to_string(), s.lb_newidle_calls as f64),
             ("lb_pulled".to_string(), s.lb_pulled as f64),
             ("lb_failed".to_string(), s.lb_failed as f64),

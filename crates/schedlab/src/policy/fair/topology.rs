@@ -21,7 +21,7 @@
 //! 512-node machine balances across all nodes at once where Linux would balance among
 //! near nodes first.
 
-use crate::machine::{CpuId, Machine};
+use crate::machine::{CpuId, CpuMask, Machine};
 
 /// `SD_BALANCE_NEWIDLE`.
 pub const SD_BALANCE_NEWIDLE: u32 = 1 << 0;
@@ -48,6 +48,10 @@ const SD_BASE: u32 =
     SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING;
 
 /// Which CPUs share what: per CPU, the ids of its core, last-level cache and node.
+///
+/// Invariant: the ids never change after [`Topology::new`], which derives `siblings` from
+/// `core` once (the kernel's `cpu_smt_mask`), so a wake-up asks "which CPUs share my
+/// core?" without a walk over every CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Topology {
     /// Core id per CPU (CPUs with equal ids are SMT siblings).
@@ -56,13 +60,49 @@ pub struct Topology {
     pub llc: Vec<usize>,
     /// NUMA node per CPU.
     pub node: Vec<usize>,
+    /// Per CPU: the CPUs of its core, itself included, ascending.
+    siblings: Vec<Vec<CpuId>>,
+    /// True when some core has more than one CPU.
+    smt: bool,
 }
 
 impl Topology {
     /// A topology from explicit ids (tests; future presets).
     pub fn new(core: Vec<usize>, llc: Vec<usize>, node: Vec<usize>) -> Topology {
         assert!(core.len() == llc.len() && llc.len() == node.len());
-        Topology { core, llc, node }
+        let mut of_core: std::collections::BTreeMap<usize, Vec<CpuId>> = Default::default();
+        for (c, &k) in core.iter().enumerate() {
+            of_core.entry(k).or_default().push(c);
+        }
+        let siblings: Vec<Vec<CpuId>> = core.iter().map(|k| of_core[k].clone()).collect();
+        let smt = siblings.iter().any(|s| s.len() > 1);
+        Topology {
+            core,
+            llc,
+            node,
+            siblings,
+            smt,
+        }
+    }
+
+    /// The CPUs sharing `cpu`'s core, `cpu` included, ascending (`cpu_smt_mask`).
+    pub fn siblings(&self, cpu: CpuId) -> &[CpuId] {
+        &self.siblings[cpu]
+    }
+
+    /// True when some core has SMT siblings.
+    pub fn has_smt(&self) -> bool {
+        self.smt
+    }
+
+    /// Distinct cores in `group` as `update_sg_lb_stats` counts them (`sg->cores`):
+    /// runs of equal core ids, the group's CPUs being listed core by core.
+    pub fn cores_in(&self, group: &[CpuId]) -> usize {
+        group
+            .iter()
+            .enumerate()
+            .filter(|&(k, &c)| k == 0 || self.core[c] != self.core[group[k - 1]])
+            .count()
     }
 
     /// What the booted machine has: its preset's topology (the `host` preset's comes from
@@ -93,6 +133,9 @@ pub struct Domain {
     pub level: &'static str,
     /// CPUs spanned, ascending.
     pub span: Vec<CpuId>,
+    /// The same CPUs as a mask (`sched_domain_span`): what `load_balance` starts its
+    /// `env->cpus` from and tests CPUs against in one word read.
+    pub span_mask: CpuMask,
     /// Groups, this CPU's first, then wrapping upward; each ascending.
     pub groups: Vec<Vec<CpuId>>,
     /// Per group: the child level's flags (`sg->flags`; SMT groups carry
@@ -130,7 +173,7 @@ impl Domain {
 
     /// True when the domain spans `cpu`.
     pub fn contains(&self, cpu: CpuId) -> bool {
-        self.span.binary_search(&cpu).is_ok()
+        self.span_mask.test(cpu)
     }
 }
 
@@ -229,6 +272,7 @@ pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
                 out.push(Domain {
                     level: l.name,
                     span: span.to_vec(),
+                    span_mask: CpuMask::from_cpus(span.iter().copied()),
                     groups,
                     group_flags,
                     flags: l.flags,

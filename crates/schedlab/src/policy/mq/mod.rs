@@ -340,8 +340,8 @@ impl Mq {
     }
 
     /// Queue `c`'s `max_na_*` as this CPU sees them now (with or without `c`'s lock).
-    fn max_na(&self, ctx: &SchedCtx<'_>, c: CpuId) -> MaxNa {
-        self.rq[c].max_na.at(ctx.now())
+    fn max_na(&self, ctx: &SchedCtx<'_>, c: CpuId) -> &MaxNa {
+        self.rq[c].max_na.at_ref(ctx.now())
     }
 
     fn set_max_na(&mut self, ctx: &SchedCtx<'_>, c: CpuId, m: MaxNa) {
@@ -522,7 +522,7 @@ impl Mq {
             while let Some(r) = rrq {
                 if self.trylock_rq(ctx, r) {
                     seen.remote_lock_ok = true;
-                    let m = self.max_na(ctx, r);
+                    let m = *self.max_na(ctx, r);
                     if m.goodness > *cg && m.cpus_allowed.test(this) {
                         seen.remote_still_better = true;
                         if next != idle && !Self::has_cpu(ctx, next) {

@@ -28,7 +28,13 @@
 //! Cost: reading another CPU's `nr_running` pulls its runqueue line over (one line
 //! transfer); each task looked at in a scan is `examine(1)`; the locks are charged by the
 //! spinlock model.
+//!
+//! Statistics: `balance_rqs_scanned` counts the runqueue lengths the modelled balancers
+//! read (every CPU's at every G1/2.6 call, at every pass of the early one's search):
+//! their O(CPUs) work per call, which the simulator charges in full. An idle G1/2.6
+//! call's walk is answered by [`super::nr_running::NrRunning`] without a host loop.
 
+use crate::engine::Time;
 use crate::kernel::task::TaskId;
 use crate::machine::CpuId;
 use crate::policy::SchedCtx;
@@ -89,13 +95,11 @@ impl O1 {
 
     /// Own load as G1/2.6 see it: the larger of previous and current (current if idle).
     fn own_load(&self, this: CpuId, idle: bool) -> u32 {
-        let cur = self.rqs[this].nr_running.latest();
-        let prev = self.rqs[this].prev_nr_running[this];
-        if idle || cur > prev {
-            cur
-        } else {
-            prev
+        let cur = self.nr_running.latest(this);
+        if idle {
+            return cur;
         }
+        cur.max(self.nr_running.prev(this, this))
     }
 
     /// `can_migrate_task` (all versions): not running, allowed here; and, where the
@@ -132,12 +136,12 @@ impl O1 {
         let prio = self.ts[p as usize].prio;
         self.rqs[src].arrays[arr].dequeue(p, prio);
         let now = ctx.now();
-        self.rqs[src].nr_running.update(now, |n| *n -= 1);
+        self.nr_running.add(src, now, -1);
         ctx.set_task_cpu(p, this);
         let act = self.rqs[this].active;
         self.rqs[this].arrays[act].enqueue(p, prio);
         self.ts[p as usize].array = Some(act);
-        self.rqs[this].nr_running.update(now, |n| *n += 1);
+        self.nr_running.add(this, now, 1);
         if idle {
             self.stats.pulled_idle += 1;
         } else {
@@ -148,27 +152,41 @@ impl O1 {
         }
     }
 
+    /// `find_busiest_queue` of G1 and 2.6.0: the busiest other queue and its load (> 1),
+    /// every CPU's current length remembered in `prev_nr_running[]`. Lock-free, as of
+    /// this moment; the caller re-checks under the lock.
+    fn find_busiest_queue(&mut self, this: CpuId, now: Time, idle: bool) -> Option<(CpuId, u32)> {
+        self.stats.balance_rqs_scanned += self.rqs.len() as u64;
+        if idle {
+            // Idle, the load is the current length: the same walk, kept incrementally.
+            return self
+                .nr_running
+                .idle_walk(this, now)
+                .filter(|&(_, load)| load > 1);
+        }
+        let mut busiest = None;
+        let mut max_load = 1;
+        for i in 0..self.rqs.len() {
+            let cur = self.nr_running.at(i, now);
+            let prev = self.nr_running.exchange(this, i, cur);
+            let load = cur.min(prev);
+            // determinism: ties go to the lowest CPU (strict `>`).
+            if i != this && load > max_load {
+                max_load = load;
+                busiest = Some((i, load));
+            }
+        }
+        busiest
+    }
+
     /// G1 and 2.6.0 (`find_busiest_queue` + `load_balance`).
     fn load_balance_g1(&mut self, ctx: &mut SchedCtx<'_>, this: CpuId, idle: bool) {
         let v26 = self.v.balancer == Balancer::V26;
         let mut nr = self.own_load(this, idle);
         self.charge_remote_reads(ctx, this);
-        let mut busiest = None;
-        let mut max_load = 1;
-        let now = ctx.now();
-        for i in 0..self.rqs.len() {
-            // Lock-free, as of this moment; re-checked under the lock below.
-            let cur = self.rqs[i].nr_running.at(now);
-            let prev = self.rqs[this].prev_nr_running[i];
-            let load = if idle || cur < prev { cur } else { prev };
-            self.rqs[this].prev_nr_running[i] = cur;
-            // determinism: ties go to the lowest CPU (strict `>`).
-            if i != this && load > max_load {
-                max_load = load;
-                busiest = Some(i);
-            }
-        }
-        let Some(b) = busiest else { return };
+        let Some((b, max_load)) = self.find_busiest_queue(this, ctx.now(), idle) else {
+            return;
+        };
         let mut imbalance: i64 = if v26 {
             max_load as i64 - nr as i64
         } else {
@@ -184,7 +202,7 @@ impl O1 {
         if self.double_lock_balance(ctx, this, b) {
             nr = self.own_load(this, idle);
         }
-        let bn = self.rqs[b].nr_running.latest();
+        let bn = self.nr_running.latest(b);
         let enough = if v26 { bn > nr } else { bn > nr + 1 };
         if !enough {
             ctx.unlock(self.rqs[b].lock);
@@ -240,9 +258,10 @@ impl O1 {
         let n = self.rqs.len();
         self.charge_remote_reads(ctx, this);
         let now = ctx.now();
-        let load_of = |i: CpuId| self.rqs[i].nr_running.at(now);
+        let load_of = |i: CpuId| self.nr_running.at(i, now);
         let mut prev_max_load = (0..n).map(load_of).max().unwrap_or(0);
-        let mut nr_tasks = prev_max_load as i64 - self.rqs[this].nr_running.latest() as i64;
+        self.stats.balance_rqs_scanned += n as u64;
+        let mut nr_tasks = prev_max_load as i64 - self.nr_running.latest(this) as i64;
         // "It needs an at least ~10% imbalance to trigger balancing".
         if nr_tasks <= 1 + prev_max_load as i64 / 8 {
             return;
@@ -251,20 +270,21 @@ impl O1 {
         let last = 'search: loop {
             let mut busiest = None;
             let mut max_load = 0;
+            self.stats.balance_rqs_scanned += n as u64;
             for i in 0..n {
-                let load = self.rqs[i].nr_running.at(ctx.now());
+                let load = self.nr_running.at(i, ctx.now());
                 if load > max_load && load < prev_max_load && i != this {
                     busiest = Some(i);
                     max_load = load;
                 }
             }
             let Some(b) = busiest else { return };
-            if max_load <= self.rqs[this].nr_running.latest() {
+            if max_load <= self.nr_running.latest(this) {
                 return;
             }
             prev_max_load = max_load;
             self.double_lock_balance(ctx, this, b);
-            if self.rqs[b].nr_running.latest() <= self.rqs[this].nr_running.latest() + 1 {
+            if self.nr_running.latest(b) <= self.nr_running.latest(this) + 1 {
                 ctx.unlock(self.rqs[b].lock);
                 return;
             }

@@ -35,7 +35,8 @@
 //! # Statistics (`counters.policy`)
 //!
 //! `balance_calls` (of which `idle_balance_calls`, `busy_balance_calls`): `load_balance`
-//! runs; `pulled_by_idle` / `pulled_by_busy`: tasks moved by idle (empty queue, idle
+//! runs; `balance_rqs_scanned`: runqueue lengths they read (every CPU's per call: the
+//! balancer's own O(CPUs) work); `pulled_by_idle` / `pulled_by_busy`: tasks moved by idle (empty queue, idle
 //! tick) and busy (fairness tick) balancing; `array_switches`; `sync_migrations`: sync
 //! wake-ups that moved the wakee to the waker's CPU; `expired_inserts` /
 //! `interactive_reinserts`: where expired slices went; `cache_decay_ticks` (2.6).
@@ -57,6 +58,7 @@
 
 pub mod balance;
 pub mod interactivity;
+pub mod nr_running;
 pub mod prio_array;
 pub mod versions;
 
@@ -67,8 +69,9 @@ use crate::kernel::task::{SchedPolicy, TaskId, TaskState};
 use crate::machine::{CpuId, LockId, Machine};
 use crate::spec::Params;
 
-use super::{Balance, PolicyInfo, Published, SchedClass, SchedCtx, Wake};
+use super::{Balance, PolicyInfo, SchedClass, SchedCtx, Wake};
 use interactivity as est;
+use nr_running::NrRunning;
 use prio_array::{PrioArray, MAX_PRIO};
 use versions::{Consts, Gen, Version};
 
@@ -290,9 +293,6 @@ impl TaskSched {
 pub struct Rq {
     /// `rq->lock`.
     pub lock: LockId,
-    /// Tasks queued in both arrays. Other CPUs' balancers read it without the lock
-    /// (`find_busiest_queue`) and re-check it under `double_lock_balance`.
-    pub nr_running: Published<u32>,
     /// Context switches made by this runqueue's `schedule()`.
     pub nr_switches: u64,
     /// Jiffy of the first expiry since the last array switch (0: none).
@@ -301,9 +301,6 @@ pub struct Rq {
     pub active: usize,
     /// The two arrays.
     pub arrays: [PrioArray; 2],
-    /// The balancer's memory of every CPU's queue length (`prev_nr_running[]`, 2.6
-    /// `prev_cpu_load[]`).
-    pub prev_nr_running: Vec<u32>,
     /// What this CPU's balancer pays to read every other CPU's `nr_running`: the sum of
     /// their line transfers, fixed for a machine (computed once, not at every balance).
     pub remote_reads_ns: u64,
@@ -312,6 +309,8 @@ pub struct Rq {
 #[derive(Clone, Debug, Default)]
 struct Stats {
     balance_calls: u64,
+    /// Runqueue lengths the balancers read (balance.rs).
+    balance_rqs_scanned: u64,
     idle_balance_calls: u64,
     busy_balance_calls: u64,
     pulled_idle: u64,
@@ -338,6 +337,11 @@ pub struct O1 {
     /// versions returned from `scheduler_tick` before the busy rebalance.
     tick_skips_balance: bool,
     rqs: Vec<Rq>,
+    /// Per CPU, `rq->nr_running`: tasks queued in both arrays. Other CPUs' balancers read
+    /// it without the lock (`find_busiest_queue`) and re-check it under
+    /// `double_lock_balance`. Kept out of [`Rq`], with what lets an idle balance find the
+    /// longest queue without a host walk over every CPU (nr_running.rs).
+    nr_running: NrRunning,
     ts: Vec<TaskSched>,
     stats: Stats,
 }
@@ -375,6 +379,7 @@ impl O1 {
             options,
             tick_skips_balance: false,
             rqs: Vec::new(),
+            nr_running: NrRunning::default(),
             ts: Vec::new(),
             stats: Stats::default(),
         }
@@ -418,7 +423,7 @@ impl O1 {
     fn activate_plain(&mut self, now: Time, p: TaskId, cpu: CpuId) {
         let act = self.rqs[cpu].active;
         self.enqueue(p, cpu, act);
-        self.rqs[cpu].nr_running.update(now, |n| *n += 1);
+        self.nr_running.add(cpu, now, 1);
     }
 
     /// `activate_task`: the estimator's wake-up update, then enqueue in active.
@@ -440,7 +445,7 @@ impl O1 {
 
     /// `deactivate_task`.
     fn deactivate_task(&mut self, ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) {
-        self.rqs[cpu].nr_running.update(ctx.now(), |n| *n -= 1);
+        self.nr_running.add(cpu, ctx.now(), -1);
         self.dequeue(p, cpu);
         self.ts[p as usize].sleep_jtime = ctx.jiffies();
     }
@@ -452,7 +457,7 @@ impl O1 {
         self.c.starvation_limit != 0
             && rq.expired_timestamp != 0
             && jiffies - rq.expired_timestamp
-                >= self.c.starvation_limit * rq.nr_running.latest() as u64 + 1
+                >= self.c.starvation_limit * self.nr_running.latest(cpu) as u64 + 1
     }
 
     /// The slice part of `scheduler_tick` for the running `p` (rq locked).
@@ -566,7 +571,7 @@ impl O1 {
                         child.prio = par_prio;
                         child.array = Some(arr);
                         self.rqs[cpu].arrays[arr].enqueue_before(p, par_prio, parent);
-                        self.rqs[cpu].nr_running.update(ctx.now(), |n| *n += 1);
+                        self.nr_running.add(cpu, ctx.now(), 1);
                     }
                     _ => self.activate_plain(ctx.now(), p, cpu),
                 }
@@ -578,6 +583,10 @@ impl O1 {
         let s = &self.stats;
         let mut m = BTreeMap::from([
             ("balance_calls".to_string(), s.balance_calls as f64),
+            (
+                "balance_rqs_scanned".to_string(),
+                s.balance_rqs_scanned as f64,
+            ),
             (
                 "idle_balance_calls".to_string(),
                 s.idle_balance_calls as f64,
@@ -621,15 +630,14 @@ impl SchedClass for O1 {
         self.rqs = (0..n)
             .map(|_| Rq {
                 lock: ctx.new_lock("rq->lock"),
-                nr_running: Published::new(0),
                 nr_switches: 0,
                 expired_timestamp: 0,
                 active: 0,
                 arrays: [PrioArray::default(), PrioArray::default()],
-                prev_nr_running: vec![0; n],
                 remote_reads_ns: 0,
             })
             .collect();
+        self.nr_running = NrRunning::new(n);
         for this in 0..n {
             self.rqs[this].remote_reads_ns = (0..n)
                 .filter(|&i| i != this)
@@ -759,7 +767,7 @@ impl SchedClass for O1 {
         let l = self.rqs[cpu].lock;
         match why {
             Balance::NewIdle => {
-                if self.rqs[cpu].nr_running.latest() == 0 {
+                if self.nr_running.latest(cpu) == 0 {
                     self.load_balance(ctx, cpu, true);
                 }
             }
@@ -790,7 +798,7 @@ impl SchedClass for O1 {
         prev: TaskId,
     ) -> Option<TaskId> {
         let idle = ctx.idle_task(cpu);
-        let next = if self.rqs[cpu].nr_running.latest() == 0 {
+        let next = if self.nr_running.latest(cpu) == 0 {
             self.rqs[cpu].expired_timestamp = 0;
             None
         } else {
@@ -975,10 +983,10 @@ impl SchedClass for O1 {
                     }
                 }
             }
-            if n != rq.nr_running.latest() {
+            if n != self.nr_running.latest(c) {
                 return Err(format!(
                     "{name}: cpu {c} nr_running {} but {n} queued",
-                    rq.nr_running.latest()
+                    self.nr_running.latest(c)
                 ));
             }
         }

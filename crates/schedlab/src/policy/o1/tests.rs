@@ -45,7 +45,7 @@ impl O1Bed for Bed<O1> {
         self.class.ts[t as usize].prio = prio;
         self.class.enqueue(t, cpu, arr);
         let now = self.k.cpus[cpu].clock;
-        self.class.rqs[cpu].nr_running.update(now, |n| *n += 1);
+        self.class.nr_running.add(cpu, now, 1);
         t
     }
 
@@ -61,7 +61,7 @@ impl O1Bed for Bed<O1> {
     }
 
     fn nr(&self, cpu: CpuId) -> u32 {
-        self.class.rqs[cpu].nr_running.latest()
+        self.class.nr_running.latest(cpu)
     }
 }
 

@@ -1,0 +1,363 @@
+//! Every CPU's `rq->nr_running`, with what the balancer's walk over all of them needs
+//! kept up to date as they change.
+//!
+//! model: the G1 and 2.6.0 balancers (`find_busiest_queue`, schedulers.md §2.5.8) read
+//! every CPU's `nr_running` at every call and remember them all in `prev_nr_running[]`;
+//! an idle CPU calls it at every tick. The modelled kernel's walk is O(CPUs) and stays
+//! so in simulated time (the remote reads are charged whole). The host need not repeat
+//! it: an idle call's answer is the longest other queue as of the caller's clock, which
+//! a max-tree keeps, and its memory is the current lengths, brought up to date from
+//! a log of the queues that changed since the caller's last call.
+//!
+//! Design:
+//!
+//! * `v[c]`: the [`Published`] value, what every reader sees at its own time.
+//! * `latest[c]`: `v[c].latest()`, dense, so a snapshot is one copy.
+//! * `tree`: a max-tree over `(latest[c], lowest c)`; its root is the longest queue and,
+//!   among equal lengths, the lowest CPU — the kernel's strict `>` walk from CPU 0.
+//! * `ahead`: `(time of c's newest write, c)` for every CPU. A reader at `now` sees
+//!   `latest[c]` exactly when `c`'s newest write is not after `now`; the CPUs whose
+//!   newest write is (writes by hooks processed earlier whose clocks ran ahead, few) are
+//!   read one by one.
+//! * `prev[this]`: `this` CPU's `prev_nr_running[]`, owned here so that an idle call
+//!   ([`NrRunning::remember`]) rewrites only what changed: the CPUs logged in `changed`
+//!   since its last call (sequence numbers from `base`) and the ones it read ahead of
+//!   `latest` then (`patched`). A walk that rewrites it entry by entry
+//!   ([`NrRunning::exchange`]), a log cleared past it, or more changes than an eighth of
+//!   the CPUs make the next call copy `latest` whole instead.
+//!
+//! Invariants: `latest[c] == v[c].latest()`; the tree's leaf `c` encodes `latest[c]`
+//! and every inner node the larger of its children; `ahead` holds exactly one entry
+//! per CPU, dated by its newest kept write; every CPU whose `latest` changed since
+//! sequence number `s ≥ base` is in `changed[s - base..]`; when `prev[t].synced` is
+//! `Some(s)`, `prev[t].vals[c] == latest[c]` as of `s` for every `c` not in
+//! `prev[t].patched`. [`NrRunning::remember`], [`NrRunning::exchange`] and
+//! [`NrRunning::busiest`] equal the plain walk (the tests compare them on random
+//! histories).
+
+use std::collections::BTreeSet;
+
+use crate::engine::Time;
+use crate::machine::CpuId;
+use crate::policy::Published;
+
+/// `rq->nr_running` of every CPU; see the module doc.
+#[derive(Clone, Debug, Default)]
+pub struct NrRunning {
+    v: Vec<Published<u32>>,
+    latest: Vec<u32>,
+    /// Leaves at `size..size + n`, as [`key`]s; node `k`'s children are `2k`, `2k + 1`.
+    tree: Vec<u64>,
+    size: usize,
+    ahead: BTreeSet<(Time, CpuId)>,
+    /// CPUs whose `latest` changed, oldest first; entry `k` is change `base + k`.
+    changed: Vec<CpuId>,
+    base: u64,
+    prev: Vec<Prev>,
+}
+
+/// One CPU's `prev_nr_running[]` and how current it is.
+#[derive(Clone, Debug, Default)]
+struct Prev {
+    vals: Vec<u32>,
+    /// The change count `vals` is up to date with (outside `patched`); `None`: unknown.
+    synced: Option<u64>,
+    /// CPUs whose entry was read ahead of their latest at the last call.
+    patched: Vec<CpuId>,
+}
+
+/// Changes kept, per CPU, before the log is cleared.
+const LOG_PER_CPU: usize = 4;
+
+/// A leaf's key: longer queues first, then lower CPUs (a larger key wins).
+fn key(len: u32, cpu: CpuId) -> u64 {
+    (u64::from(len) << 32) | u64::from(u32::MAX - cpu as u32)
+}
+
+fn unkey(k: u64) -> (CpuId, u32) {
+    ((u32::MAX - k as u32) as CpuId, (k >> 32) as u32)
+}
+
+impl NrRunning {
+    /// `n` CPUs, every queue empty since time 0.
+    pub fn new(n: usize) -> NrRunning {
+        let size = n.next_power_of_two().max(1);
+        let mut tree = vec![0; 2 * size];
+        for c in 0..n {
+            tree[size + c] = key(0, c);
+        }
+        for k in (1..size).rev() {
+            tree[k] = tree[2 * k].max(tree[2 * k + 1]);
+        }
+        NrRunning {
+            v: vec![Published::new(0); n],
+            latest: vec![0; n],
+            tree,
+            size,
+            ahead: (0..n).map(|c| (0, c)).collect(),
+            changed: Vec::new(),
+            base: 0,
+            prev: vec![
+                Prev {
+                    vals: vec![0; n],
+                    synced: Some(0),
+                    patched: Vec::new(),
+                };
+                n
+            ],
+        }
+    }
+
+    /// `c`'s queue length as a read at `now` sees it ([`Published::at`]).
+    #[inline]
+    pub fn at(&self, c: CpuId, now: Time) -> u32 {
+        self.v[c].at(now)
+    }
+
+    /// `c`'s newest queue length (under its lock, in checks).
+    #[inline]
+    pub fn latest(&self, c: CpuId) -> u32 {
+        self.latest[c]
+    }
+
+    /// Change `c`'s length by `delta` at `now` (under `c`'s lock).
+    pub fn add(&mut self, c: CpuId, now: Time, delta: i32) {
+        let before = self.v[c].newest_time();
+        self.v[c].update(now, |n| {
+            *n = n.checked_add_signed(delta).expect("nr_running")
+        });
+        let after = self.v[c].newest_time();
+        if before != after {
+            self.ahead.remove(&(before, c));
+            self.ahead.insert((after, c));
+        }
+        let l = self.v[c].latest();
+        if l != self.latest[c] {
+            self.latest[c] = l;
+            if self.changed.len() >= LOG_PER_CPU * self.latest.len() {
+                // Whoever has not caught up by now copies whole.
+                self.base += self.changed.len() as u64;
+                self.changed.clear();
+            }
+            self.changed.push(c);
+            let mut k = self.size + c;
+            self.tree[k] = key(l, c);
+            while k > 1 {
+                k /= 2;
+                self.tree[k] = self.tree[2 * k].max(self.tree[2 * k + 1]);
+            }
+        }
+    }
+
+    /// The CPUs a read at `now` may see an older value of than their latest, ascending.
+    fn ahead_of(&self, now: Time) -> Vec<CpuId> {
+        let mut cs: Vec<CpuId> = self
+            .ahead
+            .range((now.saturating_add(1), 0)..)
+            .map(|&(_, c)| c)
+            .collect();
+        cs.sort_unstable();
+        cs
+    }
+
+    /// `this` CPU's `prev_nr_running[c]`.
+    #[inline]
+    pub fn prev(&self, this: CpuId, c: CpuId) -> u32 {
+        self.prev[this].vals[c]
+    }
+
+    /// A walk's step: `prev_nr_running[c] = cur` for `this`, returning the old entry.
+    pub fn exchange(&mut self, this: CpuId, c: CpuId, cur: u32) -> u32 {
+        let p = &mut self.prev[this];
+        p.synced = None;
+        std::mem::replace(&mut p.vals[c], cur)
+    }
+
+    /// An idle `find_busiest_queue` walk by `this` at `now`: [`NrRunning::busiest`],
+    /// then [`NrRunning::remember`], reading the CPUs ahead of `now` once for both.
+    pub fn idle_walk(&mut self, this: CpuId, now: Time) -> Option<(CpuId, u32)> {
+        let ahead = self.ahead_of(now);
+        let b = self.busiest_given(&ahead, this, now);
+        self.remember_given(ahead, this, now);
+        b
+    }
+
+    /// What a walk over every CPU at `now` leaves in `this`'s `prev_nr_running[]`: each
+    /// CPU's length as a read at `now` sees it.
+    pub fn remember(&mut self, this: CpuId, now: Time) {
+        self.remember_given(self.ahead_of(now), this, now);
+    }
+
+    fn remember_given(&mut self, ahead: Vec<CpuId>, this: CpuId, now: Time) {
+        let end = self.base + self.changed.len() as u64;
+        let n = self.latest.len();
+        let p = &mut self.prev[this];
+        match p.synced {
+            Some(s) if s >= self.base && (end - s) as usize <= n / 8 => {
+                let since = (s - self.base) as usize;
+                for &c in self.changed[since..].iter().chain(&p.patched) {
+                    p.vals[c] = self.latest[c];
+                }
+            }
+            _ => p.vals.copy_from_slice(&self.latest),
+        }
+        for &c in &ahead {
+            p.vals[c] = self.v[c].at(now);
+        }
+        p.patched = ahead;
+        p.synced = Some(end);
+    }
+
+    /// The longest queue other than `this`'s as seen at `now`, the lowest CPU among
+    /// equals: `(cpu, length)`.
+    pub fn busiest(&self, now: Time, this: CpuId) -> Option<(CpuId, u32)> {
+        self.busiest_given(&self.ahead_of(now), this, now)
+    }
+
+    /// [`NrRunning::busiest`] with `ahead`, the CPUs ahead of `now`, ascending: those are
+    /// read one by one, the ranges between them from the tree.
+    fn busiest_given(&self, ahead: &[CpuId], this: CpuId, now: Time) -> Option<(CpuId, u32)> {
+        let n = self.latest.len();
+        let mut best = 0u64;
+        let mut lo = 0;
+        for &c in ahead.iter().chain(std::iter::once(&n)) {
+            best = best.max(self.max_in_except(lo, c, this));
+            if c < n && c != this {
+                best = best.max(key(self.at(c, now), c));
+            }
+            lo = c + 1;
+        }
+        (best != 0).then(|| unkey(best))
+    }
+
+    /// The largest key among CPUs `lo..hi` but `this` (0 when none).
+    fn max_in_except(&self, lo: usize, hi: usize, this: CpuId) -> u64 {
+        if (lo..hi).contains(&this) {
+            self.max_in(lo, this).max(self.max_in(this + 1, hi))
+        } else {
+            self.max_in(lo, hi)
+        }
+    }
+
+    /// The largest key among CPUs `lo..hi` (0 when empty).
+    fn max_in(&self, lo: usize, hi: usize) -> u64 {
+        let (mut l, mut r) = (lo + self.size, hi + self.size);
+        let mut m = 0;
+        while l < r {
+            if l & 1 == 1 {
+                m = m.max(self.tree[l]);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                m = m.max(self.tree[r]);
+            }
+            l /= 2;
+            r /= 2;
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The walk the kernel makes: every CPU's `at(now)`; the strict `>` from CPU 0.
+    fn plain_busiest(nr: &NrRunning, now: Time, this: CpuId) -> Option<(CpuId, u32)> {
+        let mut best: Option<(CpuId, u32)> = None;
+        for c in 0..nr.latest.len() {
+            let l = nr.at(c, now);
+            let longer = match best {
+                Some((_, m)) => l > m,
+                None => true,
+            };
+            if c != this && longer {
+                best = Some((c, l));
+            }
+        }
+        best
+    }
+
+    proptest! {
+        #[test]
+        fn remember_exchange_and_busiest_equal_the_plain_walk(
+            n in 1usize..40,
+            writes in prop::collection::vec((0usize..40, 0u64..2_000, any::<bool>()), 0..400),
+            reads in prop::collection::vec((0usize..40, 0u64..2_200, 0u8..4), 1..20),
+        ) {
+            let mut nr = NrRunning::new(n);
+            // The plain `prev_nr_running[][]`, rewritten whole at every walk.
+            let mut plain_prev = vec![vec![0u32; n]; n];
+            let mut clock = 0u64;
+            for (i, &(c, jitter, up)) in writes.iter().enumerate() {
+                let c = c % n;
+                // Time goes on, but a write may be dated up to 2 µs back or ahead.
+                clock += 100;
+                let t = (clock + jitter).saturating_sub(1_000);
+                // A write changes the value it sees (the kernel's, under the lock).
+                let delta = if up || nr.at(c, t) == 0 { 1 } else { -1 };
+                nr.add(c, t, delta);
+                let (this, back, how) = reads[i % reads.len()];
+                let this = this % n;
+                let now = (clock + 1_100).saturating_sub(back);
+                let plain: Vec<u32> = (0..n).map(|c| nr.at(c, now)).collect();
+                if how == 0 {
+                    // A busy walk, entry by entry.
+                    for (c, &cur) in plain.iter().enumerate() {
+                        prop_assert_eq!(nr.exchange(this, c, cur), plain_prev[this][c]);
+                    }
+                } else if how == 1 {
+                    let b = plain_busiest(&nr, now, this);
+                    prop_assert_eq!(nr.idle_walk(this, now), b);
+                } else if i % 3 == 0 {
+                    prop_assert_eq!(nr.busiest(now, this), plain_busiest(&nr, now, this));
+                    nr.remember(this, now);
+                } else {
+                    continue;
+                }
+                plain_prev[this] = plain;
+                for (t, row) in plain_prev.iter().enumerate() {
+                    for (c, &v) in row.iter().enumerate() {
+                        prop_assert_eq!(nr.prev(t, c), v, "prev[{}][{}]", t, c);
+                    }
+                }
+            }
+            for c in 0..n {
+                prop_assert_eq!(nr.latest(c), nr.v[c].latest());
+            }
+        }
+    }
+
+    #[test]
+    fn a_cleared_log_makes_the_next_call_copy_whole() {
+        let n = 4;
+        let mut nr = NrRunning::new(n);
+        nr.remember(0, 0);
+        for k in 0..(LOG_PER_CPU * n + 3) as u64 {
+            nr.add(1 + k as usize % 3, k, 1);
+        }
+        assert!(nr.base > 0, "the log was cleared");
+        nr.remember(0, 1_000_000);
+        for c in 0..n {
+            assert_eq!(nr.prev(0, c), nr.latest(c), "cpu {c}");
+        }
+    }
+
+    #[test]
+    fn ties_go_to_the_lowest_cpu_and_this_is_skipped() {
+        let mut nr = NrRunning::new(8);
+        for c in [2, 5, 6] {
+            nr.add(c, 10, 1);
+            nr.add(c, 11, 1);
+        }
+        assert_eq!(nr.busiest(100, 0), Some((2, 2)));
+        assert_eq!(nr.busiest(100, 2), Some((5, 2)));
+        // A write after the reader's clock is not seen yet.
+        nr.add(7, 500, 3);
+        assert_eq!(nr.busiest(100, 0), Some((2, 2)));
+        assert_eq!(nr.busiest(500, 0), Some((7, 3)));
+        assert_eq!(NrRunning::new(1).busiest(0, 0), None);
+    }
+}
