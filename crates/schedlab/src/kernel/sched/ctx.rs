@@ -458,9 +458,10 @@ impl<'a> SchedCtx<'a> {
         // The release store of a lock on a line needs no pricing: its holder took the
         // line for ownership and kept it (a hook runs atomically), so it is a hit.
         debug_assert!(
-            lk.line.is_none()
-                || !self.machine.model.coherence
-                || self.ic.line_owner(lk.line.unwrap_or(0)) == Some(cpu),
+            !self.machine.model.coherence
+                || lk
+                    .line
+                    .is_none_or(|line| self.ic.line_owner(line) == Some(cpu)),
             "{} released by cpu {cpu} without its line",
             lk.name
         );
