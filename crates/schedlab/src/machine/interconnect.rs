@@ -861,6 +861,50 @@ impl Interconnect {
         self.serve(t, cpu, src)
     }
 
+    /// `cpu`'s locked operation at `t` on a spinlock living on the named line `l` (a
+    /// `lock; decb`, a `spin_trylock`'s test-and-set, the release store): a write, whose
+    /// hit costs nothing beyond the operation (`lock_ns` prices a locked op on a line in
+    /// this CPU's cache, as for a lock of its own re-taken by its last holder), and
+    /// otherwise the read-for-ownership from wherever the line is. 0 without the coherence
+    /// model (the lock then follows its last holder, as every lock does).
+    #[inline]
+    pub fn lock_line(&mut self, t: Time, cpu: CpuId, l: LineId) -> Time {
+        if !self.model.coherence {
+            return 0;
+        }
+        self.stats.line_accesses += 1;
+        let w = self.named.words;
+        let b = self.bus_of(cpu) * w;
+        match self.named.write(l as usize, cpu, &self.bus_masks[b..b + w]) {
+            Source::Hit => {
+                self.stats.line_hits += 1;
+                0
+            }
+            src => self.serve_transfer(t, cpu, src),
+        }
+    }
+
+    /// Record that `cpu` now holds the named line `l` modified, every other copy gone,
+    /// without pricing it: a spinlock hand-off that priced the line's transfers itself
+    /// (`SchedCtx::ttas_handoff`) leaves the line at its winner.
+    pub fn claim_line(&mut self, cpu: CpuId, l: LineId) {
+        if !self.model.coherence {
+            return;
+        }
+        let w = self.named.words;
+        let b = self.bus_of(cpu) * w;
+        self.named.write(l as usize, cpu, &self.bus_masks[b..b + w]);
+    }
+
+    /// The CPU holding the named line `l` modified, if any.
+    pub fn line_owner(&self, l: LineId) -> Option<CpuId> {
+        let stride = 1 + self.named.words;
+        match self.named.dir.get(l as usize * stride) {
+            Some(&o) if o != NO_OWNER => Some(o as CpuId),
+            _ => None,
+        }
+    }
+
     /// Check the directory's invariant: an owner is its line's only sharer.
     pub fn check(&self) -> Result<(), String> {
         self.tasks.check("task")?;

@@ -15,11 +15,18 @@
 //! spinner re-read the line and race for the locked op at each release, so the hand-off
 //! and the bus traffic it causes grow with the number of spinners.
 //!
+//! Where the lock's own cache line is: a lock declared alone (`SchedCtx::new_lock`) is a
+//! line of its own that moves from its last holder (`last_cpu`) to each acquirer. A lock
+//! declared on a named line of the interconnect (`SchedCtx::new_lock_on`: MQ's
+//! `runqueue_lock` inside the cache-line-padded `runqueue_data` it protects) is that line
+//! in the directory: acquiring it is a read-for-ownership of the line, wherever the line
+//! is (another CPU's cache, shared copies of lock-free readers, memory).
+//!
 //! Invariants: a lock is held by at most one CPU; `free_at` never moves backwards.
 
 use crate::engine::Time;
 
-use super::CpuId;
+use super::{CpuId, LineId};
 
 /// Index of a lock in the kernel's lock table.
 pub type LockId = u32;
@@ -58,6 +65,9 @@ pub struct SpinLock {
     pub granted_at: Time,
     /// CPU that held it last (for the cache-line transfer).
     pub last_cpu: Option<CpuId>,
+    /// The interconnect line the lock lives on, if it shares one with the data it
+    /// protects; `None`: a line of its own, followed by `last_cpu`.
+    pub line: Option<LineId>,
     /// Grant times of recent acquisitions, for the spinners still queued at a request.
     pub queued: Vec<Time>,
     /// Counters.
@@ -65,7 +75,7 @@ pub struct SpinLock {
 }
 
 impl SpinLock {
-    /// A free lock.
+    /// A free lock on a line of its own.
     pub fn new(name: &'static str) -> SpinLock {
         SpinLock {
             name,
@@ -73,8 +83,17 @@ impl SpinLock {
             holder: None,
             granted_at: 0,
             last_cpu: None,
+            line: None,
             queued: Vec::new(),
             stats: LockStats::default(),
+        }
+    }
+
+    /// A free lock living on the interconnect line `line`.
+    pub fn on_line(name: &'static str, line: LineId) -> SpinLock {
+        SpinLock {
+            line: Some(line),
+            ..SpinLock::new(name)
         }
     }
 

@@ -31,6 +31,10 @@
 //! * A task preempted while runnable (`__schedule_tail`) moves to an idle CPU if there is
 //!   one.
 //! * No periodic balancing.
+//! * One cache line per queue, as MQ's `runqueue_data` (schedulers.md §3.1): its list
+//!   head, counts and `runqueue_lock` ([`SchedCtx::new_lock_on`]), a directory line of
+//!   the interconnect. The lock-free peeks at other queues read it; locking a queue, or
+//!   failing a trylock of it, takes it for ownership.
 //!
 //! Counters: `idle_pulls` (tasks taken by an idle-bound CPU), `wake_moves` (woken tasks
 //! sent to another idle CPU), `tail_moves` (preempted tasks sent to an idle CPU),
@@ -43,10 +47,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
-use crate::machine::{CpuId, LockId, Machine};
+use crate::machine::{CpuId, LineId, LockId, Machine};
 use crate::spec::Params;
 
-use super::lines::Lines;
 use super::sched24::{Core24, GoodnessRules, MIN_GOODNESS};
 use super::{PolicyInfo, SchedClass, SchedCtx, Wake, WakeOrder};
 
@@ -88,7 +91,6 @@ fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
         options: p.to_map(),
         rq: Vec::new(),
         ts: Vec::new(),
-        lines: Lines::default(),
         idle_pulls: 0,
         wake_moves: 0,
         tail_moves: 0,
@@ -116,6 +118,9 @@ struct RunQueue {
     list: VecDeque<TaskId>,
     /// The CPU runs a task other than idle (`nr_waiting = len − running_non_idle`).
     running_non_idle: bool,
+    /// The queue's cache line: its list head, counts and lock.
+    line: LineId,
+    /// `runqueue_lock`, living on `line`.
     lock: LockId,
 }
 
@@ -127,8 +132,6 @@ struct Hamq {
     options: BTreeMap<String, String>,
     rq: Vec<RunQueue>,
     ts: Vec<TaskSched>,
-    /// One line per queue: its list head, counts and lock.
-    lines: Lines,
     idle_pulls: u64,
     wake_moves: u64,
     tail_moves: u64,
@@ -140,9 +143,9 @@ impl Hamq {
         self.rq[c].list.len() - usize::from(self.rq[c].running_non_idle)
     }
 
+    /// Lock queue `c`: the lock's line is the queue's, so its counts come with it.
     fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) {
         ctx.lock(self.rq[c].lock);
-        self.lines.locked(ctx.cpu(), c, false);
     }
 
     fn enqueue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, head: bool) {
@@ -154,7 +157,7 @@ impl Hamq {
             self.rq[c].list.push_back(p);
         }
         self.ts[p as usize].on_rq = true;
-        self.lines.locked(ctx.cpu(), c, true);
+        ctx.write_line(self.rq[c].line);
     }
 
     fn dequeue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
@@ -167,7 +170,7 @@ impl Hamq {
             .expect("hamq: task not queued");
         q.remove(i);
         self.ts[p as usize].on_rq = false;
-        self.lines.locked(ctx.cpu(), c, true);
+        ctx.write_line(self.rq[c].line);
     }
 
     /// The longest-idle CPU `p` may use (2.4's smallest `last_schedule`), lock-free.
@@ -175,7 +178,7 @@ impl Hamq {
         let mut best: Option<CpuId> = None;
         for c in 0..self.rq.len() {
             if c != ctx.cpu() {
-                self.lines.read(ctx, c);
+                ctx.read_line(self.rq[c].line);
             }
             if ctx.allowed(p, c)
                 && !self.rq[c].running_non_idle
@@ -223,7 +226,7 @@ impl Hamq {
                 if r == cpu {
                     continue;
                 }
-                self.lines.read(ctx, r);
+                ctx.read_line(self.rq[r].line);
                 // Only tasks waiting behind a running task: a queued task of an idle CPU
                 // belongs to a CPU that was just kicked to run it.
                 let w = self.nr_waiting(r);
@@ -242,7 +245,6 @@ impl Hamq {
                     failed += 1;
                     continue;
                 }
-                self.lines.locked(cpu, r, false);
                 let mut best: Option<(TaskId, i32)> = None;
                 for &p in &self.rq[r].list {
                     ctx.examine_task(p);
@@ -286,13 +288,16 @@ impl SchedClass for Hamq {
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
         self.rq = (0..n)
-            .map(|_| RunQueue {
-                list: VecDeque::new(),
-                running_non_idle: false,
-                lock: ctx.new_lock("runqueue_lock"),
+            .map(|_| {
+                let line = ctx.new_line("runqueue_data");
+                RunQueue {
+                    list: VecDeque::new(),
+                    running_non_idle: false,
+                    line,
+                    lock: ctx.new_lock_on("runqueue_lock", line),
+                }
             })
             .collect();
-        self.lines = Lines::new(n, n);
     }
 
     fn rq_lock(&self, cpu: CpuId) -> LockId {
@@ -328,7 +333,7 @@ impl SchedClass for Hamq {
             return this;
         }
         self.wake_kick = Kick::Yes;
-        self.lines.read(ctx, last);
+        ctx.read_line(self.rq[last].line);
         if ctx.allowed(p, last) && ctx.cpu_is_idle(last) {
             return last;
         }
@@ -406,7 +411,7 @@ impl SchedClass for Hamq {
         };
         let busy = next != ctx.idle_task(cpu);
         self.rq[cpu].running_non_idle = busy;
-        self.lines.locked(cpu, cpu, true);
+        ctx.write_line(self.rq[cpu].line);
         if next == prev {
             self.core.take_yield(prev);
         }
@@ -443,7 +448,7 @@ impl SchedClass for Hamq {
         let mut nr_pending = 0;
         for c in 0..self.rq.len() {
             if c != cpu {
-                self.lines.read(ctx, c);
+                ctx.read_line(self.rq[c].line);
             }
             nr_pending += self.nr_waiting(c);
         }

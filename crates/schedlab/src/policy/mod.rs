@@ -15,7 +15,6 @@
 pub mod fair;
 pub mod fifo;
 pub mod hamq;
-pub mod lines;
 pub mod linux24;
 pub mod mq;
 pub mod o1;

@@ -298,9 +298,23 @@ impl<'a> SchedCtx<'a> {
         self.charge(c);
     }
 
-    /// Create a lock (at `init`).
+    /// Create a lock (at `init`) on a cache line of its own, which moves from its last
+    /// holder to each acquirer.
     pub fn new_lock(&mut self, name: &'static str) -> LockId {
         self.locks.push(SpinLock::new(name));
+        (self.locks.len() - 1) as LockId
+    }
+
+    /// Create a lock (at `init`) living on the named line `line` together with the data
+    /// it protects (MQ's `runqueue_lock` in the cache-line-padded `runqueue_data`,
+    /// schedulers.md §3.1). Acquiring it, or failing to, is a locked operation on the
+    /// line, priced by the interconnect from wherever the line is: the last holder's
+    /// cache, the shared copies of lock-free readers (an invalidation), memory. Reads and
+    /// writes of the line by the holder are then hits. Without the coherence model the
+    /// lock follows its last holder as a lock of its own does, and the line's accesses
+    /// are free as every named line's are.
+    pub fn new_lock_on(&mut self, name: &'static str, line: LineId) -> LockId {
+        self.locks.push(SpinLock::on_line(name, line));
         (self.locks.len() - 1) as LockId
     }
 
@@ -333,7 +347,7 @@ impl<'a> SchedCtx<'a> {
         if spin > 0 && self.machine.model.lock == LockKind::Ttas {
             self.ttas_handoff(l, now);
         } else {
-            let xfer = self.transfer_cost(l);
+            let xfer = self.acquire_cost(l);
             let c = self.costs().lock_ns + xfer;
             self.charge(c);
         }
@@ -383,6 +397,11 @@ impl<'a> SchedCtx<'a> {
         let lk = &mut self.locks[l as usize];
         lk.stats.handoff_ns += t - release;
         lk.stats.spinners += others + 1;
+        if let Some(line) = lk.line {
+            // The transfers above were the line's: it is now this CPU's, modified, and
+            // the spinners' and readers' copies are gone.
+            self.ic.claim_line(cpu, line);
+        }
         let c = t - release;
         self.charge(c);
     }
@@ -391,18 +410,34 @@ impl<'a> SchedCtx<'a> {
     pub fn trylock(&mut self, l: LockId) -> bool {
         let now = self.now();
         if self.locks[l as usize].is_free_at(now) {
-            let xfer = self.transfer_cost(l);
+            let xfer = self.acquire_cost(l);
             let c = self.costs().lock_ns + xfer;
             self.charge(c);
             self.grant(l, 0);
             true
         } else {
-            // The failed atomic still pulls the lock's line over.
-            let xfer = self.transfer_cost(l);
+            // The failed atomic still pulls the lock's line over (for a lock on a line:
+            // the line, taken from its holder, who pays to get it back).
+            let xfer = self.acquire_cost(l);
             let c = self.costs().lock_ns + xfer;
             self.charge(c);
             self.locks[l as usize].stats.trylock_failures += 1;
             false
+        }
+    }
+
+    /// The locked operation's line coming to this CPU: for a lock on a named line, the
+    /// line's read-for-ownership in the directory ([`Interconnect::lock_line`]); for a
+    /// lock of its own, or without the coherence model, the line from its last holder
+    /// ([`SchedCtx::transfer_cost`]).
+    #[inline]
+    fn acquire_cost(&mut self, l: LockId) -> Time {
+        match self.locks[l as usize].line {
+            Some(line) if self.machine.model.coherence => {
+                let now = self.now();
+                self.ic.lock_line(now, self.cpu, line)
+            }
+            _ => self.transfer_cost(l),
         }
     }
 
@@ -447,6 +482,16 @@ impl<'a> SchedCtx<'a> {
             lk.holder,
             Some(cpu),
             "unlock of {} by cpu {cpu} which does not hold it",
+            lk.name
+        );
+        // The release store of a lock on a line needs no pricing: its holder took the
+        // line for ownership and kept it (a hook runs atomically), so it is a hit.
+        debug_assert!(
+            !self.machine.model.coherence
+                || lk
+                    .line
+                    .is_none_or(|line| self.ic.line_owner(line) == Some(cpu)),
+            "{} released by cpu {cpu} without its line",
             lk.name
         );
         lk.stats.hold_ns += now - lk.granted_at;
@@ -539,14 +584,34 @@ impl<'a> SchedCtx<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::SchedCtx;
     use crate::kernel::sched::testbed::Bed;
+    use crate::machine::{CpuId, LineId};
+
+    fn fifo_bed(machine: &str) -> Bed<Box<dyn crate::policy::SchedClass>> {
+        let fifo = crate::policy::build_named("fifo", "piii700-1m", 8).expect("fifo");
+        Bed::new(machine, 8, fifo)
+    }
 
     /// CPU 0 holds a lock for 20 µs; CPUs 1..=n request it 1 µs into the hold, in CPU
     /// order. Returns each requester's hand-off: grant minus the previous release.
     fn handoffs(machine: &str, n: usize) -> Vec<u64> {
-        let fifo = crate::policy::build_named("fifo", "piii700-1m", 8).expect("fifo");
-        let mut bed = Bed::new(machine, 8, fifo);
-        let l = bed.with(0, |_, ctx| ctx.new_lock("test_lock"));
+        handoffs_of(machine, n, false).0
+    }
+
+    /// [`handoffs`] of a lock of its own, or (`on_line`) of a lock on a named line; with
+    /// the line and its owner at the end.
+    fn handoffs_of(machine: &str, n: usize, on_line: bool) -> (Vec<u64>, LineId, Option<CpuId>) {
+        let mut bed = fifo_bed(machine);
+        let (l, line) = bed.with(0, |_, ctx| {
+            let line = ctx.new_line("test_data");
+            let l = if on_line {
+                ctx.new_lock_on("test_lock", line)
+            } else {
+                ctx.new_lock("test_lock")
+            };
+            (l, line)
+        });
         bed.at(1_000_000);
         bed.with(0, |_, ctx| {
             ctx.lock(l);
@@ -565,7 +630,99 @@ mod tests {
                 ctx.unlock(l);
             });
         }
-        out
+        (out, line, bed.k.ic.line_owner(line))
+    }
+
+    /// What `op` costs on `cpu` at 2 µs past the latest clock (each operation on a quiet
+    /// machine, in order).
+    fn cost<C: crate::policy::SchedClass>(
+        bed: &mut Bed<C>,
+        cpu: CpuId,
+        op: impl FnOnce(&mut SchedCtx<'_>),
+    ) -> u64 {
+        let t = bed.k.cpus.iter().map(|c| c.clock).max().unwrap_or(0) + 2_000;
+        bed.at(t);
+        bed.with(cpu, |_, ctx| {
+            op(ctx);
+            ctx.now() - t
+        })
+    }
+
+    #[test]
+    fn a_lock_on_a_line_moves_the_line_a_lock_of_its_own_follows_its_holder() {
+        // See: schedulers.md §3.1 (`runqueue_data` holds `runqueue_lock`).
+        for machine in ["piii700-1m:bus=off", "piii700-1m:bus=off,coherence=off"] {
+            let coherence = !machine.contains("coherence=off");
+            let mut bed = fifo_bed(machine);
+            let c = bed.with(0, |_, ctx| ctx.costs());
+            let (own, on, line) = bed.with(0, |_, ctx| {
+                let line = ctx.new_line("test_data");
+                (ctx.new_lock("own"), ctx.new_lock_on("on", line), line)
+            });
+            let take = |l| {
+                move |ctx: &mut SchedCtx<'_>| {
+                    ctx.lock(l);
+                    ctx.unlock(l);
+                }
+            };
+            let accesses = |bed: &Bed<_>| bed.k.ic.stats.line_accesses;
+            // A lock of its own: free the first time, then a line from its last holder,
+            // and no directory access ever (as before locks could live on a line).
+            let before = accesses(&bed);
+            assert_eq!(cost(&mut bed, 0, take(own)), c.lock_ns);
+            assert_eq!(cost(&mut bed, 1, take(own)), c.lock_ns + c.c2c_line_ns);
+            assert_eq!(
+                cost(&mut bed, 4, |ctx| assert!(ctx.trylock(own))) - c.lock_ns,
+                c.c2c_cross_bus_line_ns
+            );
+            bed.with(4, |_, ctx| ctx.unlock(own));
+            assert_eq!(cost(&mut bed, 4, take(own)), c.lock_ns);
+            assert_eq!(accesses(&bed), before, "{machine}");
+
+            // A lock on a line: the line's read-for-ownership, from wherever it is.
+            let first = cost(&mut bed, 0, take(on));
+            let read = cost(&mut bed, 2, |ctx| ctx.read_line(line));
+            let upgrade = cost(&mut bed, 0, take(on));
+            let moved = cost(&mut bed, 1, take(on));
+            let write = cost(&mut bed, 1, |ctx| {
+                ctx.lock(on);
+                ctx.write_line(line);
+                ctx.unlock(on);
+            });
+            let cross = cost(&mut bed, 4, |ctx| assert!(ctx.trylock(on)));
+            bed.with(4, |_, ctx| ctx.unlock(on));
+            if coherence {
+                assert_eq!(first, c.lock_ns + c.mem_latency_ns, "from memory");
+                assert_eq!(read, c.c2c_line_ns, "a lock-free reader pulls it");
+                // Shared by CPUs 0 and 2 (one bus): CPU 0's copy is good, CPU 2's is
+                // invalidated, no data moves.
+                assert_eq!(upgrade, c.lock_ns + c.upgrade_ns);
+                assert_eq!(moved, c.lock_ns + c.c2c_line_ns, "from its last holder");
+                // Re-taken by its last holder: the atomic alone; its write is a hit.
+                assert_eq!(write, c.lock_ns + c.l2_line_ns);
+                assert_eq!(cross, c.lock_ns + c.c2c_cross_bus_line_ns);
+                assert_eq!(bed.k.ic.line_owner(line), Some(4));
+            } else {
+                // Without coherence: as a lock of its own, and the line costs nothing.
+                assert_eq!(first, c.lock_ns);
+                assert_eq!(read, 0);
+                assert_eq!(upgrade, c.lock_ns);
+                assert_eq!(moved, c.lock_ns + c.c2c_line_ns);
+                assert_eq!(write, c.lock_ns);
+                assert_eq!(cross, c.lock_ns + c.c2c_cross_bus_line_ns);
+            }
+        }
+    }
+
+    #[test]
+    fn a_ttas_hand_off_of_a_lock_on_a_line_leaves_the_line_at_the_winner() {
+        for n in [1, 3] {
+            let (own, _, _) = handoffs_of("piii700-1m:bus=off", n, false);
+            let (on, _, owner) = handoffs_of("piii700-1m:bus=off", n, true);
+            // The hand-offs are the TTAS model's, the line the lock's.
+            assert_eq!(own, on, "{n} requesters");
+            assert_eq!(owner, Some(n), "the last winner holds the line");
+        }
     }
 
     #[test]

@@ -63,6 +63,28 @@
 //! Also reported: `migrations` (kernel counter), steals, premature idles, rescans,
 //! recalculations, balancer runs and moves.
 //!
+//! # Cache lines
+//!
+//! The published values are what other CPUs read without a lock, so what they cost is
+//! where their lines are. Two lines per CPU, both directory lines of the interconnect
+//! ([`crate::machine::interconnect`]: bus occupancy and queueing, MESI states,
+//! `coherence=off` makes them free as it does every named line):
+//!
+//! * `runqueue_data[c]` (§3.1, one cache-line-padded union): `runqueue_lock`, the list
+//!   head, `nt_running`, `max_na_*`, `running_non_idle`. The lock lives on this line
+//!   ([`SchedCtx::new_lock_on`]): `spin_lock` or `spin_trylock` of queue c — even a
+//!   failed one — is a read-for-ownership of it, from its last writer or from the
+//!   shared copies of the CPUs that read c's `max_na_goodness` since (an invalidation).
+//!   The holder's reads and writes of the values are then hits.
+//! * `aligned_data[c]` (§3.1: `curr`, `last_schedule`, `curr_na_goodness`): the line of
+//!   c's `curr` ([`Interconnect::curr_line`]), written by every switch, by
+//!   `update_sched_data` and by the tick's refresh of `curr_na_goodness`; read by every
+//!   `reschedule_idle` key scan.
+//!
+//! mq-pool adds one line for the non-idle bitmap, written when a CPU goes idle or busy.
+//! Invariant: a run-queue lock's holder holds its line modified until it releases it
+//! (a hook is atomic), so the release store is a hit and is not priced.
+//!
 //! # Invariants (checked by [`SchedClass::check`])
 //!
 //! * A task is on a queue ⇔ it is runnable (or is the current task about to leave it),
@@ -84,10 +106,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
-use crate::machine::{CpuId, CpuMask, LockId, Machine};
+use crate::machine::{CpuId, CpuMask, Interconnect, LineId, LockId, Machine};
 use crate::spec::{ParamSpec, Params};
 
-use super::lines::Lines;
 use super::sched24::{can_schedule, Core24, GoodnessRules, MIN_GOODNESS};
 use super::{check_per_cpu_queues, PolicyInfo, Published, SchedClass, SchedCtx, Wake};
 
@@ -197,6 +218,10 @@ struct RunQueue {
     max_na: Published<MaxNa>,
     /// Read lock-free by `sys_sched_yield` and mq-pool's idle search.
     running_non_idle: Published<bool>,
+    /// The cache line of `runqueue_data[cpu]`: the lock, the list head and every value
+    /// above, in one cache-line-padded union (§3.1).
+    line: LineId,
+    /// `runqueue_lock`, living on `line`.
     lock: LockId,
 }
 
@@ -276,19 +301,17 @@ pub struct Mq {
     /// `aligned_data[cpu].curr_na_goodness`, read lock-free by `reschedule_idle`.
     curr_na_goodness: Vec<Published<i32>>,
     ts: Vec<TaskSched>,
-    lines: Lines,
+    /// mq-pool's bitmap of non-idle CPUs (§3.6), written when a CPU goes idle or busy.
+    bitmap_line: LineId,
     /// Jiffy of the next load-balancer run.
     next_lb: u64,
     st: Stats,
 }
 
-/// Line of `runqueue_data[cpu]`.
-fn rq_line(cpu: CpuId) -> usize {
-    2 * cpu
-}
-/// Line of `aligned_data[cpu]`.
-fn ad_line(cpu: CpuId) -> usize {
-    2 * cpu + 1
+/// Line of `aligned_data[cpu]` (`curr`, `last_schedule`, `curr_na_goodness`, §3.1): the
+/// line of `cpu`'s `curr` that the core writes at every switch.
+fn ad_line(cpu: CpuId) -> LineId {
+    Interconnect::curr_line(cpu)
 }
 
 fn pct(n: u64, d: u64) -> f64 {
@@ -314,7 +337,7 @@ impl Mq {
             rq: Vec::new(),
             curr_na_goodness: Vec::new(),
             ts: Vec::new(),
-            lines: Lines::default(),
+            bitmap_line: 0,
             next_lb: 0,
             st: Stats::default(),
         }
@@ -329,10 +352,6 @@ impl Mq {
         let ps = self.cfg.pool_size.max(1);
         let lo = cpu / ps * ps;
         lo..(lo + ps).min(self.ncpu())
-    }
-
-    fn line_bitmap(&self) -> usize {
-        2 * self.ncpu()
     }
 
     fn has_cpu(ctx: &SchedCtx<'_>, p: TaskId) -> bool {
@@ -368,7 +387,7 @@ impl Mq {
         }
         self.rq[c].list.push_front(p);
         self.ts[p as usize].on_rq = true;
-        self.lines.locked(ctx.cpu(), rq_line(c), true);
+        ctx.write_line(self.rq[c].line);
     }
 
     /// `del_from_runqueue` / `del_from_runqueue_update`. The update flavour replaces a
@@ -384,7 +403,7 @@ impl Mq {
             .unwrap_or_else(|| panic!("mq: task {p} not on queue {c}"));
         self.rq[c].list.remove(i);
         self.ts[p as usize].on_rq = false;
-        self.lines.locked(ctx.cpu(), rq_line(c), true);
+        ctx.write_line(self.rq[c].line);
         if self.max_na(ctx, c).ptr != Some(p) {
             return;
         }
@@ -412,20 +431,17 @@ impl Mq {
             q.remove(i);
             q.push_back(p);
         }
-        self.lines.locked(ctx.cpu(), rq_line(c), true);
+        ctx.write_line(self.rq[c].line);
     }
 
+    /// Lock queue `c`: the lock's line is the queue's, so the values come with it.
     fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) {
         ctx.lock(self.rq[c].lock);
-        self.lines.locked(ctx.cpu(), rq_line(c), false);
     }
 
+    /// `spin_trylock` of queue `c`; success or not, its line is now this CPU's.
     fn trylock_rq(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) -> bool {
-        let ok = ctx.trylock(self.rq[c].lock);
-        if ok {
-            self.lines.locked(ctx.cpu(), rq_line(c), false);
-        }
-        ok
+        ctx.trylock(self.rq[c].lock)
     }
 
     /// `scan_runqueue` (§3.3 step 2): best local task into `next`/`cg`, second best
@@ -467,7 +483,7 @@ impl Mq {
             MaxNa::NONE
         };
         self.set_max_na(ctx, this, m);
-        self.lines.locked(this, rq_line(this), true);
+        ctx.write_line(self.rq[this].line);
         if *cg > 0 {
             *cg += self.cfg.pcp;
         }
@@ -509,7 +525,7 @@ impl Mq {
                 }
                 // Lock-free: the value of this moment, which the owner may change
                 // before our trylock (item 4 of issue 14; counter 3 vs counter 2).
-                self.lines.read(ctx, rq_line(r));
+                ctx.read_line(self.rq[r].line);
                 let m = self.max_na(ctx, r);
                 if m.cpus_allowed.test(this) && m.goodness > *cg {
                     list[r] = m.goodness;
@@ -576,11 +592,10 @@ impl Mq {
         if self.rq[this].running_non_idle.at(now) == idle {
             self.rq[this].running_non_idle.set(now, !idle);
             if self.cfg.idle_bitmap {
-                let l = self.line_bitmap();
-                self.lines.write(ctx, l);
+                ctx.write_line(self.bitmap_line);
             }
         }
-        self.lines.write(ctx, ad_line(this));
+        ctx.write_line(ad_line(this));
     }
 
     /// `reschedule_idle(p)` (§3.4), called with the queue of `p->processor` locked; `p`
@@ -594,7 +609,7 @@ impl Mq {
         let stay = |kick| Placement { cpu: tsk_cpu, kick };
 
         // Fast path: the task's last CPU is idle.
-        self.lines.read(ctx, ad_line(tsk_cpu));
+        ctx.read_line(ad_line(tsk_cpu));
         if can_schedule(ctx, p, tsk_cpu) && ctx.cpu_is_idle(tsk_cpu) {
             self.st.resched_fast_path += 1;
             return stay(true);
@@ -618,7 +633,7 @@ impl Mq {
         let mut keys = vec![thr; self.ncpu()];
         for cpu in pool.clone() {
             if cpu != tsk_cpu {
-                self.lines.read(ctx, ad_line(cpu));
+                ctx.read_line(ad_line(cpu));
             }
             if !can_schedule(ctx, p, cpu) {
                 continue;
@@ -666,7 +681,7 @@ impl Mq {
                 if t != tsk_cpu {
                     saw_lock = true;
                 }
-                self.lines.read(ctx, ad_line(t));
+                ctx.read_line(ad_line(t));
                 let curr = ctx.curr(t);
                 if ctx.cpu_is_idle(t) || self.preemption_goodness(ctx, curr, p, t) > 0 {
                     self.st.resched_moved += 1;
@@ -710,8 +725,7 @@ impl Mq {
     fn idle_outside_pool(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) -> Option<CpuId> {
         let tsk_cpu = ctx.task(p).processor;
         let pool = self.pool_of(tsk_cpu);
-        let l = self.line_bitmap();
-        self.lines.read(ctx, l);
+        ctx.read_line(self.bitmap_line);
         let now = ctx.now();
         let idle_in_pool = pool.clone().any(|c| !self.rq[c].running_non_idle.at(now));
         if idle_in_pool {
@@ -749,15 +763,19 @@ impl SchedClass for Mq {
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
         self.rq = (0..n)
-            .map(|_| RunQueue {
-                list: VecDeque::new(),
-                max_na: Published::new(MaxNa::NONE),
-                running_non_idle: Published::new(false),
-                lock: ctx.new_lock("runqueue_lock"),
+            .map(|_| {
+                let line = ctx.new_line("runqueue_data");
+                RunQueue {
+                    list: VecDeque::new(),
+                    max_na: Published::new(MaxNa::NONE),
+                    running_non_idle: Published::new(false),
+                    line,
+                    lock: ctx.new_lock_on("runqueue_lock", line),
+                }
             })
             .collect();
         self.curr_na_goodness = vec![Published::new(MIN_GOODNESS); n];
-        self.lines = Lines::new(2 * n + 1, n);
+        self.bitmap_line = ctx.new_line("non_idle_bitmap");
         self.cfg.pool_size = self.cfg.pool_size.clamp(1, n);
         if let Some(ms) = self.cfg.lb_interval_ms {
             self.next_lb = Self::lb_ticks(ms, self.cfg.hz);
@@ -883,7 +901,7 @@ impl SchedClass for Mq {
         if self.curr_na_goodness[cpu].at(now) != MIN_GOODNESS {
             let g = self.core.na_goodness(ctx, curr);
             self.curr_na_goodness[cpu].set(now, g);
-            self.lines.write(ctx, ad_line(cpu));
+            ctx.write_line(ad_line(cpu));
         }
     }
 
@@ -892,7 +910,7 @@ impl SchedClass for Mq {
         let mut nr_pending = 0i64;
         for c in 0..self.ncpu() {
             if c != cpu {
-                self.lines.read(ctx, rq_line(c));
+                ctx.read_line(self.rq[c].line);
             }
             let q = &self.rq[c];
             nr_pending += q.list.len() as i64 - i64::from(q.running_non_idle.at(ctx.now()));
@@ -923,7 +941,7 @@ impl SchedClass for Mq {
             self.rq[c]
                 .max_na
                 .update(ctx.now(), |m| m.cpus_allowed = allowed);
-            self.lines.locked(ctx.cpu(), rq_line(c), true);
+            ctx.write_line(self.rq[c].line);
         }
     }
 

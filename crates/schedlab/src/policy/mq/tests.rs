@@ -11,6 +11,11 @@ const T0: u64 = 100_000;
 /// The shared bed on `cpus` CPUs of `piii700-2m`, every clock at `T0`, driving an MQ built
 /// from the defaults as changed by `cfg`.
 fn bed(cpus: usize, cfg: impl FnOnce(&mut Config)) -> Bed<Mq> {
+    bed_on("piii700-2m", cpus, cfg)
+}
+
+/// [`bed`] on `machine` (a preset with model switches: `piii700-2m:bus=off`).
+fn bed_on(machine: &str, cpus: usize, cfg: impl FnOnce(&mut Config)) -> Bed<Mq> {
     let mut c = Config {
         name: "mq",
         hz: 100,
@@ -21,7 +26,7 @@ fn bed(cpus: usize, cfg: impl FnOnce(&mut Config)) -> Bed<Mq> {
         idle_bitmap: false,
     };
     cfg(&mut c);
-    let mut b = Bed::new("piii700-2m", cpus, Mq::new(c, BTreeMap::new()));
+    let mut b = Bed::new(machine, cpus, Mq::new(c, BTreeMap::new()));
     b.at(T0);
     b
 }
@@ -375,4 +380,103 @@ fn load_balancer_equalises_queue_lengths() {
     // The tail (longest queued) went first: the first task queued is the tail.
     assert_ne!(l.k.tasks[tasks[0] as usize].processor, 0);
     l.check().unwrap();
+}
+
+/// CPU 1 runs `a`, with `b` waiting if `waiting`: its `schedule()` wrote its
+/// `runqueue_data` line under its lock, so CPU 1's cache holds the line modified.
+fn queue_1_written(machine: &str, waiting: bool) -> (Bed<Mq>, Option<TaskId>) {
+    let mut l = bed_on(machine, 2, |_| {});
+    let a = l.queued(1, 9, 5);
+    let b = waiting.then(|| l.queued(1, 6, 5));
+    assert_eq!(l.sched(1), a);
+    (l, b)
+}
+
+/// The time CPU 0's `sys_sched_yield` takes with nothing pending anywhere: its
+/// lock-free reads of the other queues' `runqueue_data` lines, nothing else.
+fn yield_reads(l: &mut Bed<Mq>) -> u64 {
+    let idle = l.k.cpus[0].idle;
+    l.sync();
+    l.with(0, |mq, ctx| {
+        let t = ctx.now();
+        mq.yield_task(ctx, 0, idle);
+        ctx.now() - t
+    })
+}
+
+#[test]
+fn a_published_line_written_elsewhere_costs_a_transfer_then_a_hit() {
+    // See: tables X3, V4, V5 (MQ's published values are interconnect lines).
+    let (mut l, _) = queue_1_written("piii700-2m", false);
+    let c = l.k.machine.costs();
+    let transfers = |l: &Bed<Mq>| l.k.ic.bus_stats().map(|b| b.transfers).sum::<u64>();
+    let before = transfers(&l);
+    assert_eq!(
+        yield_reads(&mut l),
+        c.c2c_line_ns,
+        "CPU 1's dirty line, from its cache"
+    );
+    assert!(transfers(&l) > before, "the transfer took the bus");
+    let before = transfers(&l);
+    assert_eq!(yield_reads(&mut l), c.l2_line_ns, "then a hit");
+    assert_eq!(transfers(&l), before, "a hit leaves the bus alone");
+    // CPU 1's next `schedule()` writes the line again: the next read is a transfer.
+    l.sched(1);
+    assert_eq!(yield_reads(&mut l), c.c2c_line_ns);
+
+    // Without the coherence model a named line costs nothing, MQ's as every other.
+    let (mut off, _) = queue_1_written("piii700-2m:coherence=off", false);
+    assert_eq!(yield_reads(&mut off), 0);
+    assert_eq!(yield_reads(&mut off), 0);
+}
+
+#[test]
+fn a_trylock_pulls_the_queue_line_and_the_holders_writes_are_hits() {
+    // See: table X3 (counter 5); schedulers.md §3.1 (`runqueue_data` holds the lock).
+    let (mut l, b) = queue_1_written("piii700-2m:bus=off", true);
+    let b = b.expect("b waits on queue 1");
+    let c = l.k.machine.costs();
+    let line = l.class.rq[1].line;
+    assert_eq!(l.k.ic.line_owner(line), Some(1));
+    let (take, write) = l.with(0, |mq, ctx| {
+        let t = ctx.now();
+        assert!(mq.trylock_rq(ctx, 1));
+        let taken = ctx.now();
+        // A write of queue 1's list (and of its line) under its lock.
+        mq.move_last_runqueue(ctx, b);
+        let written = ctx.now();
+        ctx.unlock(mq.rq[1].lock);
+        (taken - t, written - taken)
+    });
+    assert_eq!(
+        take,
+        c.lock_ns + c.c2c_line_ns,
+        "the line came with the lock"
+    );
+    assert_eq!(write, c.l2_line_ns, "a hit: no transfer");
+    assert_eq!(l.k.ic.line_owner(line), Some(0));
+    l.sync();
+
+    // CPU 1 takes its queue back (the line with it); then, while the lock looks held, a
+    // failed trylock by CPU 0 still pulls the line, which CPU 1 must fetch again.
+    let back = l.with(1, |mq, ctx| {
+        let t = ctx.now();
+        Mq::lock_rq(mq, ctx, 1);
+        ctx.unlock(mq.rq[1].lock);
+        ctx.now() - t
+    });
+    assert_eq!(back, c.lock_ns + c.c2c_line_ns);
+    l.sync();
+    l.hold_lock(1, 50_000);
+    let failed = l.with(0, |mq, ctx| {
+        let t = ctx.now();
+        assert!(!mq.trylock_rq(ctx, 1));
+        ctx.now() - t
+    });
+    assert_eq!(failed, c.lock_ns + c.c2c_line_ns);
+    assert_eq!(
+        l.k.ic.line_owner(line),
+        Some(0),
+        "the failed atomic took it"
+    );
 }
