@@ -37,6 +37,19 @@
 //! queue. A sync wake-up whose task may run here just queues the task on its own last
 //! CPU's queue (§3.5).
 //!
+//! **Versions** (option `version`). The default follows the 2.5.0 patch (S9), the spec's
+//! reference. The 2001 tables ran MQ on 2.4 kernels, and two earlier ports are in the
+//! LKML archive: 2.4.7-mq (Kravetz, "[RFC][PATCH] Scalable Scheduling", 8 Aug 2001,
+//! `20010808091652.B1088@w-mikek2.des.beaverton.ibm.com`) and 2.4.14-mq ("Scalable
+//! Scheduling again", 14 Nov 2001, `20011114160630.D1112@w-mikek2.des.beaverton.ibm.com`).
+//! Both keep 2.4's `still_running` label: a `prev` still runnable starts the scan as
+//! `next` with its full `goodness()`, PROC_CHANGE_PENALTY included, and the local scan
+//! skips running tasks (`local_can_schedule`). The boost added to the winner then comes
+//! on top, so a local task must beat `prev` by `pcp` and a remote one by twice that. The
+//! 2.4.7 port also keeps 2.4.7's placement margin: `preemption_goodness > 1` (2.4.0's
+//! `max_prio = 1`, §1.14), and keys must be below `na_goodness(p) − 1`. Their separate
+//! real-time queue is not modelled (no workload here runs RT tasks under MQ).
+//!
 //! **Pools and balancing** (`mq-pool`, §3.6). CPUs are split into pools of `pool_size`;
 //! the steal scan and the placement scan only look inside a pool (the stealing CPU's, the
 //! woken task's last CPU's). Idle CPUs outside the pool are found through the non-idle
@@ -115,7 +128,7 @@ use super::{check_per_cpu_queues, PolicyInfo, Published, SchedClass, SchedCtx, W
 /// Registry entry of `mq`.
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "mq",
-    about: "IBM LSE multi-queue scheduler (2.5.0 patch): per-CPU queues keeping 2.4's global goodness decisions",
+    about: "IBM LSE multi-queue scheduler (2.5.0 patch, or its 2.4.7/2.4.14 ports): per-CPU queues keeping 2.4's global decisions",
     params: MQ_PARAMS,
     build: build_mq,
 };
@@ -152,9 +165,24 @@ const IDLE_BITMAP: ParamSpec = ParamSpec::flag("idle_bitmap", "on")
     .help("reschedule_idle uses the non-idle bitmap to reach idle CPUs outside the pool")
     .source("model choice [INFERRED] (§3.6)");
 
-const MQ_PARAMS: &[ParamSpec] = &[HZ, PCP, SYNC];
+const VERSION: ParamSpec = ParamSpec::choice("version", "2.5.0", &["2.4.7", "2.4.14", "2.5.0"])
+    .help("which MQ patch to follow: the 2.4 ports keep 2.4's still_running path")
+    .source(
+        "schedulers.md §3 (S9, 2.5.0); 2.4.7-mq and 2.4.14-mq patches, LKML 8 Aug and 14 Nov 2001",
+    );
 
-const POOL_PARAMS: &[ParamSpec] = &[HZ, PCP, SYNC, POOL_SIZE, LB, LB_INTERVAL_MS, IDLE_BITMAP];
+const MQ_PARAMS: &[ParamSpec] = &[HZ, PCP, SYNC, VERSION];
+
+const POOL_PARAMS: &[ParamSpec] = &[
+    HZ,
+    PCP,
+    SYNC,
+    VERSION,
+    POOL_SIZE,
+    LB,
+    LB_INTERVAL_MS,
+    IDLE_BITMAP,
+];
 
 fn build_mq(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
     Box::new(Mq::new(Config::mq(p, m), p.to_map()))
@@ -186,6 +214,30 @@ pub struct Config {
     pub lb_interval_ms: Option<u64>,
     /// Use the non-idle bitmap to place on idle CPUs outside the pool.
     pub idle_bitmap: bool,
+    /// The patch followed.
+    pub version: MqVersion,
+}
+
+/// The MQ patch whose decisions to follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MqVersion {
+    /// 2.4.7-mq (Aug 2001): 2.4.7's `still_running` path and its placement threshold
+    /// `preemption_goodness > 1`.
+    V247,
+    /// 2.4.14-mq (Nov 2001): `still_running`, threshold `> 0`.
+    V2414,
+    /// 2.5.0-mq (Dec 2001, S9): the running task is scanned like the others.
+    V250,
+}
+
+impl crate::spec::FromParam for MqVersion {
+    fn from_param(_key: &str, raw: &str) -> Self {
+        match raw {
+            "2.4.7" => MqVersion::V247,
+            "2.4.14" => MqVersion::V2414,
+            _ => MqVersion::V250,
+        }
+    }
 }
 
 impl Config {
@@ -198,6 +250,7 @@ impl Config {
             pool_size: m.cpus,
             lb_interval_ms: None,
             idle_bitmap: false,
+            version: VERSION.get(p),
         }
     }
 }
@@ -461,7 +514,14 @@ impl Mq {
         for i in 0..n {
             let p = self.rq[this].list[i];
             ctx.examine_task(p);
-            if !can_schedule(ctx, p, this) {
+            // The 2.4 ports scan only tasks no CPU runs (`local_can_schedule`): the
+            // running `prev` came in through `still_running`.
+            let schedulable = if self.cfg.version < MqVersion::V250 {
+                !Self::has_cpu(ctx, p)
+            } else {
+                can_schedule(ctx, p, this)
+            };
+            if !schedulable {
                 continue;
             }
             let w = self.core.local_goodness(ctx, p, this_mm);
@@ -488,6 +548,35 @@ impl Mq {
             *cg += self.cfg.pcp;
         }
         next
+    }
+
+    /// Where `schedule()` starts its scan: the idle task at `MIN_GOODNESS`; in the 2.4
+    /// ports a `prev` still runnable here starts as `next` with its full `goodness()`,
+    /// PROC_CHANGE_PENALTY included (2.4's `still_running` label), and the boost the scan
+    /// adds to the winner comes on top of it.
+    fn still_running(
+        &self,
+        ctx: &SchedCtx<'_>,
+        this: CpuId,
+        prev: TaskId,
+        this_mm: u32,
+    ) -> (i32, TaskId) {
+        let t = ctx.task(prev);
+        if self.cfg.version < MqVersion::V250
+            && !t.is_idle
+            && t.state == TaskState::Running
+            && ctx.allowed(prev, this)
+        {
+            (self.core.goodness(ctx, prev, this, this_mm), prev)
+        } else {
+            (MIN_GOODNESS, ctx.idle_task(this))
+        }
+    }
+
+    /// `reschedule_idle`'s margin: `preemption_goodness` must exceed it (2.4.7 and before:
+    /// 1, as 2.4.0's `max_prio = 1`; later: 0).
+    fn preempt_margin(&self) -> i32 {
+        i32::from(self.cfg.version == MqVersion::V247)
     }
 
     /// The remote queue to try next: the highest published value above `cg` (ties: the
@@ -627,7 +716,8 @@ impl Mq {
             }
         }
 
-        let thr = self.core.na_goodness(ctx, p);
+        let margin = self.preempt_margin();
+        let thr = self.core.na_goodness(ctx, p) - margin;
         let now = ctx.now();
         let mhz = ctx.costs().cpu_mhz;
         let mut keys = vec![thr; self.ncpu()];
@@ -673,7 +763,7 @@ impl Mq {
                 saw_task_cpu = true;
             }
             let curr = ctx.curr(t);
-            if t == tsk_cpu && self.preemption_goodness(ctx, curr, p, t) > 0 {
+            if t == tsk_cpu && self.preemption_goodness(ctx, curr, p, t) > margin {
                 // Its queue is the one we hold: no extra lock.
                 self.count_resched(saw_task_cpu, saw_lock);
                 return stay(true);
@@ -683,7 +773,7 @@ impl Mq {
                 }
                 ctx.read_line(ad_line(t));
                 let curr = ctx.curr(t);
-                if ctx.cpu_is_idle(t) || self.preemption_goodness(ctx, curr, p, t) > 0 {
+                if ctx.cpu_is_idle(t) || self.preemption_goodness(ctx, curr, p, t) > margin {
                     self.st.resched_moved += 1;
                     self.count_resched(saw_task_cpu, saw_lock);
                     return Placement { cpu: t, kick: true };
@@ -852,8 +942,8 @@ impl SchedClass for Mq {
         let idle = ctx.idle_task(cpu);
         let mut seen = ScheduleSeen::default();
         let next = loop {
-            let mut c = MIN_GOODNESS;
-            let next = self.scan_runqueue(ctx, cpu, &mut c, this_mm, idle);
+            let (mut c, first) = self.still_running(ctx, cpu, prev, this_mm);
+            let next = self.scan_runqueue(ctx, cpu, &mut c, this_mm, first);
             let next = self.examine_rmt_rqs(ctx, cpu, &mut c, next, &mut seen);
             if c == 0 {
                 ctx.unlock(self.rq[cpu].lock);

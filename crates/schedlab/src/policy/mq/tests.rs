@@ -24,6 +24,7 @@ fn bed_on(machine: &str, cpus: usize, cfg: impl FnOnce(&mut Config)) -> Bed<Mq> 
         pool_size: cpus,
         lb_interval_ms: None,
         idle_bitmap: false,
+        version: MqVersion::V250,
     };
     cfg(&mut c);
     let mut b = Bed::new(machine, cpus, Mq::new(c, BTreeMap::new()));
@@ -233,6 +234,67 @@ fn proc_change_penalty_protects_the_local_best() {
         let next = l.sched(0);
         assert_eq!(next == b, steals, "pcp {pcp}: remote 26 vs local 25 + pcp");
         assert_eq!(next == e, !steals);
+        l.check().unwrap();
+    }
+}
+
+#[test]
+fn the_2_4_ports_keep_a_still_running_prev_by_the_penalty() {
+    // CPU 0 runs x (counter 5, its mm active) and is asked to reschedule with e queued
+    // (counter 10, the same mm). 2.5.0 weighs both with local_goodness (26 against 31);
+    // the 2.4 ports start from x's full goodness, PROC_CHANGE_PENALTY included
+    // (5 + 20 + 1 + pcp), and weigh e without it (31).
+    for (version, pcp, winner_is_e) in [
+        (MqVersion::V250, 15, true),
+        (MqVersion::V2414, 15, false),
+        (MqVersion::V247, 15, false),
+        (MqVersion::V2414, 4, true),
+        (MqVersion::V2414, 5, false),
+    ] {
+        let mut l = bed(2, |c| {
+            c.version = version;
+            c.pcp = pcp;
+        });
+        let x = l.queued(0, 5, 1);
+        assert_eq!(l.sched(0), x);
+        l.k.cpus[0].active_mm = 1;
+        let e = l.queued(0, 10, 1);
+        let next = l.sched(0);
+        assert_eq!(
+            next == e,
+            winner_is_e,
+            "{version:?}, pcp {pcp}: x 26 (+pcp in 2.4) against e 31"
+        );
+        l.check().unwrap();
+    }
+}
+
+#[test]
+fn the_2_4_7_port_preempts_only_by_more_than_one() {
+    // CPU 0 runs x (counter 1, na 21, mm 1 active); CPU 1 runs z (na 30). p (counter 3,
+    // na 23, another mm) wakes, last on CPU 0: preemption_goodness(x, p, 0) =
+    // (3 + 20 + 15) − (1 + 20 + 15 + 1) = 1. 2.4.14 and 2.5.0 preempt on > 0; 2.4.7 (as
+    // 2.4.0–2.4.9's `max_prio = 1`) wants > 1 and leaves p queued on CPU 0.
+    for (version, preempts) in [
+        (MqVersion::V250, true),
+        (MqVersion::V2414, true),
+        (MqVersion::V247, false),
+    ] {
+        let mut l = bed(2, |c| c.version = version);
+        let x = l.queued(0, 1, 1);
+        assert_eq!(l.sched(0), x);
+        l.k.cpus[0].active_mm = 1;
+        let z = l.queued(1, 10, 2);
+        assert_eq!(l.sched(1), z);
+        let p = l.sleeper(0, 3, 9);
+        l.wake_up(1, p, false);
+        assert_eq!(l.k.tasks[p as usize].processor, 0);
+        assert_eq!(l.k.tasks[x as usize].need_resched, preempts, "{version:?}");
+        let s = &l.class.st;
+        assert_eq!(
+            (s.resched_target_exists, s.resched_target_is_task_cpu),
+            (1, 1)
+        );
         l.check().unwrap();
     }
 }
