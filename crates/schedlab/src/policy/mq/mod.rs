@@ -46,9 +46,11 @@
 //! `next` with its full `goodness()`, PROC_CHANGE_PENALTY included, and the local scan
 //! skips running tasks (`local_can_schedule`). The boost added to the winner then comes
 //! on top, so a local task must beat `prev` by `pcp` and a remote one by twice that. The
-//! 2.4.7 port also keeps 2.4.7's placement margin: `preemption_goodness > 1` (2.4.0's
-//! `max_prio = 1`, §1.14), and keys must be below `na_goodness(p) − 1`. Their separate
-//! real-time queue is not modelled (no workload here runs RT tasks under MQ).
+//! ports' `sys_sched_yield` only marks the task (no move to its queue's tail, which came
+//! with 2.4.16). The 2.4.7 port also keeps 2.4.7's placement margin:
+//! `preemption_goodness > 1` (2.4.0's `max_prio = 1`, §1.14), and keys must be below
+//! `na_goodness(p) − 1`. Their separate real-time queue is not modelled (no workload
+//! here runs RT tasks under MQ).
 //!
 //! **Pools and balancing** (`mq-pool`, §3.6). CPUs are split into pools of `pool_size`;
 //! the steal scan and the placement scan only look inside a pool (the stealing CPU's, the
@@ -1007,6 +1009,11 @@ impl SchedClass for Mq {
         }
         if nr_pending > 0 {
             self.core.sched_yield(ctx, cpu, p);
+            if self.cfg.version < MqVersion::V250 {
+                // 2.4.7 and 2.4.14 only mark the task; the move to the queue's tail
+                // came with 2.4.16's sys_sched_yield (§1.13).
+                return;
+            }
             let c = ctx.task(p).processor;
             Mq::lock_rq(self, ctx, c);
             self.move_last_runqueue(ctx, p);

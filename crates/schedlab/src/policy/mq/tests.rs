@@ -270,6 +270,30 @@ fn the_2_4_ports_keep_a_still_running_prev_by_the_penalty() {
 }
 
 #[test]
+fn only_2_5_0_moves_a_yielder_to_its_queue_tail() {
+    for (version, moved) in [
+        (MqVersion::V250, true),
+        (MqVersion::V2414, false),
+        (MqVersion::V247, false),
+    ] {
+        let mut l = bed(2, |c| c.version = version);
+        let b = l.queued(0, 5, 2);
+        let a = l.queued(0, 9, 1);
+        assert_eq!(l.sched(0), a);
+        assert_eq!(l.class.rq[0].list, [a, b]);
+        l.sched_yield(0);
+        assert!(
+            l.class.core.yielding(a),
+            "{version:?}: b waits, so a yields"
+        );
+        let order = if moved { [b, a] } else { [a, b] };
+        assert_eq!(l.class.rq[0].list, order, "{version:?}");
+        assert_eq!(l.sched(0), b);
+        l.check().unwrap();
+    }
+}
+
+#[test]
 fn the_2_4_7_port_preempts_only_by_more_than_one() {
     // CPU 0 runs x (counter 1, na 21, mm 1 active); CPU 1 runs z (na 30). p (counter 3,
     // na 23, another mm) wakes, last on CPU 0: preemption_goodness(x, p, 0) =
