@@ -330,14 +330,17 @@ impl Core24 {
     /// CPU to reschedule). MQ (§3.4) and haMQ place by rules of their own: MQ ranks
     /// published per-CPU values and `spin_trylock`s the target; haMQ never preempts
     /// another CPU.
-    pub fn reschedule_idle(&self, ctx: &mut SchedCtx<'_>, p: TaskId) -> Target {
+    ///
+    /// A victim's current task must be beaten by more than `margin`: 1 in 2.4.0 and 2.4.7
+    /// (`max_prio = 1`, §1.14), 0 by 2.4.14.
+    pub fn reschedule_idle(&self, ctx: &mut SchedCtx<'_>, p: TaskId, margin: i32) -> Target {
         let last = ctx.task(p).processor;
         if can_schedule(ctx, p, last) && ctx.cpu_is_idle(last) {
             return Target::LastCpuIdle(last);
         }
         let mut oldest_idle: Option<(crate::engine::Time, CpuId)> = None;
         let mut victim: Option<CpuId> = None;
-        let mut max_prio = 0;
+        let mut max_prio = margin;
         for cpu in 0..ctx.nr_cpus() {
             if !can_schedule(ctx, p, cpu) {
                 continue;

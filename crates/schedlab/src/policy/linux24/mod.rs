@@ -33,12 +33,22 @@
 //!
 //! # Versions (§1.14, option `version=`)
 //!
-//! | | 2.4.16 | 2.4.17 (default) | 2.4.20 |
-//! |---|---|---|---|
-//! | wake-up adds at | head | head | **tail** |
-//! | tick sets `need_resched` for SCHED_FIFO | yes | yes | **no** |
-//! | `__schedule_tail` re-places prev if | `state == RUNNING` | on the run queue | on the run queue |
-//! | HT sibling-idle preference | no | yes | yes |
+//! | | 2.4.7 | 2.4.14 | 2.4.16 | 2.4.17 (default) | 2.4.20 |
+//! |---|---|---|---|---|---|
+//! | prev in the walk | starts it (wins ties) | starts it (wins ties) | at its list position | same | same |
+//! | `reschedule_idle` preempts if `preemption_goodness` | > 1 | > 0 | > 0 | > 0 | > 0 |
+//! | `sys_sched_yield` moves the task to the tail | no | no | yes | yes | yes |
+//! | wake-up adds at | head | head | head | head | **tail** |
+//! | tick sets `need_resched` for SCHED_FIFO | yes | yes | yes | yes | **no** |
+//! | `__schedule_tail` re-places prev if | `state == RUNNING` | `state == RUNNING` | `state == RUNNING` | on the run queue | on the run queue |
+//! | HT sibling-idle preference | no | no | no | yes | yes |
+//!
+//! 2.4.7 and 2.4.14 are read from the vanilla side of the MQ patches against them (LKML,
+//! 8 Aug and 14 Nov 2001; see `mq`): their `schedule()` jumps to `still_running`, which
+//! sets `c = goodness(prev)` and `next = prev` before the walk, and the walk skips tasks
+//! with `has_cpu`. So prev keeps its CPU on a tie (§1.7 step 5 notes 2.4.0 did the same).
+//! Their `reschedule_idle` starts from `max_prio = 1` (2.4.7) or 0 (2.4.14), and their
+//! `sys_sched_yield` takes no lock and moves nothing.
 //!
 //! The HT preference needs `smp_num_siblings == 2`; the modelled PIII machines have no
 //! SMT siblings, so it never applies here. `setscheduler` is not reachable from the
@@ -91,7 +101,7 @@ crate::options! {
     /// Options of `linux-2.4`.
     pub struct Options in PARAMS {
         /// Which 2.4 to follow.
-        version: Version = choice("2.4.17", &["2.4.16", "2.4.17", "2.4.20"])
+        version: Version = choice("2.4.17", &["2.4.7", "2.4.14", "2.4.16", "2.4.17", "2.4.20"])
             .help("kernel version whose behaviour to follow")
             .source("schedulers.md §1.14 (2.4.17: the 2002 benchmarks' kernel)");
         /// PROC_CHANGE_PENALTY.
@@ -111,6 +121,10 @@ crate::options! {
 /// Kernel version (§1.14).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Version {
+    /// 2.4.7: `still_running` (prev wins ties), placement margin `> 1`, yield only marks.
+    V247,
+    /// 2.4.14: `still_running`, margin `> 0`, yield only marks.
+    V2414,
     /// 2.4.16.
     V2416,
     /// 2.4.17.
@@ -122,6 +136,8 @@ pub enum Version {
 impl crate::spec::FromParam for Version {
     fn from_param(_key: &str, raw: &str) -> Self {
         match raw {
+            "2.4.7" => Version::V247,
+            "2.4.14" => Version::V2414,
             "2.4.16" => Version::V2416,
             "2.4.20" => Version::V2420,
             _ => Version::V2417,
@@ -353,10 +369,28 @@ impl Linux24 {
     /// Returns (goodness, task); `(-1000, None)` is the idle task. The reference the
     /// index is checked against (debug builds and tests).
     #[cfg(any(test, debug_assertions))]
-    fn scan_literal(&self, ctx: &SchedCtx<'_>, cpu: CpuId, this_mm: u32) -> (i64, Option<TaskId>) {
+    fn scan_literal(
+        &self,
+        ctx: &SchedCtx<'_>,
+        cpu: CpuId,
+        prev: TaskId,
+        this_mm: u32,
+    ) -> (i64, Option<TaskId>) {
         let mut c = MIN_GOODNESS as i64;
         let mut next = None;
+        // Before 2.4.16 (`still_running`): a queued prev allowed here is the starting
+        // value, and the walk skips it (`has_cpu`).
+        let still_running = self.version < Version::V2416
+            && self.ts[prev as usize].pos.is_some()
+            && ctx.allowed(prev, cpu);
+        if still_running {
+            c = self.goodness(ctx, prev, cpu, this_mm);
+            next = Some(prev);
+        }
         for p in self.rq.iter() {
+            if still_running && p == prev {
+                continue;
+            }
             if can_schedule(ctx, p, cpu) {
                 let w = self.goodness(ctx, p, cpu, this_mm);
                 if w > c {
@@ -386,7 +420,11 @@ impl Linux24 {
         if let Some(pos) = self.ts[prev as usize].pos {
             if ctx.allowed(prev, cpu) {
                 let g = self.goodness(ctx, prev, cpu, this_mm);
-                if best.is_none_or(|(bg, bpos, _)| g > bg || (g == bg && pos < bpos)) {
+                // 2.4.16 on: prev competes at its list position. Before: `still_running`
+                // starts the walk from prev's goodness, so prev wins every tie.
+                let wins_ties = self.version < Version::V2416;
+                if best.is_none_or(|(bg, bpos, _)| g > bg || (g == bg && (wins_ties || pos < bpos)))
+                {
                     best = Some((g, pos, prev));
                 }
             }
@@ -418,7 +456,8 @@ impl Linux24 {
     fn reschedule_idle(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         debug_assert!(ctx.holds(self.runqueue_lock));
         self.stats.ri_calls += 1;
-        match self.core.reschedule_idle(ctx, p) {
+        let margin = i32::from(self.version == Version::V247);
+        match self.core.reschedule_idle(ctx, p, margin) {
             Target::LastCpuIdle(cpu) => {
                 self.stats.ri_fast += 1;
                 // send_now_idle: need_resched, IPI unless local or already flagged.
@@ -530,7 +569,7 @@ impl SchedClass for Linux24 {
             let (c, next) = self.scan_indexed(ctx, cpu, prev, this_mm);
             #[cfg(debug_assertions)]
             if self.rq.len() <= 256 {
-                let lit = self.scan_literal(ctx, cpu, this_mm);
+                let lit = self.scan_literal(ctx, cpu, prev, this_mm);
                 assert_eq!(lit, (c, next), "linux-2.4: index and scan disagree");
             }
             if c == 0 {
@@ -573,7 +612,7 @@ impl SchedClass for Linux24 {
         if yielded {
             self.reindex(ctx, prev);
         }
-        let runnable = if self.version == Version::V2416 {
+        let runnable = if self.version <= Version::V2416 {
             ctx.task(prev).state == TaskState::Running
         } else {
             self.on_rq(prev)
@@ -613,6 +652,10 @@ impl SchedClass for Linux24 {
         }
         self.stats.yields += 1;
         self.core.sched_yield(ctx, cpu, p);
+        if self.version < Version::V2416 {
+            // Before 2.4.16 sys_sched_yield only marks the task (no move to the tail).
+            return;
+        }
         ctx.lock(self.runqueue_lock);
         if self.on_rq(p) {
             self.move_last_runqueue(ctx, p);

@@ -424,6 +424,57 @@ fn yield_moves_to_the_tail_and_loses_to_every_other_task() {
 }
 
 #[test]
+fn before_2_4_16_prev_wins_ties_and_a_yielder_stays_in_place() {
+    for (version, prev_wins, moved) in [
+        (Version::V2417, false, true),
+        (Version::V2416, false, true),
+        (Version::V2414, true, false),
+        (Version::V247, true, false),
+    ] {
+        // `other` sits nearer the head with prev's goodness on CPU 0 (both last ran there,
+        // both in mm 3): 2.4.16 on take it, 2.4.14 keeps prev.
+        let mut b = bed(1, version);
+        let me = b.task24(3, 0, 5, 0);
+        b.queue(me, true);
+        let other = b.runnable(3, 0, 5, 0);
+        b.run_on(me, 0);
+        assert_eq!(b.class.rq.iter().next(), Some(other));
+        let next = b.schedule(0);
+        assert_eq!(next == me, prev_wins, "{version:?}: tie");
+        b.ok();
+        // A yield: the tail (2.4.16 on) or where it was; other runs either way.
+        let mut b = bed(1, version);
+        let other = b.runnable(4, 0, 1, 0);
+        let me = b.runnable(3, 0, 9, 0);
+        b.run_on(me, 0);
+        b.sched_yield(0);
+        assert!(b.class.core.yielding(me));
+        assert_eq!(b.class.rq.last() == Some(me), moved, "{version:?}: yield");
+        assert_eq!(b.schedule(0), other, "{version:?}: −1 loses");
+        b.ok();
+    }
+}
+
+#[test]
+fn the_2_4_7_placement_wants_a_margin_over_one() {
+    // CPU 0 runs `curr` (counter 2, mm 7: 2 + 20 + 15 + 1 = 38 on CPU 0); CPU 1 runs a
+    // strong task. p (counter 4, mm 8, last CPU 0) weighs 4 + 20 + 15 = 39 there:
+    // preemption_goodness 1. 2.4.14 preempts CPU 0; 2.4.7 needs more than 1.
+    for (version, preempts) in [(Version::V2414, true), (Version::V247, false)] {
+        let mut b = bed(2, version);
+        let curr = b.runnable(7, 0, 2, 0);
+        let strong = b.runnable(9, -20, 20, 1);
+        b.run_on(curr, 0);
+        b.run_on(strong, 1);
+        let p = b.task24(8, 0, 4, 0);
+        b.wake(1, p, false);
+        assert_eq!(b.need_resched(0), preempts, "{version:?}");
+        assert_eq!(b.class.stats.ri_preempt, u64::from(preempts));
+        b.ok();
+    }
+}
+
+#[test]
 fn schedule_tail_re_places_a_preempted_task_on_an_idle_cpu() {
     let mut b = bed(2, Version::V2417);
     let prev = b.runnable(3, 0, 5, 0);
@@ -471,8 +522,10 @@ proptest! {
         pcp in prop::sample::select(vec![0i32, 1, 15, 20]),
         tasks in prop::collection::vec(task_spec(), 0..40),
         running in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        still_running in any::<bool>(),
     ) {
-        let mut b = bed(cpus, Version::V2417);
+        // 2.4.14 starts the walk from prev (prev wins ties); 2.4.17 weighs it in place.
+        let mut b = bed(cpus, if still_running { Version::V2414 } else { Version::V2417 });
         b.class.core.rules.pcp = pcp;
         let mut ids = Vec::new();
         for &(mm, nice, counter, processor, yielded, rt, allowed, tail) in &tasks {
@@ -502,8 +555,8 @@ proptest! {
         b.ok();
         for cpu in 0..cpus {
             for mm in 0..4 {
-                let lit = b.with(cpu, |pol, ctx| pol.scan_literal(ctx, cpu, mm));
                 let prev = b.k.cpus[cpu].curr;
+                let lit = b.with(cpu, |pol, ctx| pol.scan_literal(ctx, cpu, prev, mm));
                 let idx = b.with(cpu, |pol, ctx| pol.scan_indexed(ctx, cpu, prev, mm));
                 prop_assert_eq!(lit, idx, "cpu {} mm {}", cpu, mm);
             }
