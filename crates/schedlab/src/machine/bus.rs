@@ -357,7 +357,7 @@ impl Bus {
     /// (`rem` into it), each line whose `n` slots there are free takes them and the next
     /// request is `pace` later, word after word, each word's bits held in a register,
     /// until no line is `left` or one would queue or straddle two words (the general
-    /// path takes that one). Returns the lines placed; `n` is at most 64.
+    /// path takes that one). Returns the lines placed; `n` is 1 to 64.
     #[inline(always)]
     fn place_free(
         &mut self,

@@ -850,9 +850,9 @@ impl Interconnect {
 
     /// `cpu` reads the named line `l` at `t`.
     ///
-    /// Most such reads find the line held (a published value re-read, another CPU's
-    /// `curr` unchanged since): named lines are never evicted, so such a read changes no
-    /// entry and is priced here, inlined into the caller; the rest out of line.
+    /// A read of a line already held (a published value re-read, another CPU's `curr`
+    /// unchanged since) changes no entry, named lines being never evicted: it is priced
+    /// here, inlined into the caller; the rest out of line.
     #[inline(always)]
     pub fn read_line(&mut self, t: Time, cpu: CpuId, l: LineId) -> Time {
         if !self.model.coherence {
