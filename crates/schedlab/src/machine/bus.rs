@@ -266,7 +266,14 @@ impl Bus {
         };
         let mut left = lines;
         while left > 0 {
-            if own != 0 && idx % 64 + n <= 64 {
+            if own != 0 && other.is_none() {
+                taken +=
+                    n * self.place_free(&mut idx, &mut rem, &mut left, n, (pace_slots, pace_rem));
+                if left == 0 {
+                    break;
+                }
+                // The line at `idx` would queue or straddles two words.
+            } else if own != 0 && idx % 64 + n <= 64 {
                 let (w, run) = (idx / 64, own << (idx % 64));
                 // `other` first, and this bus only if the line is free there: a word this
                 // path looks up (and may reset, `Bus::word`) is one the slow path would.
@@ -344,6 +351,57 @@ impl Bus {
             o.stats.queued_ns += waited_other;
         }
         lost
+    }
+
+    /// The fast path of a paced stream on this bus alone: from the request at slot `idx`
+    /// (`rem` into it), each line whose `n` slots there are free takes them and the next
+    /// request is `pace` later, word after word, each word's bits held in a register,
+    /// until no line is `left` or one would queue or straddle two words (the general
+    /// path takes that one). Returns the lines placed; `n` is 1 to 64.
+    #[inline(always)]
+    fn place_free(
+        &mut self,
+        idx: &mut u64,
+        rem: &mut u64,
+        left: &mut u64,
+        n: u64,
+        pace: (u64, u64),
+    ) -> u64 {
+        let (s, (pace_slots, pace_rem)) = (self.slot.get(), pace);
+        let own = u64::MAX >> (64 - n);
+        let (mut i, mut r, mut l) = (*idx, *rem, *left);
+        while i % 64 + n <= 64 {
+            let w = i / 64;
+            let Some(bits) = self.word(w) else {
+                break;
+            };
+            let last = w * 64 + 64 - n;
+            let mut both = *bits;
+            let mut clash = false;
+            while l > 0 && i <= last {
+                let run = own << (i % 64);
+                if both & run != 0 {
+                    clash = true;
+                    break;
+                }
+                both |= run;
+                l -= 1;
+                // The next request; both remainders are below a slot: one carry at most.
+                r += pace_rem;
+                i += pace_slots;
+                if r >= s {
+                    r -= s;
+                    i += 1;
+                }
+            }
+            *bits = both;
+            if clash || l == 0 {
+                break;
+            }
+        }
+        let placed = *left - l;
+        (*idx, *rem, *left) = (i, r, l);
+        placed
     }
 
     /// Mark the first `n` free slots at or after slot `first`; the slot after the last

@@ -198,6 +198,17 @@ impl Lines {
         e
     }
 
+    /// `cpu` holds a copy of line `i`. Where lines are never evicted (`capacity` 0, the
+    /// named lines) a read by it is then a hit that changes nothing.
+    #[inline(always)]
+    fn holds(&self, i: usize, cpu: CpuId) -> bool {
+        debug_assert_eq!(self.capacity, 0, "a bounded cache's hit moves its stamp");
+        let (w, me) = bit(cpu);
+        self.dir
+            .get(i * (1 + self.words) + 1 + w)
+            .is_some_and(|&s| s & me != 0)
+    }
+
     #[inline(always)]
     fn read(&mut self, i: usize, cpu: CpuId) -> Source {
         let e = self.touch(i, cpu);
@@ -838,12 +849,26 @@ impl Interconnect {
     }
 
     /// `cpu` reads the named line `l` at `t`.
-    #[inline]
+    ///
+    /// A read of a line already held (a published value re-read, another CPU's `curr`
+    /// unchanged since) changes no entry, named lines being never evicted: it is priced
+    /// here, inlined into the caller; the rest out of line.
+    #[inline(always)]
     pub fn read_line(&mut self, t: Time, cpu: CpuId, l: LineId) -> Time {
         if !self.model.coherence {
             return 0;
         }
         self.stats.line_accesses += 1;
+        if self.named.holds(l as usize, cpu) {
+            self.stats.line_hits += 1;
+            return self.costs.l2_line_ns;
+        }
+        self.read_line_fetch(t, cpu, l)
+    }
+
+    /// [`Interconnect::read_line`] of a line `cpu` does not hold.
+    #[inline(never)]
+    fn read_line_fetch(&mut self, t: Time, cpu: CpuId, l: LineId) -> Time {
         let src = self.named.read(l as usize, cpu);
         self.serve(t, cpu, src)
     }

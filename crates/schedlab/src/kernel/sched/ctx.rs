@@ -282,12 +282,15 @@ impl<'a> SchedCtx<'a> {
         self.ic.new_line(name)
     }
 
-    /// Charge a read of the shared line `l`.
-    #[inline]
+    /// Charge a read of the shared line `l`. Nothing to charge (no coherence model) is
+    /// no charge.
+    #[inline(always)]
     pub fn read_line(&mut self, l: LineId) {
         let now = self.now();
         let c = self.ic.read_line(now, self.cpu, l);
-        self.charge(c);
+        if c > 0 {
+            self.charge(c);
+        }
     }
 
     /// Charge a write of the shared line `l`.

@@ -219,7 +219,13 @@ impl Level {
         let done = done.min(todo);
         let prefix = ws.saturating_sub(todo);
         let r = recs.get(set);
-        let kept_rest = ((todo - done) as f64 * self.share(recs, set, ws, todo)).round() as u64;
+        // A pass that touched all it had left keeps no rest: its share (a Fenwick walk
+        // and an `exp`) is not asked for; times a share, finite, it would give 0 too.
+        let kept_rest = if done == todo {
+            0
+        } else {
+            ((todo - done) as f64 * self.share(recs, set, ws, todo)).round() as u64
+        };
         let base = if prefix > 0 && r.slot != NONE && r.fresh == prefix {
             prefix
         } else {

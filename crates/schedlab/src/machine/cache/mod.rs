@@ -164,8 +164,13 @@ impl CacheModel {
             };
         }
         let h1 = hits(self.l1[cpu].share(&self.recs1, set, ws, todo));
-        // model: inclusive levels — what the L1 holds, the L2 holds.
-        let h2 = hits(self.l2[cpu].share(&self.recs2, set, ws, todo)).max(h1);
+        // model: inclusive levels — what the L1 holds, the L2 holds. All of it in the L1
+        // is all of it in the L2: its share is not asked for.
+        let h2 = if h1 == todo {
+            todo
+        } else {
+            hits(self.l2[cpu].share(&self.recs2, set, ws, todo)).max(h1)
+        };
         Miss {
             from_l2: h2 - h1,
             from_outside: todo - h2,

@@ -31,8 +31,8 @@
 //!
 //! Statistics: `balance_rqs_scanned` counts the runqueue lengths the modelled balancers
 //! read (every CPU's at every G1/2.6 call, at every pass of the early one's search):
-//! their O(CPUs) work per call, which the simulator charges in full. An idle G1/2.6
-//! call's walk is answered by [`super::nr_running::NrRunning`] without a host loop.
+//! their O(CPUs) work per call, which the simulator charges in full. Past 64 CPUs an idle
+//! G1/2.6 call's walk is answered by [`super::nr_running::NrRunning`] without a host loop.
 
 use crate::engine::Time;
 use crate::kernel::task::TaskId;

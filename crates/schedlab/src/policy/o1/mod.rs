@@ -340,7 +340,7 @@ pub struct O1 {
     /// Per CPU, `rq->nr_running`: tasks queued in both arrays. Other CPUs' balancers read
     /// it without the lock (`find_busiest_queue`) and re-check it under
     /// `double_lock_balance`. Kept out of [`Rq`], with what lets an idle balance find the
-    /// longest queue without a host walk over every CPU (nr_running.rs).
+    /// longest queue past 64 CPUs without a host walk over every CPU (nr_running.rs).
     nr_running: NrRunning,
     ts: Vec<TaskSched>,
     stats: Stats,
