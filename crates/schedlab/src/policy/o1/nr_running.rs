@@ -32,9 +32,9 @@
 //!   ([`NrRunning::exchange`]), a log cleared past it, or more changes than an eighth of
 //!   the CPUs make the next call copy `latest` whole instead.
 //!
-//! Invariants: `latest[c] == v[c].latest()`; with the index, the tree's leaf `c` encodes `latest[c]`
-//! and every inner node the larger of its children; `ahead` holds exactly one entry
-//! per CPU, dated by its newest kept write; every CPU whose `latest` changed since
+//! Invariants: `latest[c] == v[c].latest()`; with the index, the tree's leaf `c` encodes
+//! `latest[c]` and every inner node the larger of its children; `ahead` holds exactly
+//! one entry per CPU, dated by its newest kept write; every CPU whose `latest` changed since
 //! sequence number `s ≥ base` is in `changed[s - base..]`; when `prev[t].synced` is
 //! `Some(s)`, `prev[t].vals[c] == latest[c]` as of `s` for every `c` not in
 //! `prev[t].patched`. [`NrRunning::remember`], [`NrRunning::exchange`] and
@@ -49,6 +49,27 @@ use crate::policy::Published;
 
 /// CPUs up to which the walks read every queue in the host (see the module doc).
 const INDEX_ABOVE: usize = 64;
+
+/// The walk without the index: every CPU's length as a read at `now` sees it (copied into
+/// `remember` when given), and the longest but `this`'s, strict `>` from CPU 0.
+fn plain_busiest(
+    v: &[Published<u32>],
+    this: CpuId,
+    now: Time,
+    mut remember: Option<&mut [u32]>,
+) -> Option<(CpuId, u32)> {
+    let mut best: Option<(CpuId, u32)> = None;
+    for (c, v) in v.iter().enumerate() {
+        let l = v.at(now);
+        if let Some(r) = remember.as_deref_mut() {
+            r[c] = l;
+        }
+        if c != this && best.is_none_or(|(_, m)| l > m) {
+            best = Some((c, l));
+        }
+    }
+    best
+}
 
 /// `rq->nr_running` of every CPU; see the module doc.
 #[derive(Clone, Debug, Default)]
@@ -222,19 +243,10 @@ impl NrRunning {
         self.remember_given(self.ahead_of(now), this, now);
     }
 
-    /// [`NrRunning::idle_walk`] without the index: every CPU's length read at `now`,
-    /// remembered, and the longest but `this`'s, strict `>` from CPU 0.
+    /// [`NrRunning::idle_walk`] without the index: every CPU's length read at `now` and
+    /// remembered in `this`'s `prev_nr_running[]`; the longest but `this`'s.
     fn plain_walk(&mut self, this: CpuId, now: Time) -> Option<(CpuId, u32)> {
-        let mut best: Option<(CpuId, u32)> = None;
-        let vals = &mut self.prev[this].vals;
-        for (c, (v, p)) in self.v.iter().zip(vals.iter_mut()).enumerate() {
-            let l = v.at(now);
-            *p = l;
-            if c != this && best.is_none_or(|(_, m)| l > m) {
-                best = Some((c, l));
-            }
-        }
-        best
+        plain_busiest(&self.v, this, now, Some(&mut self.prev[this].vals))
     }
 
     fn remember_given(&mut self, ahead: Vec<CpuId>, this: CpuId, now: Time) {
@@ -261,14 +273,7 @@ impl NrRunning {
     /// equals: `(cpu, length)`.
     pub fn busiest(&self, now: Time, this: CpuId) -> Option<(CpuId, u32)> {
         if !self.indexed {
-            let mut best: Option<(CpuId, u32)> = None;
-            for (c, v) in self.v.iter().enumerate() {
-                let l = v.at(now);
-                if c != this && best.is_none_or(|(_, m)| l > m) {
-                    best = Some((c, l));
-                }
-            }
-            return best;
+            return plain_busiest(&self.v, this, now, None);
         }
         self.busiest_given(&self.ahead_of(now), this, now)
     }
