@@ -24,6 +24,8 @@
 //!
 //! Invariants: a lock is held by at most one CPU; `free_at` never moves backwards.
 
+use std::collections::VecDeque;
+
 use crate::engine::Time;
 
 use super::{CpuId, LineId};
@@ -68,8 +70,9 @@ pub struct SpinLock {
     /// The interconnect line the lock lives on, if it shares one with the data it
     /// protects; `None`: a line of its own, followed by `last_cpu`.
     pub line: Option<LineId>,
-    /// Grant times of recent acquisitions, for the spinners still queued at a request.
-    pub queued: Vec<Time>,
+    /// Grant times of the last 64 acquisitions, oldest first, for the spinners still
+    /// queued at a request (a ring: the oldest goes at every grant once full).
+    pub queued: VecDeque<Time>,
     /// Counters.
     pub stats: LockStats,
 }
@@ -84,7 +87,7 @@ impl SpinLock {
             granted_at: 0,
             last_cpu: None,
             line: None,
-            queued: Vec::new(),
+            queued: VecDeque::new(),
             stats: LockStats::default(),
         }
     }

@@ -462,9 +462,9 @@ impl<'a> SchedCtx<'a> {
         let cpu = self.cpu;
         let lk = &mut self.locks[l as usize];
         if lk.queued.len() >= 64 {
-            lk.queued.remove(0);
+            lk.queued.pop_front();
         }
-        lk.queued.push(now);
+        lk.queued.push_back(now);
         lk.holder = Some(cpu);
         self.cpus[cpu].locks_held += 1;
         lk.granted_at = now;

@@ -94,7 +94,7 @@ impl O1 {
     }
 
     /// Own load as G1/2.6 see it: the larger of previous and current (current if idle).
-    fn own_load(&self, this: CpuId, idle: bool) -> u32 {
+    fn own_load(&mut self, this: CpuId, idle: bool) -> u32 {
         let cur = self.nr_running.latest(this);
         if idle {
             return cur;

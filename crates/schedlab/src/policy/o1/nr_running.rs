@@ -6,8 +6,9 @@
 //! an idle CPU calls it at every tick. The modelled kernel's walk is O(CPUs) and stays
 //! so in simulated time (the remote reads are charged whole). The host need not repeat
 //! it: an idle call's answer is the longest other queue as of the caller's clock, which
-//! a max-tree keeps, and its memory is the current lengths, brought up to date from
-//! a log of the queues that changed since the caller's last call.
+//! a max-tree keeps, and its memory is the current lengths, which only a later busy
+//! call reads: the idle call notes where the log of changes stood, and the busy call
+//! rebuilds the lengths of that moment from it.
 //!
 //! The index pays only with many CPUs: its upkeep at every enqueue and dequeue (the tree
 //! path, the log, `ahead`) costs more than the walks it spares at 8 (the 8-way
@@ -25,19 +26,23 @@
 //!   `latest[c]` exactly when `c`'s newest write is not after `now`; the CPUs whose
 //!   newest write is (writes by hooks processed earlier whose clocks ran ahead, few) are
 //!   read one by one.
-//! * `prev[this]`: `this` CPU's `prev_nr_running[]`, owned here so that an idle call
-//!   ([`NrRunning::remember`]) rewrites only what changed: the CPUs logged in `changed`
-//!   since its last call (sequence numbers from `base`) and the ones it read ahead of
-//!   `latest` then (`patched`). A walk that rewrites it entry by entry
-//!   ([`NrRunning::exchange`]), a log cleared past it, or more changes than an eighth of
-//!   the CPUs make the next call copy `latest` whole instead.
+//! * `changed`: every change of a `latest` entry, oldest first, with the value it
+//!   replaced; entry `k` is change `base + k`.
+//! * `prev[this]`: `this` CPU's `prev_nr_running[]`. Only a busy call reads it, an
+//!   idle call (every tick of an idle CPU) only rewrites it, so an idle call
+//!   ([`NrRunning::remember`]) leaves a [`Snapshot`] instead: the change count it saw
+//!   and the CPUs it read ahead of `latest`, with what it read. The next read
+//!   ([`NrRunning::prev`], [`NrRunning::exchange`]) materialises it: `latest`, with each
+//!   CPU changed since then put back to the value its first later change replaced.
+//!   The log keeps at most `LOG_PER_CPU` changes per CPU; dropping its older half first
+//!   materialises the snapshots that still need it.
 //!
 //! Invariants: `latest[c] == v[c].latest()`; with the index, the tree's leaf `c` encodes
 //! `latest[c]` and every inner node the larger of its children; `ahead` holds exactly
-//! one entry per CPU, dated by its newest kept write; every CPU whose `latest` changed since
-//! sequence number `s ≥ base` is in `changed[s - base..]`; when `prev[t].synced` is
-//! `Some(s)`, `prev[t].vals[c] == latest[c]` as of `s` for every `c` not in
-//! `prev[t].patched`. [`NrRunning::remember`], [`NrRunning::exchange`] and
+//! one entry per CPU, dated by its newest kept write; every snapshot's change count is
+//! at least `base`; a CPU's `prev_nr_running[c]` is, with a snapshot, its `patched`
+//! value or else `latest[c]` as of the snapshot's change count, and without one,
+//! `vals[c]`. [`NrRunning::remember`], [`NrRunning::exchange`] and
 //! [`NrRunning::busiest`] equal the plain walk (the tests compare them on random
 //! histories).
 
@@ -76,31 +81,38 @@ fn plain_busiest(
 pub struct NrRunning {
     v: Vec<Published<u32>>,
     latest: Vec<u32>,
-    /// The index (`tree`, `ahead`, `changed`, `prev[..].synced`) is kept; without it
+    /// The index (`tree`, `ahead`, `changed`, the snapshots) is kept; without it
     /// those stay empty and unused.
     indexed: bool,
     /// Leaves at `size..size + n`, as [`key`]s; node `k`'s children are `2k`, `2k + 1`.
     tree: Vec<u64>,
     size: usize,
     ahead: BTreeSet<(Time, CpuId)>,
-    /// CPUs whose `latest` changed, oldest first; entry `k` is change `base + k`.
-    changed: Vec<CpuId>,
+    /// Changes of `latest`, oldest first: `(cpu, the value replaced)`; entry `k` is
+    /// change `base + k`.
+    changed: Vec<(CpuId, u32)>,
     base: u64,
     prev: Vec<Prev>,
 }
 
-/// One CPU's `prev_nr_running[]` and how current it is.
+/// One CPU's `prev_nr_running[]`.
 #[derive(Clone, Debug, Default)]
 struct Prev {
     vals: Vec<u32>,
-    /// The change count `vals` is up to date with (outside `patched`); `None`: unknown.
-    synced: Option<u64>,
-    /// CPUs whose entry was read ahead of their latest at the last call.
-    patched: Vec<CpuId>,
+    /// Left by an idle call: `vals` is stale until materialised.
+    snapshot: Option<Snapshot>,
 }
 
-/// Changes kept, per CPU, before the log is cleared.
-const LOG_PER_CPU: usize = 4;
+/// What an idle call remembered: every CPU's `latest` as of change `seq`, except the
+/// CPUs it read ahead of their latest, with the values it read.
+#[derive(Clone, Debug, Default)]
+struct Snapshot {
+    seq: u64,
+    patched: Vec<(CpuId, u32)>,
+}
+
+/// Changes kept, per CPU, before the older half of the log is dropped.
+const LOG_PER_CPU: usize = 8;
 
 /// A leaf's key: longer queues first, then lower CPUs (a larger key wins).
 fn key(len: u32, cpu: CpuId) -> u64 {
@@ -144,8 +156,7 @@ impl NrRunning {
             prev: vec![
                 Prev {
                     vals: vec![0; n],
-                    synced: Some(0),
-                    patched: Vec::new(),
+                    snapshot: None,
                 };
                 n
             ],
@@ -181,13 +192,11 @@ impl NrRunning {
         }
         let l = self.v[c].latest();
         if l != self.latest[c] {
-            self.latest[c] = l;
             if self.changed.len() >= LOG_PER_CPU * self.latest.len() {
-                // Whoever has not caught up by now copies whole.
-                self.base += self.changed.len() as u64;
-                self.changed.clear();
+                self.trim_log();
             }
-            self.changed.push(c);
+            self.changed.push((c, self.latest[c]));
+            self.latest[c] = l;
             let mut k = self.size + c;
             self.tree[k] = key(l, c);
             while k > 1 {
@@ -210,15 +219,52 @@ impl NrRunning {
 
     /// `this` CPU's `prev_nr_running[c]`.
     #[inline]
-    pub fn prev(&self, this: CpuId, c: CpuId) -> u32 {
+    pub fn prev(&mut self, this: CpuId, c: CpuId) -> u32 {
+        self.materialize(this);
         self.prev[this].vals[c]
     }
 
     /// A walk's step: `prev_nr_running[c] = cur` for `this`, returning the old entry.
+    #[inline]
     pub fn exchange(&mut self, this: CpuId, c: CpuId, cur: u32) -> u32 {
-        let p = &mut self.prev[this];
-        p.synced = None;
-        std::mem::replace(&mut p.vals[c], cur)
+        self.materialize(this);
+        std::mem::replace(&mut self.prev[this].vals[c], cur)
+    }
+
+    /// Write `this`'s snapshot, if it has one, into its `prev_nr_running[]`: `latest`,
+    /// each CPU changed since put back to what its first later change replaced (the log
+    /// read newest first, so the earliest change writes last), then the patched CPUs.
+    fn materialize(&mut self, this: CpuId) {
+        let Some(snap) = self.prev[this].snapshot.take() else {
+            return;
+        };
+        let vals = &mut self.prev[this].vals;
+        vals.copy_from_slice(&self.latest);
+        for &(c, replaced) in self.changed[(snap.seq - self.base) as usize..].iter().rev() {
+            vals[c] = replaced;
+        }
+        for &(c, seen) in &snap.patched {
+            vals[c] = seen;
+        }
+    }
+
+    /// Drop the older half of the log, first materialising the snapshots taken before
+    /// its end. Idle CPUs take a new snapshot at every tick, so the ones left that old
+    /// are of CPUs gone busy since, few.
+    fn trim_log(&mut self) {
+        let half = self.changed.len() / 2;
+        let cutoff = self.base + half as u64;
+        for t in 0..self.prev.len() {
+            if self.prev[t]
+                .snapshot
+                .as_ref()
+                .is_some_and(|s| s.seq < cutoff)
+            {
+                self.materialize(t);
+            }
+        }
+        self.changed.drain(..half);
+        self.base = cutoff;
     }
 
     /// An idle `find_busiest_queue` walk by `this` at `now`: [`NrRunning::busiest`],
@@ -250,23 +296,11 @@ impl NrRunning {
     }
 
     fn remember_given(&mut self, ahead: Vec<CpuId>, this: CpuId, now: Time) {
-        let end = self.base + self.changed.len() as u64;
-        let n = self.latest.len();
-        let p = &mut self.prev[this];
-        match p.synced {
-            Some(s) if s >= self.base && (end - s) as usize <= n / 8 => {
-                let since = (s - self.base) as usize;
-                for &c in self.changed[since..].iter().chain(&p.patched) {
-                    p.vals[c] = self.latest[c];
-                }
-            }
-            _ => p.vals.copy_from_slice(&self.latest),
-        }
-        for &c in &ahead {
-            p.vals[c] = self.v[c].at(now);
-        }
-        p.patched = ahead;
-        p.synced = Some(end);
+        let patched = ahead.into_iter().map(|c| (c, self.v[c].at(now))).collect();
+        self.prev[this].snapshot = Some(Snapshot {
+            seq: self.base + self.changed.len() as u64,
+            patched,
+        });
     }
 
     /// The longest queue other than `this`'s as seen at `now`, the lowest CPU among
@@ -344,6 +378,24 @@ mod tests {
         best
     }
 
+    impl NrRunning {
+        /// `prev_nr_running[c]` of `this` without materialising a snapshot: the lazy
+        /// state read as the invariant states it.
+        fn prev_seen(&self, this: CpuId, c: CpuId) -> u32 {
+            let p = &self.prev[this];
+            let Some(snap) = &p.snapshot else {
+                return p.vals[c];
+            };
+            if let Some(&(_, seen)) = snap.patched.iter().find(|&&(d, _)| d == c) {
+                return seen;
+            }
+            self.changed[(snap.seq - self.base) as usize..]
+                .iter()
+                .find(|&&(d, _)| d == c)
+                .map_or(self.latest[c], |&(_, replaced)| replaced)
+        }
+    }
+
     proptest! {
         #[test]
         fn remember_exchange_and_busiest_equal_the_plain_walk(
@@ -385,7 +437,7 @@ mod tests {
                 plain_prev[this] = plain;
                 for (t, row) in plain_prev.iter().enumerate() {
                     for (c, &v) in row.iter().enumerate() {
-                        prop_assert_eq!(nr.prev(t, c), v, "prev[{}][{}]", t, c);
+                        prop_assert_eq!(nr.prev_seen(t, c), v, "prev[{}][{}]", t, c);
                     }
                 }
             }
@@ -396,18 +448,27 @@ mod tests {
     }
 
     #[test]
-    fn a_cleared_log_makes_the_next_call_copy_whole() {
+    fn a_snapshot_outlives_the_log_it_was_taken_in() {
         let n = 4;
         let mut nr = NrRunning::with_index(n, true);
-        nr.remember(0, 0);
-        for k in 0..(LOG_PER_CPU * n + 3) as u64 {
-            nr.add(1 + k as usize % 3, k, 1);
+        nr.add(2, 0, 1);
+        nr.remember(0, 10);
+        let seen: Vec<u32> = (0..n).map(|c| nr.latest(c)).collect();
+        // Enough changes to trim the log twice past the snapshot.
+        for k in 0..(3 * LOG_PER_CPU * n) as u64 {
+            nr.add(1 + k as usize % 3, 100 + k, 1);
         }
-        assert!(nr.base > 0, "the log was cleared");
-        nr.remember(0, 1_000_000);
-        for c in 0..n {
-            assert_eq!(nr.prev(0, c), nr.latest(c), "cpu {c}");
+        assert!(nr.base > 0, "the log was trimmed");
+        assert!(
+            nr.prev[0].snapshot.is_none(),
+            "materialised before its changes went"
+        );
+        for (c, &len) in seen.iter().enumerate() {
+            assert_eq!(nr.prev(0, c), len, "cpu {c}");
         }
+        // A busy walk reads the remembered lengths back, entry by entry.
+        assert_eq!(nr.exchange(0, 2, 9), 1);
+        assert_eq!(nr.prev(0, 2), 9);
     }
 
     #[test]
