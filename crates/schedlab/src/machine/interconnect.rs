@@ -364,8 +364,67 @@ impl Lines {
 
     /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus (`words`
     /// words). A write to a line shared beyond the bus names the lowest such sharer.
+    ///
+    /// Up to 64 CPUs (one sharer word, every preset but the NUMA one past 64 CPUs) it is
+    /// [`Lines::write_one_word`]: every run-queue change writes a task's line and every
+    /// lock taken writes its line, so the general walk over sharer words weighs there.
     #[inline(always)]
     fn write(&mut self, i: usize, cpu: CpuId, mine_bus: &[u64]) -> Source {
+        if self.words == 1 {
+            return self.write_one_word(i, cpu, mine_bus[0]);
+        }
+        self.write_words(i, cpu, mine_bus)
+    }
+
+    /// [`Lines::write`] with one sharer word: `touch` and the write as one update of the
+    /// entry `[owner, sharers]`, the same sources and entries.
+    #[inline(always)]
+    fn write_one_word(&mut self, i: usize, cpu: CpuId, mine_bus: u64) -> Source {
+        debug_assert_eq!(self.words, 1);
+        if 2 * i + 2 > self.dir.len() {
+            self.grow(i);
+        }
+        let me = 1u64 << cpu;
+        let (mut owner, mut sharers) = (self.dir[2 * i], self.dir[2 * i + 1]);
+        if self.capacity != 0 {
+            let now = self.clock[cpu];
+            let stamp = &mut self.stamp[i * self.cpus + cpu];
+            if sharers & me != 0 && now.wrapping_sub(*stamp) >= self.capacity {
+                // Evicted since: a dirty copy was written back.
+                sharers &= !me;
+                if owner == cpu as u64 {
+                    owner = NO_OWNER;
+                }
+            }
+            let now = now.wrapping_add(1);
+            *stamp = now;
+            self.clock[cpu] = now;
+        }
+        (self.dir[2 * i], self.dir[2 * i + 1]) = (cpu as u64, me);
+        let others = sharers & !me;
+        if owner == cpu as u64 {
+            Source::Hit
+        } else if owner != NO_OWNER {
+            Source::Cache(owner as CpuId)
+        } else if sharers & me != 0 {
+            if others == 0 {
+                // Exclusive clean copy: a silent upgrade.
+                return Source::Hit;
+            }
+            let off = others & !mine_bus;
+            Source::Upgrade {
+                remote: (off != 0).then(|| off.trailing_zeros() as CpuId),
+            }
+        } else {
+            Source::Memory
+        }
+    }
+
+    /// [`Lines::write`] over any number of sharer words. Out of line: only machines past
+    /// 64 CPUs take it, and inlined beside the one-word path it would double the code
+    /// every lock and run-queue change carries.
+    #[inline(never)]
+    fn write_words(&mut self, i: usize, cpu: CpuId, mine_bus: &[u64]) -> Source {
         let e = self.touch(i, cpu);
         let (w, me) = bit(cpu);
         let o = e[0];
@@ -1116,6 +1175,34 @@ mod tests {
                 b.read_tasks(3_000, other, walk.iter().copied(), examine));
             proptest::prop_assert_eq!(x, y);
             same_traffic(&mut a, &mut b, 2_500, cpu)?;
+        }
+    }
+
+    proptest::proptest! {
+        /// Up to 64 CPUs a write is one update of the one-word entry: the same sources,
+        /// entries and stamps as the walk over sharer words, task lines (bounded, evicted)
+        /// and named lines (unbounded) alike, reads mixed in.
+        #[test]
+        fn a_one_word_write_is_the_general_write(
+            ops in proptest::collection::vec((0usize..8, 0usize..40, proptest::bool::ANY), 0..400),
+            capacity in 0u32..6,
+        ) {
+            let (mut a, mut b) = (Lines::new(8, capacity), Lines::new(8, capacity));
+            let masks = [0x0fu64, 0xf0];
+            for (cpu, i, write) in ops {
+                let bus = &masks[cpu / 4..cpu / 4 + 1];
+                if write {
+                    proptest::prop_assert_eq!(
+                        a.write_one_word(i, cpu, bus[0]),
+                        b.write_words(i, cpu, bus)
+                    );
+                } else {
+                    proptest::prop_assert_eq!(a.read(i, cpu), b.read(i, cpu));
+                }
+                proptest::prop_assert_eq!(&a.dir, &b.dir);
+                proptest::prop_assert_eq!(&a.stamp, &b.stamp);
+                proptest::prop_assert_eq!(&a.clock, &b.clock);
+            }
         }
     }
 
