@@ -658,6 +658,9 @@ impl Interconnect {
     /// The run is one paced stream: on one bus [`Bus::occupy_paced`]; across the buses
     /// [`Bus::occupy_paced_after`], each line queueing on the other bus and then, once
     /// its slots there started, on this one.
+    // Inlined into its one caller (`touch_stream_state`, on every pipe and socket call
+    // that finds the stream's state on another CPU): only the stream's call stays.
+    #[inline]
     pub fn transfer_run(&mut self, t: Time, from: CpuId, cpu: CpuId, lines: u64) -> Time {
         let (mine, theirs) = (self.bus_of(cpu), self.bus_of(from));
         let slots = self.costs.line_slots;
