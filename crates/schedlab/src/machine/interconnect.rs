@@ -302,7 +302,7 @@ impl Lines {
     }
 
     /// [`Lines::read`] then [`Lines::write`] of each line of `lines` in order by `cpu`
-    /// (`masks` and `bus` as for `write`), both sources handed to `served` as they are found:
+    /// (`mine_bus` as for `write`), both sources handed to `served` as they are found:
     /// a walk that reads each line and then writes it (2.4's counter recalculation).
     ///
     /// After its own read the CPU holds the line and nobody else owns it, so the write
@@ -314,18 +314,18 @@ impl Lines {
     fn read_write_each(
         &mut self,
         cpu: CpuId,
-        (masks, bus): (&[u64], usize),
+        mine_bus: &[u64],
         lines: impl IntoIterator<Item = u32>,
         mut served: impl FnMut(Source, Source),
     ) {
         if self.words != 1 || self.capacity == 0 {
             for i in lines {
                 let r = self.read(i as usize, cpu);
-                served(r, self.write(i as usize, cpu, masks, bus));
+                served(r, self.write(i as usize, cpu, mine_bus));
             }
             return;
         }
-        let (capacity, me, bus) = (self.capacity, 1u64 << cpu, masks[bus]);
+        let (capacity, me, bus) = (self.capacity, 1u64 << cpu, mine_bus[0]);
         self.each_dense(cpu, lines, |e, stamp, now| {
             // `touch` then `read`, `touch` then `write`, with one sharer word.
             let (mut owner, mut sharers) = (e[0], e[1]);
@@ -362,72 +362,10 @@ impl Lines {
         });
     }
 
-    /// A write by `cpu`, on bus `bus`; `masks` holds each bus's mask of its CPUs (`words`
-    /// words each, bus `b` at `b * words`). A write to a line shared beyond the bus names
-    /// the lowest such sharer.
-    ///
-    /// Up to 64 CPUs (one sharer word, every preset but the NUMA one past 64 CPUs) it is
-    /// [`Lines::write_one_word`]: every run-queue change writes a task's line and every
-    /// lock taken writes its line, so the general walk over sharer words weighs there.
+    /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus (`words`
+    /// words). A write to a line shared beyond the bus names the lowest such sharer.
     #[inline(always)]
-    fn write(&mut self, i: usize, cpu: CpuId, masks: &[u64], bus: usize) -> Source {
-        if self.words == 1 {
-            return self.write_one_word(i, cpu, masks, bus);
-        }
-        let w = self.words;
-        self.write_words(i, cpu, &masks[bus * w..(bus + 1) * w])
-    }
-
-    /// [`Lines::write`] with one sharer word: `touch` and the write as one update of the
-    /// entry `[owner, sharers]`, the same sources and entries. The bus mask is read only
-    /// for an upgrade (a write to a line others share), the one source that names a bus.
-    #[inline(always)]
-    fn write_one_word(&mut self, i: usize, cpu: CpuId, masks: &[u64], bus: usize) -> Source {
-        debug_assert_eq!(self.words, 1);
-        if 2 * i + 2 > self.dir.len() {
-            self.grow(i);
-        }
-        let me = 1u64 << cpu;
-        let (mut owner, mut sharers) = (self.dir[2 * i], self.dir[2 * i + 1]);
-        if self.capacity != 0 {
-            let now = self.clock[cpu];
-            let stamp = &mut self.stamp[i * self.cpus + cpu];
-            if sharers & me != 0 && now.wrapping_sub(*stamp) >= self.capacity {
-                // Evicted since: a dirty copy was written back.
-                sharers &= !me;
-                if owner == cpu as u64 {
-                    owner = NO_OWNER;
-                }
-            }
-            let now = now.wrapping_add(1);
-            *stamp = now;
-            self.clock[cpu] = now;
-        }
-        (self.dir[2 * i], self.dir[2 * i + 1]) = (cpu as u64, me);
-        let others = sharers & !me;
-        if owner == cpu as u64 {
-            Source::Hit
-        } else if owner != NO_OWNER {
-            Source::Cache(owner as CpuId)
-        } else if sharers & me != 0 {
-            if others == 0 {
-                // Exclusive clean copy: a silent upgrade.
-                return Source::Hit;
-            }
-            let off = others & !masks[bus];
-            Source::Upgrade {
-                remote: (off != 0).then(|| off.trailing_zeros() as CpuId),
-            }
-        } else {
-            Source::Memory
-        }
-    }
-
-    /// [`Lines::write`] over any number of sharer words. Out of line: only machines past
-    /// 64 CPUs take it, and inlined beside the one-word path it would double the code
-    /// every lock and run-queue change carries.
-    #[inline(never)]
-    fn write_words(&mut self, i: usize, cpu: CpuId, mine_bus: &[u64]) -> Source {
+    fn write(&mut self, i: usize, cpu: CpuId, mine_bus: &[u64]) -> Source {
         let e = self.touch(i, cpu);
         let (w, me) = bit(cpu);
         let o = e[0];
@@ -658,9 +596,6 @@ impl Interconnect {
     /// The run is one paced stream: on one bus [`Bus::occupy_paced`]; across the buses
     /// [`Bus::occupy_paced_after`], each line queueing on the other bus and then, once
     /// its slots there started, on this one.
-    // Inlined into its one caller (`touch_stream_state`, on every pipe and socket call
-    // that finds the stream's state on another CPU): only the stream's call stays.
-    #[inline]
     pub fn transfer_run(&mut self, t: Time, from: CpuId, cpu: CpuId, lines: u64) -> Time {
         let (mine, theirs) = (self.bus_of(cpu), self.bus_of(from));
         let slots = self.costs.line_slots;
@@ -834,9 +769,10 @@ impl Interconnect {
         // that the buses are charged as it goes.
         let mut lines = std::mem::take(&mut self.tasks);
         let masks = std::mem::take(&mut self.bus_masks);
+        let (w, b) = (lines.words, self.bus_of(cpu) * lines.words);
         lines.read_write_each(
             cpu,
-            (&masks, self.bus_of(cpu)),
+            &masks[b..b + w],
             tasks.iter().copied(),
             |read, write| {
                 self.stats.line_accesses += 2;
@@ -895,9 +831,9 @@ impl Interconnect {
             return 0;
         }
         self.stats.line_accesses += 1;
-        let src = self
-            .tasks
-            .write(p as usize, cpu, &self.bus_masks, self.bus_of(cpu));
+        let w = self.tasks.words;
+        let b = self.bus_of(cpu) * w;
+        let src = self.tasks.write(p as usize, cpu, &self.bus_masks[b..b + w]);
         self.serve(t, cpu, src)
     }
 
@@ -944,9 +880,9 @@ impl Interconnect {
             return 0;
         }
         self.stats.line_accesses += 1;
-        let src = self
-            .named
-            .write(l as usize, cpu, &self.bus_masks, self.bus_of(cpu));
+        let w = self.named.words;
+        let b = self.bus_of(cpu) * w;
+        let src = self.named.write(l as usize, cpu, &self.bus_masks[b..b + w]);
         self.serve(t, cpu, src)
     }
 
@@ -962,10 +898,9 @@ impl Interconnect {
             return 0;
         }
         self.stats.line_accesses += 1;
-        match self
-            .named
-            .write(l as usize, cpu, &self.bus_masks, self.bus_of(cpu))
-        {
+        let w = self.named.words;
+        let b = self.bus_of(cpu) * w;
+        match self.named.write(l as usize, cpu, &self.bus_masks[b..b + w]) {
             Source::Hit => {
                 self.stats.line_hits += 1;
                 0
@@ -981,8 +916,9 @@ impl Interconnect {
         if !self.model.coherence {
             return;
         }
-        self.named
-            .write(l as usize, cpu, &self.bus_masks, self.bus_of(cpu));
+        let w = self.named.words;
+        let b = self.bus_of(cpu) * w;
+        self.named.write(l as usize, cpu, &self.bus_masks[b..b + w]);
     }
 
     /// The CPU holding the named line `l` modified, if any.
@@ -1184,34 +1120,6 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Up to 64 CPUs a write is one update of the one-word entry: the same sources,
-        /// entries and stamps as the walk over sharer words, task lines (bounded, evicted)
-        /// and named lines (unbounded) alike, reads mixed in.
-        #[test]
-        fn a_one_word_write_is_the_general_write(
-            ops in proptest::collection::vec((0usize..8, 0usize..40, proptest::bool::ANY), 0..400),
-            capacity in 0u32..6,
-        ) {
-            let (mut a, mut b) = (Lines::new(8, capacity), Lines::new(8, capacity));
-            let masks = [0x0fu64, 0xf0];
-            for (cpu, i, write) in ops {
-                let bus = cpu / 4;
-                if write {
-                    proptest::prop_assert_eq!(
-                        a.write_one_word(i, cpu, &masks, bus),
-                        b.write_words(i, cpu, &masks[bus..bus + 1])
-                    );
-                } else {
-                    proptest::prop_assert_eq!(a.read(i, cpu), b.read(i, cpu));
-                }
-                proptest::prop_assert_eq!(&a.dir, &b.dir);
-                proptest::prop_assert_eq!(&a.stamp, &b.stamp);
-                proptest::prop_assert_eq!(&a.clock, &b.clock);
-            }
-        }
-    }
-
-    proptest::proptest! {
         /// The same on a machine past 64 CPUs (several sharer words, paged stamps), a
         /// walk's CPU and the writers spread over the nodes.
         #[test]
@@ -1298,7 +1206,7 @@ mod tests {
         );
         // CPU 700 writes: the others' copies go, one of them on another node.
         assert_eq!(
-            x.tasks.write(9, 700, &x.bus_masks, 350),
+            x.tasks.write(9, 700, &x.bus_masks[350 * 16..351 * 16]),
             Source::Upgrade { remote: Some(3) }
         );
         x.check().unwrap();
@@ -1314,7 +1222,7 @@ mod tests {
         y.read_task(0, 700, 1);
         y.read_task(0, 701, 1);
         assert_eq!(
-            y.tasks.write(1, 700, &y.bus_masks, 350),
+            y.tasks.write(1, 700, &y.bus_masks[350 * 16..351 * 16]),
             Source::Upgrade { remote: None }
         );
         y.check().unwrap();

@@ -433,9 +433,7 @@ impl<'a> SchedCtx<'a> {
     /// line's read-for-ownership in the directory ([`Interconnect::lock_line`]); for a
     /// lock of its own, or without the coherence model, the line from its last holder
     /// ([`SchedCtx::transfer_cost`]).
-    // Always inlined into `lock` and `trylock`, on every lock taken: left to the
-    // heuristics it is sometimes taken out of line, as `grant` is.
-    #[inline(always)]
+    #[inline]
     fn acquire_cost(&mut self, l: LockId) -> Time {
         match self.locks[l as usize].line {
             Some(line) if self.machine.model.coherence => {
@@ -458,7 +456,7 @@ impl<'a> SchedCtx<'a> {
         }
     }
 
-    #[inline(always)]
+    #[inline]
     fn grant(&mut self, l: LockId, spin: Time) {
         let now = self.now();
         let cpu = self.cpu;
