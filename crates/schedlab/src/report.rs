@@ -160,6 +160,14 @@ pub struct Counters {
     /// pulled from the CPU that wrote them last (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub stream_state_transfers: u64,
+    /// `files_struct` lines `fget` pulled from the CPU that took `file_lock` last (shown
+    /// when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub files_line_transfers: u64,
+    /// `mm->cpu_vm_mask` lines `switch_mm` pulled from the CPU that wrote them last
+    /// (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub vm_mask_transfers: u64,
     /// SysV `semop` calls (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub semops: u64,
@@ -352,6 +360,8 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             tcp_acks: s.tcp_acks,
             sock_lock_waits: s.sock_lock_waits,
             stream_state_transfers: s.stream_state_transfers,
+            files_line_transfers: s.files_line_transfers,
+            vm_mask_transfers: s.vm_mask_transfers,
             semops: s.semops,
             semop_sleeps: s.semop_sleeps,
             schedule_calls: s.schedule_calls,

@@ -1043,6 +1043,48 @@ fn a_pipe_hop_across_cpus_pulls_the_pipes_state_and_one_on_one_cpu_does_not() {
     );
 }
 
+/// Issue 14: the threads of one mm share its `files_struct` and its `cpu_vm_mask`. Every
+/// `read` and `write` takes `files->file_lock` (`fget`) and every switch into a thread
+/// sets its CPU's bit in `cpu_vm_mask` (`switch_mm`), both locked operations on a line
+/// of the mm. A threaded ping-pong split over two CPUs (haMQ's 2-task reflex) pulls each
+/// line about once per hop; the same pair on one CPU pulls none. lat_pipe's two
+/// processes, split the same way (their pipe's state moves), have an mm each and pull
+/// neither line. `coherence=off` prices none.
+#[test]
+fn threads_split_over_cpus_pull_their_mms_lines_and_processes_do_not() {
+    let hops = 2 * 500u64;
+    let pulled = |r: &serde_json::Value, k: &str| r["counters"][k].as_u64().unwrap_or(0);
+    let threads = run_json(cfg("piii700-1m", 2, "hamq", "reflex:tasks=2,rounds=500"));
+    for k in ["files_line_transfers", "vm_mask_transfers"] {
+        let n = pulled(&threads, k);
+        assert!(
+            (hops * 9 / 10..=hops * 11 / 10).contains(&n),
+            "{k}: {n} for {hops} split hops"
+        );
+    }
+    let one = run_json(cfg("piii700-1m", 1, "hamq", "reflex:tasks=2,rounds=500"));
+    let procs = run_json(cfg("piii700-1m", 2, "hamq", "lat_pipe:rounds=500"));
+    assert!(
+        pulled(&procs, "stream_state_transfers") >= hops,
+        "lat_pipe's pair is split"
+    );
+    let off = run_json(cfg(
+        "piii700-1m:coherence=off",
+        2,
+        "hamq",
+        "reflex:tasks=2,rounds=500",
+    ));
+    for (what, r) in [
+        ("one CPU", &one),
+        ("processes", &procs),
+        ("coherence=off", &off),
+    ] {
+        for k in ["files_line_transfers", "vm_mask_transfers"] {
+            assert_eq!(pulled(r, k), 0, "{what}: {k}");
+        }
+    }
+}
+
 /// Pooled MQ with balancing keeps every run queue consistent and actually balances.
 #[test]
 fn mq_pool_balancer_runs_and_moves_tasks() {

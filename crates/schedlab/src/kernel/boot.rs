@@ -50,6 +50,7 @@ impl Kernel {
             sock_locks: Vec::new(),
             sock_taken: None,
             files: Vec::new(),
+            mm_lines: Vec::new(),
             open_files: 0,
             live_tasks: 0,
             nr_threads: 0,

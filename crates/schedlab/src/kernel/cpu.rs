@@ -437,14 +437,30 @@ impl Kernel {
         self.scheduler_tick(cpu, curr, user);
     }
 
+    /// `switch_mm`'s locked bit operations on `cpu_vm_mask`: `test_and_set_bit` on the
+    /// same mm, or `clear_bit` on the old one and `set_bit` on the new one.
+    fn switch_mm_lines(&mut self, cpu: CpuId, active: u32, mm: u32) -> Time {
+        let mut ns = self.pull_mm_line(cpu, mm, super::MmLine::VmMask);
+        if active != mm && active != 0 {
+            ns += self.pull_mm_line(cpu, active, super::MmLine::VmMask);
+        }
+        if ns > 0 {
+            self.stats.vm_mask_transfers += 1;
+        }
+        ns
+    }
+
     pub(crate) fn context_switch(&mut self, cpu: CpuId, prev: TaskId, next: TaskId) {
         let costs = self.machine.costs();
         let n = &self.tasks[next as usize];
         let mut cost = costs.switch_ns;
         if !n.is_idle {
-            if n.mm != self.cpus[cpu].active_mm {
+            let (mm, active) = (n.mm, self.cpus[cpu].active_mm);
+            if mm != active {
                 cost += costs.switch_mm_ns;
             }
+            cost += self.switch_mm_lines(cpu, active, mm);
+            let n = &self.tasks[next as usize];
             let from = n.last_ran.filter(|&o| o != cpu);
             let per_line = match from {
                 Some(o) => self.machine.stream_line_ns(o, cpu),

@@ -60,6 +60,7 @@ mod usync;
 pub mod waitq;
 
 use crate::engine::{EventQueue, SimRng, Time};
+use crate::machine::hotline::HotLine;
 use crate::machine::{CacheModel, CpuId, Interconnect, LockId, Machine, SpinLock};
 
 use abi::{Program, Record};
@@ -189,6 +190,10 @@ pub struct KernelStats {
     pub sock_lock_waits: u64,
     /// Lines of pipe and socket state pulled from the CPU that wrote them last.
     pub stream_state_transfers: u64,
+    /// `files_struct` lines pulled by `fget` from the CPU that took `file_lock` last.
+    pub files_line_transfers: u64,
+    /// `mm->cpu_vm_mask` lines pulled by `switch_mm` from the CPU that set a bit last.
+    pub vm_mask_transfers: u64,
     /// SysV `semop` calls.
     pub semops: u64,
     /// `semop` calls that slept.
@@ -252,6 +257,9 @@ pub struct Kernel {
     pub(crate) sock_taken: Option<Fd>,
     /// File table.
     pub files: Vec<File>,
+    /// Per mm (the threads of one `clone(CLONE_VM|CLONE_FILES)` family share one
+    /// `mm_struct` and one `files_struct`): the CPUs that wrote their shared lines last.
+    pub(crate) mm_lines: Vec<MmLines>,
     /// Open files (for `file-max`).
     pub open_files: u64,
     /// User tasks not yet exited.
@@ -523,5 +531,55 @@ impl Kernel {
         self.cache.check()?;
         self.ic.check()?;
         self.class.check(self)
+    }
+}
+
+/// The lines of one mm that every CPU running its threads writes with a locked
+/// operation: `mm->cpu_vm_mask` (`switch_mm`) and `files->file_lock` (`fget`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MmLines {
+    vm_mask: SharedLine,
+    files: SharedLine,
+}
+
+/// A line written with locked operations: the CPU that wrote it last, and its transfers
+/// in time (they queue behind each other).
+#[derive(Clone, Debug, Default)]
+struct SharedLine {
+    owner: Option<CpuId>,
+    transit: HotLine,
+}
+
+/// Which of [`MmLines`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum MmLine {
+    VmMask,
+    Files,
+}
+
+impl Kernel {
+    /// `cpu` writes line `which` of `mm`: when another CPU wrote it last, the line comes
+    /// from that CPU's cache, after the transfers of it already under way (coherence
+    /// model; free without it). Returns the wait and the transfer.
+    pub(crate) fn pull_mm_line(&mut self, cpu: CpuId, mm: u32, which: MmLine) -> Time {
+        let mm = mm as usize;
+        if self.mm_lines.len() <= mm {
+            self.mm_lines.resize(mm + 1, MmLines::default());
+        }
+        let l = &mut self.mm_lines[mm];
+        let line = match which {
+            MmLine::VmMask => &mut l.vm_mask,
+            MmLine::Files => &mut l.files,
+        };
+        let last = line.owner.replace(cpu);
+        let Some(from) = last.filter(|&o| o != cpu) else {
+            return 0;
+        };
+        if !self.ic.model().coherence {
+            return 0;
+        }
+        let t = self.cpus[cpu].clock;
+        let wait = line.transit.transfer(t, self.ic.c2c_line_ns(from, cpu));
+        wait + self.ic.transfer_run(t + wait, from, cpu, 1)
     }
 }

@@ -13,7 +13,7 @@ use crate::kernel::chan::{Fd, File, FileKind, Stream, StreamKind};
 use crate::kernel::frame::{Frame, Sys};
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::types::WakeList;
-use crate::kernel::{Acct, Kernel};
+use crate::kernel::{Acct, Kernel, MmLine};
 use crate::machine::CpuId;
 
 pub(super) enum Outcome {
@@ -177,6 +177,18 @@ impl Kernel {
         self.charge(cpu, ns, Acct::Running);
     }
 
+    /// 2.4 `fget`: `read_lock(&files->file_lock)` and its unlock, two locked operations
+    /// on the line of the task's `files_struct`, shared by every thread of its mm. When
+    /// another CPU took the lock last, the line comes from that CPU's cache first.
+    pub(super) fn fget(&mut self, cpu: CpuId, task: TaskId) {
+        let mm = self.tasks[task as usize].mm;
+        let ns = self.pull_mm_line(cpu, mm, MmLine::Files);
+        if ns > 0 {
+            self.stats.files_line_transfers += 1;
+            self.charge(cpu, ns, Acct::Running);
+        }
+    }
+
     pub(super) fn copy(&mut self, cpu: CpuId, s: usize, bytes: u64) {
         let last = self.streams[s].last_cpu;
         let mut ns = self.machine.copy_ns(bytes, last, cpu);
@@ -199,6 +211,9 @@ impl Kernel {
         again: bool,
         wakes: &mut Wakes,
     ) -> Outcome {
+        if !again {
+            self.fget(cpu, task);
+        }
         let Some(f) = self.file(task, fd) else {
             return Outcome::Done(EBADF);
         };
@@ -228,6 +243,9 @@ impl Kernel {
         waiting: bool,
         wakes: &mut Wakes,
     ) -> Outcome {
+        if !started && !waiting && done == 0 {
+            self.fget(cpu, task);
+        }
         let Some(f) = self.file(task, fd) else {
             return Outcome::Done(EBADF);
         };
@@ -257,6 +275,8 @@ impl Kernel {
             costs.poll_ns + fds.len() as u64 * costs.poll_fd_ns,
             Acct::Running,
         );
+        // do_pollfd's fget of each fd: the first brings the line, the others hit.
+        self.fget(cpu, task);
         let mut queues = Vec::with_capacity(fds.len());
         for (i, &fd) in fds.iter().enumerate() {
             let Some(f) = self.file(task, fd) else {
@@ -331,6 +351,8 @@ impl Kernel {
     /// `close()`. model: one file table for the whole system, so this closes the file for
     /// every task sharing it; workloads close only files nobody else uses.
     fn sys_close(&mut self, cpu: CpuId, task: TaskId, fd: Fd, wakes: &mut Wakes) -> Outcome {
+        // write_lock(&files->file_lock) to clear the slot: the same line as fget's.
+        self.fget(cpu, task);
         let Some(f) = self.file(task, fd) else {
             return Outcome::Done(EBADF);
         };

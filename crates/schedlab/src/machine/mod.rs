@@ -20,6 +20,7 @@ pub mod cache;
 pub mod catalog;
 pub mod cpumask;
 pub mod host;
+pub mod hotline;
 pub mod interconnect;
 pub mod preset;
 pub mod spinlock;
