@@ -562,6 +562,10 @@ impl Kernel {
     /// from that CPU's cache, after the transfers of it already under way (coherence
     /// model; free without it). Returns the wait and the transfer.
     pub(crate) fn pull_mm_line(&mut self, cpu: CpuId, mm: u32, which: MmLine) -> Time {
+        // Without the coherence model no line moves, and nobody needs to know where.
+        if !self.ic.model().coherence {
+            return 0;
+        }
         let mm = mm as usize;
         if self.mm_lines.len() <= mm {
             self.mm_lines.resize(mm + 1, MmLines::default());
@@ -575,9 +579,6 @@ impl Kernel {
         let Some(from) = last.filter(|&o| o != cpu) else {
             return 0;
         };
-        if !self.ic.model().coherence {
-            return 0;
-        }
         let t = self.cpus[cpu].clock;
         let wait = line.transit.transfer(t, self.ic.c2c_line_ns(from, cpu));
         wait + self.ic.transfer_run(t + wait, from, cpu, 1)

@@ -40,7 +40,7 @@ crate::options! {
             .help("spinlocks: 2.4 i386 test-and-test-and-set, or FIFO tickets (one transfer per hand-off)")
             .source("2.4 include/asm-i386/spinlock.h");
         coherence: bool = flag("on")
-            .help("scheduler lines, and pipe and socket state, written by another CPU cost cache-to-cache transfers")
+            .help("scheduler lines, pipe and socket state, and a thread group's files_struct and cpu_vm_mask lines written by another CPU cost cache-to-cache transfers; a line's transfers queue")
             .source("benchmarks.md §6.3");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
             .help("RAM, which sets max_threads (and RLIMIT_NPROC's default); auto: the preset's")
