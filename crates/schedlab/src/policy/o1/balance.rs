@@ -102,8 +102,9 @@ impl O1 {
         cur.max(self.nr_running.prev(this, this))
     }
 
-    /// `can_migrate_task` (all versions): not running, allowed here; and, where the
-    /// version has `cache_decay_ticks`, not cache-hot (2.6: only for busy balancing).
+    /// `can_migrate_task` (all versions): not running, allowed here; and, in 2.6, not
+    /// cache-hot for busy balancing. D1 and G1 have no cache-hotness test:
+    /// `cache_decay_ticks` came with 2.5.3-pre5, after G1 (schedulers.md §2.1).
     fn can_migrate(&self, ctx: &SchedCtx<'_>, p: TaskId, this: CpuId, idle: bool) -> bool {
         if ctx.task(p).on_cpu.is_some() || !ctx.allowed(p, this) {
             return false;
@@ -112,11 +113,6 @@ impl O1 {
             (Balancer::V26, Some(d)) if !idle => {
                 let hot = self.c.jiffies_to_ns(d);
                 ctx.now().saturating_sub(self.ts[p as usize].timestamp) > hot
-            }
-            (Balancer::G1, Some(d)) => {
-                ctx.jiffies()
-                    .saturating_sub(self.ts[p as usize].sleep_jtime)
-                    > d
             }
             _ => true,
         }

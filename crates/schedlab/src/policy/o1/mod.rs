@@ -251,8 +251,7 @@ pub struct TaskSched {
     pub time_slice: u64,
     /// Still in the slice inherited at fork.
     pub first_time_slice: bool,
-    /// Early: jiffies when the task last left the runqueue (`p->sleep_jtime`); also the
-    /// cache-hotness age for a G1 `cache_decay_ticks` option.
+    /// Early: jiffies when the task last left the runqueue (`p->sleep_jtime`).
     pub sleep_jtime: u64,
     /// 2.6: `p->sleep_avg` in ns.
     pub sleep_avg: u64,
