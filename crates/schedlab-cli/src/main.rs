@@ -759,6 +759,12 @@ counters.tcp_segments       TCP data segments sent over loopback; several writes
 counters.tcp_acks           TCP pure ACKs, sent by reads that empty the receive queue (only when any were)
 counters.sock_lock_waits    TCP calls that slept in lock_sock, the socket owned by another task (only when any did)
 counters.stream_state_transfers  lines of pipe and socket state (locks, queue heads, counters) pulled from the CPU that wrote them last (only when any were)
+counters.files_line_transfers  files_struct lines fget (read, write, poll, close) pulled from the CPU that took
+                            file_lock last: threads of one mm share it (only when any were)
+counters.vm_mask_transfers  switches whose switch_mm pulled a cpu_vm_mask line (the new mm's or the old one's)
+                            from another CPU (only when any were)
+counters.mm_line_wait_ns_mean  mean ns those transfers waited for the line to finish moving to another CPU
+                            (only when any were)
 counters.semops             SysV semop calls (only when any were)
 counters.semop_sleeps       of which slept (only when any did)
 counters.cpu_time.*         % of all CPU time running tasks, in the scheduler, spinning, idle

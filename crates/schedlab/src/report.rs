@@ -168,6 +168,10 @@ pub struct Counters {
     /// (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub vm_mask_transfers: u64,
+    /// Mean time those pulls waited for the line to finish moving to another CPU (shown
+    /// when any were made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mm_line_wait_ns_mean: Option<f64>,
     /// SysV `semop` calls (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub semops: u64,
@@ -362,6 +366,8 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             stream_state_transfers: s.stream_state_transfers,
             files_line_transfers: s.files_line_transfers,
             vm_mask_transfers: s.vm_mask_transfers,
+            mm_line_wait_ns_mean: (s.mm_line_pulls > 0)
+                .then(|| round(s.mm_line_wait_ns as f64 / s.mm_line_pulls as f64)),
             semops: s.semops,
             semop_sleeps: s.semop_sleeps,
             schedule_calls: s.schedule_calls,

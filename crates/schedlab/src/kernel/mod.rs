@@ -194,6 +194,10 @@ pub struct KernelStats {
     pub files_line_transfers: u64,
     /// `mm->cpu_vm_mask` lines pulled by `switch_mm` from the CPU that set a bit last.
     pub vm_mask_transfers: u64,
+    /// Time the pulls of mm lines waited for the line to finish moving elsewhere.
+    pub mm_line_wait_ns: Time,
+    /// Pulls of mm lines (each of the two lines counts).
+    pub mm_line_pulls: u64,
     /// SysV `semop` calls.
     pub semops: u64,
     /// `semop` calls that slept.
@@ -581,6 +585,8 @@ impl Kernel {
         };
         let t = self.cpus[cpu].clock;
         let wait = line.transit.transfer(t, self.ic.c2c_line_ns(from, cpu));
+        self.stats.mm_line_wait_ns += wait;
+        self.stats.mm_line_pulls += 1;
         wait + self.ic.transfer_run(t + wait, from, cpu, 1)
     }
 }
