@@ -584,7 +584,9 @@ impl Kernel {
             return 0;
         };
         let t = self.cpus[cpu].clock;
-        let wait = line.transit.transfer(t, self.ic.c2c_line_ns(from, cpu));
+        let wait = line
+            .transit
+            .transfer(t, self.machine.line_transfer_ns(from, cpu));
         self.stats.mm_line_wait_ns += wait;
         self.stats.mm_line_pulls += 1;
         wait + self.ic.transfer_run(t + wait, from, cpu, 1)

@@ -590,15 +590,6 @@ impl Interconnect {
         }
     }
 
-    /// The latency of one line from `from`'s cache to `cpu`'s: same bus or across.
-    pub fn c2c_line_ns(&self, from: CpuId, cpu: CpuId) -> Time {
-        if self.bus_of(from) == self.bus_of(cpu) {
-            self.costs.c2c_line_ns
-        } else {
-            self.costs.c2c_cross_bus_line_ns
-        }
-    }
-
     /// `lines` lines last written on `from` (another CPU), read by `cpu` one after the
     /// other, each read issued when the previous line arrived: what as many
     /// [`Interconnect::transfer`]s in a row cost, and the same slots, waits and counters.
