@@ -142,6 +142,7 @@ impl Kernel {
         }
         self.live_tasks += 1;
         self.nr_threads += 1;
+        self.ic.list_task(id);
         id
     }
 

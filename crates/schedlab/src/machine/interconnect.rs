@@ -24,6 +24,7 @@
 use crate::engine::Time;
 
 use super::bus::{Bus, BusStats};
+use super::tasklist::TaskList;
 use super::{Costs, CpuId};
 
 /// Which lock implementation spinlocks follow.
@@ -107,7 +108,24 @@ struct Lines {
     /// tens of MB, not the 400 MB of a dense table.
     page: Vec<u32>,
     pool: Vec<[u32; 64]>,
+    /// Task lines only (`lazy`): what 2.4's counter recalculation left, applied when a
+    /// line is next accessed ([`Interconnect::recalc_walk`]). `seen[line]` is the
+    /// recalculation count the entry is up to date with, or [`UNLISTED`] for a line
+    /// that is not in the task list (an idle task's, an exited one's), which no
+    /// recalculation walks.
+    lazy: bool,
+    seen: Vec<u32>,
+    /// Recalculations so far.
+    epoch: u32,
+    /// The lines brought up to date since the last recalculation: every line whose
+    /// entry may hold a copy anywhere is among them (or unlisted).
+    touched: Vec<u32>,
+    /// The task list, in the order a recalculation walks it.
+    listed: TaskList,
 }
+
+/// `Lines::seen` of a line no recalculation walks.
+const UNLISTED: u32 = u32::MAX;
 
 /// The stamp of (line `i`, `cpu`) in a paged table, its page made if need be.
 #[inline]
@@ -165,6 +183,55 @@ impl Lines {
                 self.page.resize((i + 1) * self.words, 0);
             }
         }
+        if self.lazy {
+            self.seen.resize(i + 1, UNLISTED);
+        }
+    }
+
+    /// Bring line `i`'s entry up to date: a listed line that a recalculation walked
+    /// since it was last accessed holds what the walk left, nobody's copy (see
+    /// [`Interconnect::recalc_walk`]). A no-op for named lines.
+    #[inline(always)]
+    fn freshen(&mut self, i: usize) {
+        if let Some(s) = self.seen.get_mut(i) {
+            if *s < self.epoch {
+                *s = self.epoch;
+                self.touched.push(i as u32);
+                let stride = 1 + self.words;
+                let e = &mut self.dir[i * stride..(i + 1) * stride];
+                e[0] = NO_OWNER;
+                e[1..].fill(0);
+            }
+        }
+    }
+
+    /// Task line `i` joins the task list (a task created).
+    fn list(&mut self, i: usize) {
+        let stride = 1 + self.words;
+        if (i + 1) * stride > self.dir.len() {
+            self.grow(i);
+        }
+        self.listed.insert(i as u32);
+        if self.lazy {
+            self.seen[i] = self.epoch;
+            self.touched.push(i as u32);
+        }
+    }
+
+    /// `cpu` holds line `i` modified, its only copy, last accessed at `stamp` of its
+    /// access count.
+    fn own(&mut self, i: usize, cpu: CpuId, stamp: u32) {
+        let stride = 1 + self.words;
+        let e = &mut self.dir[i * stride..(i + 1) * stride];
+        let (w, me) = bit(cpu);
+        e[0] = cpu as u64;
+        e[1..].fill(0);
+        e[1 + w] = me;
+        if self.words == 1 {
+            self.stamp[i * self.cpus + cpu] = stamp;
+        } else {
+            *paged_stamp(&mut self.page, &mut self.pool, self.words, i, cpu) = stamp;
+        }
     }
 
     /// Line `i`'s entry after `cpu` accessed it: LRU eviction of `cpu`'s copy applied
@@ -175,6 +242,7 @@ impl Lines {
         if (i + 1) * stride > self.dir.len() {
             self.grow(i);
         }
+        self.freshen(i);
         let e = &mut self.dir[i * stride..(i + 1) * stride];
         if self.capacity != 0 {
             let now = self.clock[cpu];
@@ -198,6 +266,32 @@ impl Lines {
         e
     }
 
+    /// Before `cpu` accesses line `i`: if another CPU owns it but has since evicted its
+    /// copy (LRU by access count, as `touch` finds for the accessing CPU), the dirty line
+    /// was written back and is nobody's: it comes from memory, not from that cache.
+    #[inline(always)]
+    fn settle(&mut self, i: usize, cpu: CpuId) {
+        let stride = 1 + self.words;
+        let o = self.dir[i * stride];
+        if self.capacity == 0 || o == NO_OWNER || o == cpu as u64 {
+            return;
+        }
+        let o = o as CpuId;
+        let stamp = if self.words == 1 {
+            self.stamp[i * self.cpus + o]
+        } else {
+            match self.page[i * self.words + (o >> 6)] {
+                0 => 0,
+                pg => self.pool[pg as usize - 1][o & 63],
+            }
+        };
+        if self.clock[o].wrapping_sub(stamp) >= self.capacity {
+            let (w, b) = bit(o);
+            self.dir[i * stride] = NO_OWNER;
+            self.dir[i * stride + 1 + w] &= !b;
+        }
+    }
+
     /// `cpu` holds a copy of line `i`. Where lines are never evicted (`capacity` 0, the
     /// named lines) a read by it is then a hit that changes nothing.
     #[inline(always)]
@@ -211,7 +305,10 @@ impl Lines {
 
     #[inline(always)]
     fn read(&mut self, i: usize, cpu: CpuId) -> Source {
-        let e = self.touch(i, cpu);
+        self.touch(i, cpu);
+        self.settle(i, cpu);
+        let stride = 1 + self.words;
+        let e = &mut self.dir[i * stride..(i + 1) * stride];
         let (w, me) = bit(cpu);
         if e[1 + w] & me != 0 {
             return Source::Hit;
@@ -270,7 +367,7 @@ impl Lines {
         });
     }
 
-    /// The walk of [`Lines::read_each`] and [`Lines::read_write_each`] up to 64 CPUs with
+    /// The walk of [`Lines::read_each`] up to 64 CPUs with
     /// bounded caches: each line of `lines` in order, its entry `[owner, sharers]` and
     /// `cpu`'s stamp of it handed to `visit` with `cpu`'s running clock. The per-walk
     /// state is loaded once and the clock written back once, not per line: a walk of a
@@ -292,81 +389,38 @@ impl Lines {
                 self.grow(i);
                 (dir, stamps) = (&mut self.dir[..], &mut self.stamp[..]);
             }
-            visit(
-                &mut dir[2 * i..2 * i + 2],
-                &mut stamps[i * cpus + cpu],
-                &mut now,
-            );
+            let e = &mut dir[2 * i..2 * i + 2];
+            // `freshen`.
+            if let Some(s) = self.seen.get_mut(i) {
+                if *s < self.epoch {
+                    *s = self.epoch;
+                    self.touched.push(i as u32);
+                    e[0] = NO_OWNER;
+                    e[1] = 0;
+                }
+            }
+            // `settle`: an owner that has evicted its copy wrote it back.
+            let o = e[0];
+            if o != NO_OWNER && o != cpu as u64 {
+                let o = o as usize;
+                if self.clock[o].wrapping_sub(stamps[i * cpus + o]) >= self.capacity {
+                    e[0] = NO_OWNER;
+                    e[1] &= !(1u64 << o);
+                }
+            }
+            visit(e, &mut stamps[i * cpus + cpu], &mut now);
         }
         self.clock[cpu] = now;
-    }
-
-    /// [`Lines::read`] then [`Lines::write`] of each line of `lines` in order by `cpu`
-    /// (`mine_bus` as for `write`), both sources handed to `served` as they are found:
-    /// a walk that reads each line and then writes it (2.4's counter recalculation).
-    ///
-    /// After its own read the CPU holds the line and nobody else owns it, so the write
-    /// is a hit (this CPU owned it, or was its only sharer) or an upgrade (other sharers
-    /// remain), never a transfer. Up to 64 CPUs with bounded caches the two accesses are
-    /// one entry update, the clock advanced twice (each access is a `touch`; the write
-    /// comes right after the read, so it never finds the line evicted).
-    #[inline(always)]
-    fn read_write_each(
-        &mut self,
-        cpu: CpuId,
-        mine_bus: &[u64],
-        lines: impl IntoIterator<Item = u32>,
-        mut served: impl FnMut(Source, Source),
-    ) {
-        if self.words != 1 || self.capacity == 0 {
-            for i in lines {
-                let r = self.read(i as usize, cpu);
-                served(r, self.write(i as usize, cpu, mine_bus));
-            }
-            return;
-        }
-        let (capacity, me, bus) = (self.capacity, 1u64 << cpu, mine_bus[0]);
-        self.each_dense(cpu, lines, |e, stamp, now| {
-            // `touch` then `read`, `touch` then `write`, with one sharer word.
-            let (mut owner, mut sharers) = (e[0], e[1]);
-            if sharers & me != 0 && now.wrapping_sub(*stamp) >= capacity {
-                // Evicted since: a dirty copy was written back.
-                sharers &= !me;
-                if owner == cpu as u64 {
-                    owner = NO_OWNER;
-                }
-            }
-            *now = now.wrapping_add(2);
-            *stamp = *now;
-            let read = if sharers & me != 0 {
-                Source::Hit
-            } else {
-                let o = std::mem::replace(&mut owner, NO_OWNER);
-                if o == NO_OWNER {
-                    Source::Memory
-                } else {
-                    Source::Cache(o as CpuId)
-                }
-            };
-            let others = sharers & !me;
-            let write = if owner == cpu as u64 || others == 0 {
-                Source::Hit
-            } else {
-                let off = others & !bus;
-                Source::Upgrade {
-                    remote: (off != 0).then(|| off.trailing_zeros() as CpuId),
-                }
-            };
-            (e[0], e[1]) = (cpu as u64, me);
-            served(read, write);
-        });
     }
 
     /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus (`words`
     /// words). A write to a line shared beyond the bus names the lowest such sharer.
     #[inline(always)]
     fn write(&mut self, i: usize, cpu: CpuId, mine_bus: &[u64]) -> Source {
-        let e = self.touch(i, cpu);
+        self.touch(i, cpu);
+        self.settle(i, cpu);
+        let stride = 1 + self.words;
+        let e = &mut self.dir[i * stride..(i + 1) * stride];
         let (w, me) = bit(cpu);
         let o = e[0];
         let was_sharer = e[1 + w] & me != 0;
@@ -401,11 +455,16 @@ impl Lines {
         }
     }
 
+    /// Line `i`'s task exited: its entry is cleared and it leaves the task list.
     fn forget(&mut self, i: usize) {
         let stride = 1 + self.words;
         if let Some(e) = self.dir.get_mut(i * stride..(i + 1) * stride) {
             e[0] = NO_OWNER;
             e[1..].fill(0);
+        }
+        self.listed.remove(i as u32);
+        if let Some(s) = self.seen.get_mut(i) {
+            *s = UNLISTED;
         }
     }
 
@@ -490,7 +549,12 @@ impl Interconnect {
             // 2.4 i386 puts each task_struct at the base of its 8 KB kernel stack, so the
             // same line of every task_struct maps to the same few L2 sets: an L2 holds
             // at most l2_bytes / 8 KB of them whatever its associativity.
-            tasks: Lines::new(cpus, (costs.l2_bytes / costs.task_align_bytes) as u32),
+            tasks: {
+                let mut l = Lines::new(cpus, (costs.l2_bytes / costs.task_align_bytes) as u32);
+                // A recalculation can be applied lazily only where its walk evicts.
+                l.lazy = l.capacity > 0;
+                l
+            },
             named: Lines::new(cpus, 0),
             // Lines 0..cpus: each CPU's `curr` (2.4 `aligned_data[cpu].schedule_data`,
             // 2.6 `rq->curr`), written by that CPU at every switch.
@@ -736,31 +800,42 @@ impl Interconnect {
         now - t
     }
 
+    /// Task `p` joins the task list, which a recalculation walks ([`Interconnect::recalc_walk`]).
+    pub fn list_task(&mut self, p: u32) {
+        self.tasks.list(p as usize);
+    }
+
+    /// Tasks in the task list.
+    pub fn listed_tasks(&self) -> u64 {
+        self.tasks.listed.len()
+    }
+
     /// 2.4's counter recalculation by `cpu` from `t` (schedulers.md §1.7 step 6): each
-    /// task of `tasks` in order is examined (`examine_ns`), its scheduler line read and
-    /// then written (the new counter). Returns the walk's cost: what
-    /// [`Interconnect::read_task`] then [`Interconnect::write_task`] per task, each priced
-    /// at the walk's moment, add up to.
+    /// task of the task list, in id order, is examined (`examine_ns`), its scheduler line
+    /// read and then written (the new counter). Returns the walk's cost: what
+    /// [`Interconnect::read_task`] then [`Interconnect::write_task`] per task, each
+    /// priced at the walk's moment, add up to; the directory is left as they leave it.
     ///
-    /// The recalculation walks every task in the system, far more than an L2 holds of
-    /// task lines: most reads miss to memory, and the write after them hits (this CPU
-    /// is the line's only holder now). Such a run of tasks is one paced stream on this
-    /// CPU's bus, as in [`Interconnect::read_tasks`], each next read `examine_ns`, the
-    /// miss and the hit after the previous one was served. Without the coherence model
-    /// the writes are free and the walk is [`Interconnect::read_tasks`]'s: one paced
-    /// memory run.
-    // Out of line: the recalculation is reached from `pick_next_task`, and inlined there
-    // this walk would crowd the run-queue walk (`read_tasks`) out of it.
+    /// The walk covers every task in the system, far more than an L2 holds of task
+    /// lines, and most of its lines are nobody's: each such line is a read from memory
+    /// and a write that hits (this CPU is then its only holder). A run of them is one
+    /// paced stream on this CPU's bus, each next read `examine_ns`, the miss and the hit
+    /// after the previous one was served. So only the lines held somewhere need pricing
+    /// one by one: those accessed since the last recalculation (`Lines::touched`), found
+    /// at their positions in the walk through the task list's ranks. The rest cost the
+    /// simulator nothing per task.
+    ///
+    /// What the walk leaves is applied lazily, and is exact by LRU: every line it wrote
+    /// is this CPU's, and all but the last `capacity / 2` (two accesses each) are
+    /// evicted again by the time the walk ends. Evicted dirty lines were written back, so
+    /// they are nobody's (`Lines::settle`); those are reset when next accessed
+    /// (`Lines::freshen`), and only the last ones are written here. Without the coherence
+    /// model the walk is [`Interconnect::read_write_count`]'s: one paced memory run.
     #[inline(never)]
-    pub fn read_write_tasks(
-        &mut self,
-        t: Time,
-        cpu: CpuId,
-        tasks: &[u32],
-        examine_ns: Time,
-    ) -> Time {
+    pub fn recalc_walk(&mut self, t: Time, cpu: CpuId, examine_ns: Time) -> Time {
+        let n = self.tasks.listed.len();
         if !self.model.coherence {
-            return self.read_write_count(t, cpu, tasks.len() as u64, examine_ns);
+            return self.read_write_count(t, cpu, n, examine_ns);
         }
         let miss_pace = examine_ns + self.costs.mem_latency_ns + self.costs.l2_line_ns;
         let mut now = t;
@@ -770,38 +845,87 @@ impl Interconnect {
         let mut lines = std::mem::take(&mut self.tasks);
         let masks = std::mem::take(&mut self.bus_masks);
         let (w, b) = (lines.words, self.bus_of(cpu) * lines.words);
-        lines.read_write_each(
-            cpu,
-            &masks[b..b + w],
-            tasks.iter().copied(),
-            |read, write| {
-                self.stats.line_accesses += 2;
-                if (read, write) == (Source::Memory, Source::Hit) {
-                    if run == 0 {
-                        run_start = now;
-                    }
-                    run += 1;
-                    self.stats.line_hits += 1;
-                    now += miss_pace;
-                    return;
+        let mine_bus = &masks[b..b + w];
+        // The lines to price one by one, in walk order: those that may be held anywhere
+        // (without the lazy scheme, every listed line).
+        let mut held = std::mem::take(&mut lines.touched);
+        if lines.lazy {
+            held.retain(|&i| lines.listed.contains(i));
+            held.sort_unstable();
+            held.dedup();
+        } else {
+            held.clear();
+            held.extend(lines.listed.iter());
+        }
+        let start = lines.clock[cpu];
+        let mut next = 0; // the walk position after the last line priced
+        for &i in &held {
+            let k = lines.listed.rank(i);
+            // Lines before `i` since the last one priced: nobody's, a memory read and a
+            // write hit each.
+            let gap = k - next;
+            if gap > 0 {
+                if run == 0 {
+                    run_start = now;
                 }
-                if run > 0 {
-                    now += self.memory_run(run_start, cpu, run, miss_pace);
-                    run = 0;
+                run += gap;
+                self.stats.line_hits += gap;
+                now += gap * miss_pace;
+            }
+            next = k + 1;
+            // Line `i` at its position: this CPU's access count as the walk reaches it.
+            lines.clock[cpu] = start.wrapping_add(2 * k as u32);
+            let read = lines.read(i as usize, cpu);
+            let write = lines.write(i as usize, cpu, mine_bus);
+            if (read, write) == (Source::Memory, Source::Hit) {
+                if run == 0 {
+                    run_start = now;
                 }
-                now += examine_ns + self.serve(now, cpu, read);
-                now += self.serve(now, cpu, write);
-            },
-        );
-        self.tasks = lines;
-        self.bus_masks = masks;
+                run += 1;
+                self.stats.line_hits += 1;
+                now += miss_pace;
+                continue;
+            }
+            if run > 0 {
+                now += self.memory_run(run_start, cpu, run, miss_pace);
+                run = 0;
+            }
+            now += examine_ns + self.serve(now, cpu, read);
+            now += self.serve(now, cpu, write);
+        }
+        let gap = n - next;
+        if gap > 0 {
+            if run == 0 {
+                run_start = now;
+            }
+            run += gap;
+            self.stats.line_hits += gap;
+            now += gap * miss_pace;
+        }
         if run > 0 {
             now += self.memory_run(run_start, cpu, run, miss_pace);
         }
+        self.stats.line_accesses += 2 * n;
+        lines.clock[cpu] = start.wrapping_add(2 * n as u32);
+        held.clear();
+        lines.touched = held;
+        if lines.lazy {
+            // Every listed line is now this CPU's; all but the last `tail` evicted again.
+            lines.epoch += 1;
+            let tail = n.min(u64::from(lines.capacity).div_ceil(2));
+            for k in n - tail..n {
+                let i = lines.listed.select(k) as usize;
+                lines.own(i, cpu, start.wrapping_add(2 * (k as u32 + 1)));
+                lines.seen[i] = lines.epoch;
+                lines.touched.push(i as u32);
+            }
+        }
+        self.tasks = lines;
+        self.bus_masks = masks;
         now - t
     }
 
-    /// [`Interconnect::read_write_tasks`] over `n` tasks without the coherence model: each
+    /// [`Interconnect::recalc_walk`] over `n` tasks without the coherence model: each
     /// task one memory miss, whichever it is (B§6.3's flat model). Not `read_tasks`
     /// itself: a second caller would take it out of line from the run-queue walks
     /// (`pick_next_task`), where it is inlined.
@@ -988,25 +1112,51 @@ mod tests {
         }
     }
 
-    /// `a` walks `walk` as one recalculation, `b` reads then writes each line at the
-    /// walk's moment: the same cost, directory and clocks.
+    /// `a` walks its task list as one recalculation at `t`, `b` reads then writes each
+    /// listed line in id order at the walk's moment: the same cost.
     fn recalc_both(
         a: &mut Interconnect,
         b: &mut Interconnect,
         cpu: CpuId,
-        walk: &[u32],
+        t: Time,
     ) -> Result<(), proptest::test_runner::TestCaseError> {
         let examine = a.costs.task_examine_ns;
-        let walked = a.read_write_tasks(2_000, cpu, walk, examine);
-        let mut t = 2_000;
-        for &p in walk {
-            t += examine + b.read_task(t, cpu, p);
-            t += b.write_task(t, cpu, p);
+        let walked = a.recalc_walk(t, cpu, examine);
+        let mut now = t;
+        let listed: Vec<u32> = b.tasks.listed.iter().collect();
+        for p in listed {
+            now += examine + b.read_task(now, cpu, p);
+            now += b.write_task(now, cpu, p);
         }
-        proptest::prop_assert_eq!(walked, t - 2_000);
-        proptest::prop_assert_eq!(&a.tasks.dir, &b.tasks.dir);
+        proptest::prop_assert_eq!(walked, now - t);
         proptest::prop_assert_eq!(&a.tasks.clock, &b.tasks.clock);
         Ok(())
+    }
+
+    /// The same accesses on both, each costing the same: `(cpu, task, time, write)`.
+    fn same_accesses(
+        a: &mut Interconnect,
+        b: &mut Interconnect,
+        ops: &[(usize, u32, Time, bool)],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        for &(w, p, t, write) in ops {
+            let w = w % a.bus_index.len();
+            let (x, y) = if write {
+                (a.write_task(t, w, p), b.write_task(t, w, p))
+            } else {
+                (a.read_task(t, w, p), b.read_task(t, w, p))
+            };
+            proptest::prop_assert_eq!(x, y, "cpu {} task {} write {}", w, p, write);
+        }
+        Ok(())
+    }
+
+    /// A directory with `listed` in the task list on both interconnects.
+    fn list_both(a: &mut Interconnect, b: &mut Interconnect, listed: &[u32]) {
+        for &p in listed {
+            a.list_task(p);
+            b.list_task(p);
+        }
     }
 
     #[test]
@@ -1085,15 +1235,22 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// A recalculation walk priced as one call costs, and leaves the directory,
-        /// buses and counters, exactly as a read then a write per task at the walk's
-        /// moment do: lines held elsewhere dirty or shared (on this bus and the other),
-        /// evicted, hit, repeated in the walk, with and without bus and coherence.
+        /// A recalculation walk priced lazily — one by one only the lines held
+        /// somewhere, the rest as memory streams, what it leaves applied when a line is
+        /// next accessed — costs exactly what a read then a write per listed task at the
+        /// walk's moment do, and leaves a directory that prices every later access, walk
+        /// and recalculation the same: lines held elsewhere dirty or shared (on this bus
+        /// and the other), evicted, hit; tasks exiting and created between the walks;
+        /// with and without bus and coherence.
         #[test]
         fn a_recalc_walk_costs_what_its_reads_and_writes_one_by_one_cost(
+            listed in proptest::collection::btree_set(0u32..300, 0..250),
             before in proptest::collection::vec(
                 (0usize..8, 0u32..300, 0u64..4_000, proptest::bool::ANY), 0..200),
-            walk in proptest::collection::vec(0u32..300, 0..400),
+            between in proptest::collection::vec(
+                (0usize..8, 0u32..320, 3_000u64..6_000, proptest::bool::ANY), 0..200),
+            exits in proptest::collection::vec(0u32..300, 0..20),
+            born in proptest::collection::vec(300u32..320, 0..10),
             cpu in 0usize..8,
             model in 0usize..4,
         ) {
@@ -1104,18 +1261,29 @@ mod tests {
                 _ => Model { bus: false, coherence: false, ..Model::default() },
             };
             let (mut a, mut b) = (ic(model), ic(model));
+            let listed: Vec<u32> = listed.into_iter().collect();
+            list_both(&mut a, &mut b, &listed);
             // Writes and reads at scattered times leave lines dirty or shared elsewhere;
             // copies load both buses.
             scatter(&mut a, &mut b, &before, true);
-            recalc_both(&mut a, &mut b, cpu, &walk)?;
-            proptest::prop_assert_eq!(&a.tasks.stamp, &b.tasks.stamp);
-            // The same directory from here on: a later walk by another CPU agrees too.
+            recalc_both(&mut a, &mut b, cpu, 2_000)?;
+            // Exits and births, then accesses by every CPU: the same costs.
+            for &p in &exits {
+                a.forget_task(p);
+                b.forget_task(p);
+            }
+            list_both(&mut a, &mut b, &born);
+            same_accesses(&mut a, &mut b, &between)?;
+            // A run-queue walk and a second recalculation, by other CPUs.
             let examine = a.costs.task_examine_ns;
             let other = (cpu + 5) % 8;
-            let (x, y) = (a.read_tasks(3_000, other, walk.iter().copied(), examine),
-                b.read_tasks(3_000, other, walk.iter().copied(), examine));
+            let (x, y) = (a.read_tasks(7_000, other, listed.iter().copied(), examine),
+                b.read_tasks(7_000, other, listed.iter().copied(), examine));
             proptest::prop_assert_eq!(x, y);
-            same_traffic(&mut a, &mut b, 2_500, cpu)?;
+            recalc_both(&mut a, &mut b, (cpu + 3) % 8, 9_000)?;
+            same_accesses(&mut a, &mut b, &before)?;
+            same_traffic(&mut a, &mut b, 12_500, cpu)?;
+            a.check().unwrap();
         }
     }
 
@@ -1124,9 +1292,9 @@ mod tests {
         /// walk's CPU and the writers spread over the nodes.
         #[test]
         fn a_recalc_walk_past_64_cpus_costs_what_one_by_one_costs(
+            listed in proptest::collection::btree_set(0u32..200, 0..180),
             before in proptest::collection::vec(
                 (0usize..130, 0u32..200, 0u64..4_000, proptest::bool::ANY), 0..150),
-            walk in proptest::collection::vec(0u32..200, 0..300),
             cpu in 0usize..130,
             bus in proptest::bool::ANY,
         ) {
@@ -1134,12 +1302,43 @@ mod tests {
             let model = Model { bus, ..Model::default() };
             let mk = || Interconnect::new(130, 2, &p.costs, model);
             let (mut a, mut b) = (mk(), mk());
+            let listed: Vec<u32> = listed.into_iter().collect();
+            list_both(&mut a, &mut b, &listed);
             scatter(&mut a, &mut b, &before, false);
-            recalc_both(&mut a, &mut b, cpu, &walk)?;
+            recalc_both(&mut a, &mut b, cpu, 2_000)?;
+            let later: Vec<_> = before.iter().map(|&(w, p, t, wr)| (w, p, t + 5_000, wr)).collect();
+            same_accesses(&mut a, &mut b, &later)?;
+            recalc_both(&mut a, &mut b, (cpu + 77) % 130, 11_000)?;
+            same_accesses(&mut a, &mut b, &later)?;
             proptest::prop_assert_eq!(format!("{:?}", a.stats), format!("{:?}", b.stats));
             let buses = |x: &Interconnect| format!("{:?}", x.bus_stats().collect::<Vec<_>>());
             proptest::prop_assert_eq!(buses(&a), buses(&b));
         }
+    }
+
+    /// A line another CPU wrote and has since evicted (its L2 holds `capacity` task
+    /// lines, LRU) was written back: the next reader gets it from memory.
+    #[test]
+    fn a_dirty_line_evicted_by_its_owner_comes_from_memory() {
+        let mut x = ic(Model {
+            bus: false,
+            ..Model::default()
+        });
+        let c = x.costs;
+        let cap = x.tasks.capacity;
+        x.write_task(0, 1, 7);
+        assert_eq!(
+            x.read_task(10, 0, 7),
+            c.c2c_line_ns,
+            "still in CPU 1's cache"
+        );
+        x.write_task(20, 1, 7);
+        // CPU 1 touches `capacity` other lines: line 7 is evicted from its cache.
+        for p in 100..100 + cap {
+            x.read_task(30, 1, p);
+        }
+        assert_eq!(x.read_task(40, 0, 7), c.mem_latency_ns, "written back");
+        x.check().unwrap();
     }
 
     proptest::proptest! {

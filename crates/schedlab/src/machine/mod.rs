@@ -24,6 +24,7 @@ pub mod hotline;
 pub mod interconnect;
 pub mod preset;
 pub mod spinlock;
+pub mod tasklist;
 
 pub use cache::CacheModel;
 pub use cpumask::{CpuMask, MAX_CPUS};

@@ -35,22 +35,22 @@
 //!
 //! 2.4's recalculation (§1.7 step 6) gives every task in the task list, sleeping ones
 //! too, `counter = counter/2 + NICE_TO_TICKS(nice)`. The modelled kernel pays for the
-//! walk in simulated time ([`SchedCtx::examine_and_write_tasks`]); the simulator does not
-//! need to touch every counter to get the same numbers. A recalculation bumps an epoch;
+//! walk in simulated time ([`SchedCtx::examine_and_write_task_list`]); the simulator does
+//! not need to touch every counter to get the same numbers. A recalculation bumps an epoch;
 //! a task's counter is brought up to date when it is next read or written, by applying
 //! the recalculations it missed. That is exact: the step maps a non-negative counter
 //! monotonically onto its fixed points `2t − 1` or `2t` (`t` = NICE_TO_TICKS), so after
 //! a few steps more recalculations change nothing and the catch-up stops there. A nice
 //! change ([`Core24::renice`]) first catches the task up at its old nice, as the eager
-//! walk would have used it. On a machine without task-line tracking the walk's charge
-//! needs only its length, `nr_threads`, so a recalculation costs the simulator O(1)
-//! whatever the number of tasks.
+//! walk would have used it. The walk's charge is lazy too: it prices only the lines
+//! held in some cache, the rest as one memory stream of `nr_threads` less those, so a
+//! recalculation costs the simulator nothing per task.
 //!
 //! Invariant: the core has an entry for every task the class was told of (`task_fork`);
 //! counters are never negative; a task's entry is up to date at `epoch` once caught up
 //! (the idle tasks, which no recalculation walks, never fall behind).
 
-use crate::kernel::task::{SchedPolicy, Task, TaskId, TaskState};
+use crate::kernel::task::{SchedPolicy, Task, TaskId};
 use crate::machine::CpuId;
 
 use super::SchedCtx;
@@ -194,8 +194,6 @@ pub struct Core24 {
     ts: Vec<Slice>,
     /// Recalculations so far.
     epoch: u32,
-    /// The tasks a recalculation walks, kept between walks (no allocation per walk).
-    walk: Vec<TaskId>,
 }
 
 impl Core24 {
@@ -206,7 +204,6 @@ impl Core24 {
             rules,
             ts: Vec::new(),
             epoch: 0,
-            walk: Vec::new(),
         }
     }
 
@@ -406,29 +403,12 @@ impl Core24 {
     /// too, gets `counter = counter/2 + NICE_TO_TICKS(nice)`, charged one `examine` each.
     /// Called without any run-queue lock. Returns the number of tasks walked.
     ///
-    /// The counters follow lazily (module doc). The walk's line traffic is charged as one
-    /// walk ([`SchedCtx::examine_and_write_tasks`]: each task's read then write, priced
-    /// at its moment); where the machine does not track task lines only its length,
-    /// `nr_threads`, matters.
+    /// The counters follow lazily (module doc), and so does what the walk leaves in the
+    /// caches ([`SchedCtx::examine_and_write_task_list`]: each task's read then write,
+    /// priced at its moment, where the machine tracks task lines).
     pub fn recalculate(&mut self, ctx: &mut SchedCtx<'_>) -> u64 {
         self.epoch += 1;
-        if !ctx.task_lines_tracked() {
-            let walked = ctx.nr_threads();
-            ctx.examine_and_write_count(walked);
-            return walked;
-        }
-        let mut walk = std::mem::take(&mut self.walk);
-        walk.clear();
-        let told = self.ts.len().min(ctx.tasks_len()) as TaskId;
-        walk.extend((0..told).filter(|&p| {
-            let t = ctx.task(p);
-            !t.is_idle && t.state != TaskState::Dead
-        }));
-        debug_assert_eq!(walk.len() as u64, ctx.nr_threads());
-        ctx.examine_and_write_tasks(&walk);
-        let walked = walk.len() as u64;
-        self.walk = walk;
-        walked
+        ctx.examine_and_write_task_list()
     }
 
     /// `release_task` (§1.12): the reaper gets `child`'s unused ticks back, capped at

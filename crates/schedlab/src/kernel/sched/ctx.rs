@@ -148,7 +148,7 @@ impl<'a> SchedCtx<'a> {
 
     /// True when the machine prices each task's line by where it is (the coherence
     /// model): a walk over tasks must then name them. Without it, a walk costs by its
-    /// length alone ([`SchedCtx::examine_and_write_count`]).
+    /// length alone.
     #[inline]
     pub fn task_lines_tracked(&self) -> bool {
         self.ic.model().coherence
@@ -226,29 +226,21 @@ impl<'a> SchedCtx<'a> {
         self.charge(c);
     }
 
-    /// Charge 2.4's counter recalculation over `tasks` (schedulers.md §1.7 step 6): for
-    /// each in order, [`SchedCtx::examine_task`] then [`SchedCtx::write_task`], as one
-    /// walk ([`Interconnect::read_write_tasks`]).
+    /// Charge 2.4's counter recalculation (schedulers.md §1.7 step 6) over the task list
+    /// (`for_each_task`: every task, sleeping ones too, in the list's order): for each,
+    /// [`SchedCtx::examine_task`] then [`SchedCtx::write_task`], as one walk
+    /// ([`Interconnect::recalc_walk`], whose cost to the simulator does not grow with the
+    /// tasks). Returns the tasks walked, `nr_threads`.
     #[inline]
-    pub fn examine_and_write_tasks(&mut self, tasks: &[TaskId]) {
+    pub fn examine_and_write_task_list(&mut self) -> u64 {
         let now = self.now();
         let examine_ns = self.costs().task_examine_ns;
+        debug_assert_eq!(self.ic.listed_tasks(), self.nr_threads);
         // determinism: one charge of the walk's sum leaves the clock and the accounts as
         // the separate charges would.
-        let c = self.ic.read_write_tasks(now, self.cpu, tasks, examine_ns);
+        let c = self.ic.recalc_walk(now, self.cpu, examine_ns);
         self.charge(c);
-    }
-
-    /// [`SchedCtx::examine_and_write_tasks`] over `n` tasks on a machine that does not
-    /// track task lines ([`SchedCtx::task_lines_tracked`] false), where the walk's cost
-    /// depends on its length only: the same charge without naming the tasks.
-    #[inline]
-    pub fn examine_and_write_count(&mut self, n: u64) {
-        debug_assert!(!self.task_lines_tracked());
-        let now = self.now();
-        let examine_ns = self.costs().task_examine_ns;
-        let c = self.ic.read_write_count(now, self.cpu, n, examine_ns);
-        self.charge(c);
+        self.nr_threads
     }
 
     /// Charge a write of task `p`'s scheduler line by the executing CPU (its counter,

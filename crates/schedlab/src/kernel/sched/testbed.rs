@@ -90,6 +90,7 @@ impl<C: SchedClass> Bed<C> {
         // Retire the bystander's init: only the test's tasks exist for the class.
         k.tasks[cpus].state = TaskState::Dead;
         k.nr_threads -= 1;
+        k.ic.forget_task(cpus as u32);
         let mut ctx = k.ctx(0);
         class.init(&mut ctx);
         for c in 0..cpus {
