@@ -124,6 +124,15 @@ struct Lines {
     listed: TaskList,
 }
 
+/// [`Lines`]' vectors for a walk ([`Lines::each_dense`]).
+struct Parts<'a> {
+    dir: &'a mut [u64],
+    stamp: &'a mut [u32],
+    seen: &'a mut [u32],
+    touched: &'a mut Vec<u32>,
+    clock: &'a [u32],
+}
+
 /// `Lines::seen` of a line no recalculation walks.
 const UNLISTED: u32 = u32::MAX;
 
@@ -379,22 +388,21 @@ impl Lines {
         lines: impl IntoIterator<Item = u32>,
         mut visit: impl FnMut(&mut [u64], &mut u32, &mut u32),
     ) {
-        let cpus = self.cpus;
+        let (cpus, capacity, epoch) = (self.cpus, self.capacity, self.epoch);
         let mut now = self.clock[cpu];
-        let mut dir: &mut [u64] = &mut self.dir;
-        let mut stamps: &mut [u32] = &mut self.stamp;
+        let mut p = self.parts();
         for i in lines {
             let i = i as usize;
-            if 2 * i + 2 > dir.len() {
+            if 2 * i + 2 > p.dir.len() {
                 self.grow(i);
-                (dir, stamps) = (&mut self.dir[..], &mut self.stamp[..]);
+                p = self.parts();
             }
-            let e = &mut dir[2 * i..2 * i + 2];
+            let e = &mut p.dir[2 * i..2 * i + 2];
             // `freshen`.
-            if let Some(s) = self.seen.get_mut(i) {
-                if *s < self.epoch {
-                    *s = self.epoch;
-                    self.touched.push(i as u32);
+            if let Some(s) = p.seen.get_mut(i) {
+                if *s < epoch {
+                    *s = epoch;
+                    p.touched.push(i as u32);
                     e[0] = NO_OWNER;
                     e[1] = 0;
                 }
@@ -403,14 +411,26 @@ impl Lines {
             let o = e[0];
             if o != NO_OWNER && o != cpu as u64 {
                 let o = o as usize;
-                if self.clock[o].wrapping_sub(stamps[i * cpus + o]) >= self.capacity {
+                if p.clock[o].wrapping_sub(p.stamp[i * cpus + o]) >= capacity {
                     e[0] = NO_OWNER;
                     e[1] &= !(1u64 << o);
                 }
             }
-            visit(e, &mut stamps[i * cpus + cpu], &mut now);
+            visit(e, &mut p.stamp[i * cpus + cpu], &mut now);
         }
         self.clock[cpu] = now;
+    }
+
+    /// The vectors a dense walk reads and writes, borrowed apart.
+    #[inline(always)]
+    fn parts(&mut self) -> Parts<'_> {
+        Parts {
+            dir: &mut self.dir,
+            stamp: &mut self.stamp,
+            seen: &mut self.seen,
+            touched: &mut self.touched,
+            clock: &self.clock,
+        }
     }
 
     /// A write by `cpu`; `mine_bus` is the mask of the CPUs on `cpu`'s bus (`words`
