@@ -60,8 +60,11 @@ const FULL: &[(&str, usize, &str, &str)] = &[
     // Issue 18's flat cost: the same policy, 1 000 and 100 000 tasks.
     ("numa-1024", 8, "o1-2.6", "synthetic:tasks=1000,ops=500"),
     ("numa-1024", 8, "o1-2.6", "synthetic:tasks=100000,ops=5"),
-    // 2.4's counter recalculation at both sizes, on a machine that does not track task
-    // lines: its walk is priced by its length, and the counters follow lazily.
+    // 2.4's counter recalculation at both sizes: with the coherence directory its walk
+    // prices only the lines held somewhere (`Interconnect::recalc_walk`); without it,
+    // by its length. The counters follow lazily in both.
+    ("numa-1024", 8, "linux-2.4", "synthetic:tasks=1000,ops=500"),
+    ("numa-1024", 8, "linux-2.4", "synthetic:tasks=100000,ops=5"),
     (
         "numa-1024:bus=off,lock=ticket,coherence=off",
         8,
