@@ -45,8 +45,9 @@ pub struct Tool {
     /// Why the tool cannot run these parameters, if it cannot.
     pub unsupported: Option<String>,
     /// Run in this directory and read the figure from the `*.log` files it writes there
-    /// (rt-app), not from its standard output.
-    pub logs_in: Option<std::path::PathBuf>,
+    /// (rt-app), not from its standard output. A temporary directory, removed when the
+    /// last copy of the tool is dropped.
+    pub logs_in: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
 /// The number after `key` on the first line that contains it.
@@ -158,11 +159,13 @@ pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
         }
         "rtapp" => {
             let o = schedlab::workload::rtapp::Options::from_params(p);
-            let dir = std::env::temp_dir().join(format!("schedlab-rt-app-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| format!("--compare: {}: {e}", dir.display()))?;
+            let dir = tempfile::Builder::new()
+                .prefix("schedlab-rt-app-")
+                .tempdir()
+                .map_err(|e| format!("--compare: a temporary directory: {e}"))?;
             // rt-app writes its logs to the file's `logdir`, relative to where it runs.
             let text = schedlab::workload::rtapp::file_text(&o.file)?;
-            let file = dir.join("workload.json");
+            let file = dir.path().join("workload.json");
             std::fs::write(&file, text).map_err(|e| format!("--compare: {}: {e}", file.display()))?;
             Ok(vec![Tool {
                 label: "rt-app",
@@ -171,7 +174,7 @@ pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
                 args: vec![file.display().to_string()],
                 parse: parse_rt_app_logs,
                 unsupported: None,
-                logs_in: Some(dir),
+                logs_in: Some(std::sync::Arc::new(dir)),
             }])
         }
         other => Err(format!(
@@ -192,8 +195,8 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
 pub fn run_tool(t: &Tool, opts: &RunOptions) -> Result<f64, RunError> {
     let mut cmd = Command::new(t.program);
     if let Some(dir) = &t.logs_in {
-        clear_logs(dir);
-        cmd.current_dir(dir);
+        clear_logs(dir.path());
+        cmd.current_dir(dir.path());
     }
     cmd.args(&t.args)
         .stdin(Stdio::null())
@@ -290,7 +293,7 @@ fn watch_tool(
         )));
     }
     let out = match &t.logs_in {
-        Some(dir) => read_logs(dir),
+        Some(dir) => read_logs(dir.path()),
         None => out,
     };
     (t.parse)(&out).ok_or_else(|| {

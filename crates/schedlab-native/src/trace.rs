@@ -392,16 +392,18 @@ pub fn convert(input: impl BufRead, out: &Path, cpus: usize) -> Result<OutputSum
 mod tests {
     use super::*;
 
-    fn tmpdir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("schedlab-ntrace-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
+    /// A directory removed when dropped.
+    fn tmpdir() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("schedlab-ntrace-")
+            .tempdir()
+            .unwrap()
     }
 
     #[test]
     fn without_tracefs_the_probe_names_what_is_missing_in_one_line() {
-        let d = tmpdir("empty");
+        let t = tmpdir();
+        let d = t.path().to_path_buf();
         let e = probe_at(&[&d]).unwrap_err();
         assert!(e.starts_with("tracefs is not mounted"), "{e}");
         assert!(!e.contains('\n'));
@@ -433,7 +435,8 @@ mod tests {
         assert_eq!(l.event, "sched_waking");
         assert_eq!(state_value("R+"), 0x100);
         assert_eq!(state_value("S"), 1);
-        let out = tmpdir("conv").join("t.perfetto-trace");
+        let t = tmpdir();
+        let out = t.path().join("t.perfetto-trace");
         let s = convert(SAMPLE.as_bytes(), &out, 2).unwrap();
         assert_eq!(s.switches, 4);
         let t = schedlab::trace::perfetto::decode(&fs::read(&out).unwrap()).unwrap();

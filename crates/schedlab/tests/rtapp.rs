@@ -18,19 +18,17 @@ fn cfg(cpus: usize, policy: &str, workload: &str) -> RunConfig {
 
 /// Run an rt-app text; the run's JSON.
 fn run_text(cpus: usize, policy: &str, text: &str) -> Result<serde_json::Value, String> {
-    let dir = std::env::temp_dir().join(format!("schedlab-rtapp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let path = dir.join(format!(
-        "f{}.json",
-        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
+    // The file and its directory go when `dir` is dropped.
+    let dir = tempfile::Builder::new()
+        .prefix("schedlab-rtapp-")
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join("workload.json");
     std::fs::File::create(&path)
         .unwrap()
         .write_all(text.as_bytes())
         .unwrap();
     let r = schedlab::run(cfg(cpus, policy, &format!("rtapp:{}", path.display())));
-    let _ = std::fs::remove_file(&path);
     r.map(|r| serde_json::to_value(&r).unwrap())
         .map_err(|e| e.to_string())
 }

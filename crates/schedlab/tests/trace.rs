@@ -25,10 +25,34 @@ fn cfg(cpus: usize, policy: &str, workload: &str) -> RunConfig {
     }
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A file name in a temporary directory of its own, removed with it when dropped.
+struct Tmp {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Tmp {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.path
+    }
+}
+
+impl AsRef<std::path::Path> for Tmp {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+fn tmp(name: &str) -> Tmp {
+    let dir = tempfile::Builder::new()
+        .prefix("schedlab-trace-")
+        .tempdir()
+        .unwrap();
+    Tmp {
+        path: dir.path().join(name),
+        _dir: dir,
+    }
 }
 
 /// Run `c` with `req` installed; the report as JSON and the latency summary, if asked.
@@ -43,10 +67,10 @@ fn traced(
     (r, h.map(|h| h.lock().unwrap().clone()))
 }
 
-fn trace_file(c: RunConfig, name: &str) -> (serde_json::Value, PathBuf) {
+fn trace_file(c: RunConfig, name: &str) -> (serde_json::Value, Tmp) {
     let path = tmp(name);
     let req = Request {
-        file: Some(path.clone()),
+        file: Some(path.to_path_buf()),
         ..Default::default()
     };
     let (r, _) = traced(Simulation::new(c).unwrap(), &req);
@@ -163,7 +187,7 @@ fn traces_are_byte_identical_for_equal_runs() {
 fn a_trace_window_holds_only_its_events() {
     let path = tmp("window.perfetto-trace");
     let req = Request {
-        file: Some(path.clone()),
+        file: Some(path.to_path_buf()),
         window: Some(Window::parse("5..6").unwrap()),
         ..Default::default()
     };
@@ -218,7 +242,7 @@ impl Workload for Tiny {
 fn ftrace_text_of_a_tiny_run_is_golden() {
     let path = tmp("tiny.txt");
     let req = Request {
-        file: Some(path.clone()),
+        file: Some(path.to_path_buf()),
         ..Default::default()
     };
     let sim = Simulation::with_workload(cfg(2, "o1-2.6", "tiny"), Box::new(Tiny)).unwrap();
@@ -279,7 +303,7 @@ fn the_latency_summary_accounts_for_every_switch_in() {
 fn the_timeline_is_well_formed_svg_with_one_lane_per_cpu() {
     let path = tmp("timeline.svg");
     let req = Request {
-        timeline: Some(path.clone()),
+        timeline: Some(path.to_path_buf()),
         window: Some(Window::parse("4..4.2").unwrap()),
         ..Default::default()
     };
