@@ -532,6 +532,9 @@ pub struct TrafficStats {
 /// The buses and the directory of a booted machine.
 pub struct Interconnect {
     model: Model,
+    /// Lines the recalculation walks priced one by one, over all of them: the
+    /// simulator's work, against the `nr_threads` per walk the modelled kernel does.
+    recalc_lines_named: u64,
     /// Each CPU's bus: a lookup, not a division, on every transfer.
     bus_index: Vec<u16>,
     costs: &'static Costs,
@@ -552,6 +555,7 @@ impl Interconnect {
         let nbus = cpus.div_ceil(cpus_per_bus);
         Interconnect {
             model,
+            recalc_lines_named: 0,
             bus_index: {
                 assert!(cpus_per_bus > 0, "a bus holds a CPU");
                 (0..cpus).map(|c| (c / cpus_per_bus) as u16).collect()
@@ -825,6 +829,12 @@ impl Interconnect {
         self.tasks.list(p as usize);
     }
 
+    /// Lines the recalculation walks have priced one by one so far (the rest of each
+    /// walk is priced as memory streams).
+    pub fn recalc_lines_named(&self) -> u64 {
+        self.recalc_lines_named
+    }
+
     /// Tasks in the task list.
     pub fn listed_tasks(&self) -> u64 {
         self.tasks.listed.len()
@@ -877,6 +887,7 @@ impl Interconnect {
             held.clear();
             held.extend(lines.listed.iter());
         }
+        self.recalc_lines_named += held.len() as u64;
         let start = lines.clock[cpu];
         let mut next = 0; // the walk position after the last line priced
         for &i in &held {
@@ -1334,6 +1345,37 @@ mod tests {
             let buses = |x: &Interconnect| format!("{:?}", x.bus_stats().collect::<Vec<_>>());
             proptest::prop_assert_eq!(buses(&a), buses(&b));
         }
+    }
+
+    /// A recalculation over 10 000 tasks prices one by one only the lines accessed
+    /// since the previous one (and the last walk's tail): the simulator's work does not
+    /// grow with the tasks.
+    #[test]
+    fn a_recalc_names_only_the_lines_held_somewhere() {
+        let mut x = ic(Model::default());
+        let examine = x.costs.task_examine_ns;
+        let tail = u64::from(x.tasks.capacity.div_ceil(2));
+        for p in 0..10_000 {
+            x.list_task(p);
+        }
+        // The first walk finds every line just listed (each may hold a copy).
+        x.recalc_walk(0, 0, examine);
+        assert_eq!(x.recalc_lines_named, 10_000);
+        for round in 1..4u64 {
+            for p in (0..10_000).step_by(500) {
+                x.read_task(1_000_000 * round, (p % 8) as CpuId, p);
+            }
+            let before = x.recalc_lines_named;
+            let cost = x.recalc_walk(1_000_000 * round + 500_000, 3, examine);
+            assert!(x.recalc_lines_named - before <= 20 + tail, "round {round}");
+            // The walk still costs the modelled kernel every task.
+            assert!(
+                cost >= 10_000 * (examine + x.costs.mem_latency_ns),
+                "round {round}"
+            );
+        }
+        assert_eq!(x.listed_tasks(), 10_000);
+        x.check().unwrap();
     }
 
     /// A line another CPU wrote and has since evicted (its L2 holds `capacity` task
