@@ -10,16 +10,24 @@
 //! (the fields `goodness()` reads: counter, nice, policy, mm, processor, run_list) and the
 //! lines a class names (list heads, published per-queue values) — which CPU holds it
 //! modified and which hold it shared. A read of a line another CPU wrote since this CPU
-//! last read it is a cache-to-cache transfer, not an L2 hit.
+//! last read it is a cache-to-cache transfer, not an L2 hit — unless that CPU has since
+//! evicted it: task lines are evicted LRU, `l2_bytes / 8 KB` of them per CPU, and a
+//! dirty line evicted was written back, so it comes from memory.
+//!
+//! 2.4's counter recalculation reads and writes every task's line. The directory prices
+//! only the lines held somewhere one by one and applies the rest of the walk lazily
+//! ([`Interconnect::recalc_walk`]), so its cost to the simulator does not grow with the
+//! tasks.
 //!
 //! Each mechanism can be switched off for ablation ([`Model`]): without the bus a
 //! transfer costs its unloaded latency; without coherence every task examined costs one
 //! memory miss (the flat model of B§6.3, "the scan misses L2 on almost every task").
 //!
 //! Invariants: a line has at most one owner, and an owner is its only sharer; bus slots
-//! are given once (see [`Bus`]). The directory assumes shared copies stay in L2 until
-//! written elsewhere: scheduler lines are few and hot, user working sets are the cache
-//! model's ([`super::CacheModel`]).
+//! are given once (see [`Bus`]). The directory assumes named lines stay in L2 until
+//! written elsewhere: they are few and hot; user working sets are the cache model's
+//! ([`super::CacheModel`]). A task line whose `Lines::seen` is behind the recalculation
+//! count holds what the last recalculation left: nobody's copy.
 
 use crate::engine::Time;
 
@@ -514,7 +522,9 @@ impl Lines {
 /// Counters of line traffic over a run.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct TrafficStats {
-    /// Scheduler-line reads and writes looked up in the directory.
+    /// Scheduler-line reads and writes the modelled kernel made (a recalculation
+    /// counts a read and a write per task, though it looks up only the lines held
+    /// somewhere).
     pub line_accesses: u64,
     /// Of which served by this CPU's cache.
     pub line_hits: u64,
