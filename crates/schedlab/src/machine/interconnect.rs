@@ -141,6 +141,29 @@ struct Parts<'a> {
     clock: &'a [u32],
 }
 
+/// A run of a walk's memory reads being gathered, to be priced as one paced stream:
+/// its length and the time of its first read.
+#[derive(Default)]
+struct MissRun {
+    lines: u64,
+    start: Time,
+}
+
+impl MissRun {
+    /// `m` more reads from `now`, each `pace` after the previous one; `now` moves past
+    /// them (their queueing is added when the run is priced).
+    fn extend(&mut self, m: u64, now: &mut Time, pace: Time) {
+        if m == 0 {
+            return;
+        }
+        if self.lines == 0 {
+            self.start = *now;
+        }
+        self.lines += m;
+        *now += m * pace;
+    }
+}
+
 /// `Lines::seen` of a line no recalculation walks.
 const UNLISTED: u32 = u32::MAX;
 
@@ -879,7 +902,7 @@ impl Interconnect {
         }
         let miss_pace = examine_ns + self.costs.mem_latency_ns + self.costs.l2_line_ns;
         let mut now = t;
-        let (mut run, mut run_start) = (0, t);
+        let mut misses = MissRun::default();
         // The directory (and the bus masks a write reads) are taken out for the walk, so
         // that the buses are charged as it goes.
         let mut lines = std::mem::take(&mut self.tasks);
@@ -904,48 +927,25 @@ impl Interconnect {
             let k = lines.listed.rank(i);
             // Lines before `i` since the last one priced: nobody's, a memory read and a
             // write hit each.
-            let gap = k - next;
-            if gap > 0 {
-                if run == 0 {
-                    run_start = now;
-                }
-                run += gap;
-                self.stats.line_hits += gap;
-                now += gap * miss_pace;
-            }
+            self.stats.line_hits += k - next;
+            misses.extend(k - next, &mut now, miss_pace);
             next = k + 1;
             // Line `i` at its position: this CPU's access count as the walk reaches it.
             lines.clock[cpu] = start.wrapping_add(2 * k as u32);
             let read = lines.read(i as usize, cpu);
             let write = lines.write(i as usize, cpu, mine_bus);
             if (read, write) == (Source::Memory, Source::Hit) {
-                if run == 0 {
-                    run_start = now;
-                }
-                run += 1;
                 self.stats.line_hits += 1;
-                now += miss_pace;
+                misses.extend(1, &mut now, miss_pace);
                 continue;
             }
-            if run > 0 {
-                now += self.memory_run(run_start, cpu, run, miss_pace);
-                run = 0;
-            }
+            now += self.close_run(&mut misses, cpu, miss_pace);
             now += examine_ns + self.serve(now, cpu, read);
             now += self.serve(now, cpu, write);
         }
-        let gap = n - next;
-        if gap > 0 {
-            if run == 0 {
-                run_start = now;
-            }
-            run += gap;
-            self.stats.line_hits += gap;
-            now += gap * miss_pace;
-        }
-        if run > 0 {
-            now += self.memory_run(run_start, cpu, run, miss_pace);
-        }
+        self.stats.line_hits += n - next;
+        misses.extend(n - next, &mut now, miss_pace);
+        now += self.close_run(&mut misses, cpu, miss_pace);
         self.stats.line_accesses += 2 * n;
         lines.clock[cpu] = start.wrapping_add(2 * n as u32);
         held.clear();
@@ -974,6 +974,16 @@ impl Interconnect {
         debug_assert!(!self.model.coherence);
         let pace = examine_ns + self.costs.mem_latency_ns;
         n * pace + self.memory_run(t, cpu, n, pace)
+    }
+
+    /// Price the gathered run of memory reads (nothing if empty) and start a new one:
+    /// its queueing on `cpu`'s bus.
+    fn close_run(&mut self, run: &mut MissRun, cpu: CpuId, pace: Time) -> Time {
+        let r = std::mem::take(run);
+        if r.lines == 0 {
+            return 0;
+        }
+        self.memory_run(r.start, cpu, r.lines, pace)
     }
 
     /// `lines` reads from memory by `cpu`, the first at `t` and each next one `pace`
