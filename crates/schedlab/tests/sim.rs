@@ -1900,3 +1900,26 @@ fn chat_on_2_4_collapses_from_4_to_8_cpus_and_on_o1_it_does_not() {
     let (o8, _) = rate("o1-d1", 8);
     assert!(o8 / o4 >= 0.95, "O(1): {o4:.0} -> {o8:.0} msg/s");
 }
+
+/// A task line its writer has since evicted (an L2 holds 128 task lines: 2.4's
+/// `task_struct`s sit at 8 KB boundaries) was written back: with 3 000 tasks, 2.4's walks
+/// read most lines from memory, and pull from another cache only the lines written
+/// there recently. Served from the writer's cache whatever its age, `schedule()` pulled
+/// 35.6 lines a call here and read fewer lines from memory than it pulled.
+#[test]
+fn lines_evicted_by_their_writer_come_from_memory_not_its_cache() {
+    let r = run_json(cfg(
+        "piii700-1m",
+        8,
+        "linux-2.4",
+        "synthetic:tasks=3000,ops=20",
+    ));
+    let l = &r["counters"]["lines"];
+    let per_schedule = l["c2c_per_schedule"].as_f64().unwrap();
+    assert!(per_schedule < 15.0, "{per_schedule} pulls per schedule()");
+    let (memory, c2c) = (
+        l["memory_reads"].as_u64().unwrap(),
+        l["c2c_transfers"].as_u64().unwrap(),
+    );
+    assert!(memory > 2 * c2c, "memory reads {memory}, transfers {c2c}");
+}
