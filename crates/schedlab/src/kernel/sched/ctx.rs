@@ -140,20 +140,6 @@ impl<'a> SchedCtx<'a> {
         self.tasks.len()
     }
 
-    /// `nr_threads`: the tasks in the task list (created, not yet released; zombies
-    /// included, idle tasks not), which 2.4's `for_each_task` walks.
-    pub fn nr_threads(&self) -> u64 {
-        self.nr_threads
-    }
-
-    /// True when the machine prices each task's line by where it is (the coherence
-    /// model): a walk over tasks must then name them. Without it, a walk costs by its
-    /// length alone.
-    #[inline]
-    pub fn task_lines_tracked(&self) -> bool {
-        self.ic.model().coherence
-    }
-
     /// The task running on `cpu`.
     #[inline]
     pub fn curr(&self, cpu: CpuId) -> TaskId {
