@@ -361,6 +361,8 @@ pub struct Mq {
     /// Jiffy of the next load-balancer run.
     next_lb: u64,
     st: Stats,
+    /// `examine_rmt_rqs`'s candidate queues, `(published goodness, cpu)`: scratch space.
+    remotes: Vec<(i32, CpuId)>,
 }
 
 /// Line of `aligned_data[cpu]` (`curr`, `last_schedule`, `curr_na_goodness`, §3.1): the
@@ -395,6 +397,7 @@ impl Mq {
             bitmap_line: 0,
             next_lb: 0,
             st: Stats::default(),
+            remotes: Vec::new(),
         }
     }
 
@@ -581,18 +584,12 @@ impl Mq {
         i32::from(self.cfg.version == MqVersion::V247)
     }
 
-    /// The remote queue to try next: the highest published value above `cg` (ties: the
-    /// lower CPU, as the kernel's strict `>` scan).
-    fn best_remote(list: &[i32], cg: i32) -> Option<CpuId> {
-        let mut best = None;
-        let mut v = cg;
-        for (c, &g) in list.iter().enumerate() {
-            if g > v {
-                v = g;
-                best = Some(c);
-            }
-        }
-        best
+    /// The remote queues to try, in the order the kernel's scan tries them: each next one
+    /// is the highest published value left above `cg`, ties to the lower CPU (its strict
+    /// `>`). `cg` changes only when a steal succeeds, which ends the tries, so one sort
+    /// gives that order: decreasing value, then increasing CPU.
+    fn order_remotes(candidates: &mut [(i32, CpuId)]) {
+        candidates.sort_unstable_by_key(|&(g, c)| (std::cmp::Reverse(g), c));
     }
 
     /// `examine_rmt_rqs` (§3.3 step 3). Called with this CPU's queue locked.
@@ -606,11 +603,12 @@ impl Mq {
     ) -> TaskId {
         let idle = ctx.idle_task(this);
         let pool = self.pool_of(this);
-        let mut list = vec![MIN_GOODNESS; self.ncpu()];
+        // The queues worth a try; kept between calls, so that a scan allocates nothing.
+        let mut remotes = std::mem::take(&mut self.remotes);
         loop {
             let mut premature_idle = 0u32;
+            remotes.clear();
             for r in pool.clone() {
-                list[r] = MIN_GOODNESS;
                 if r == this {
                     continue;
                 }
@@ -619,14 +617,14 @@ impl Mq {
                 ctx.read_line(self.rq[r].line);
                 let m = self.max_na(ctx, r);
                 if m.cpus_allowed.test(this) && m.goodness > *cg {
-                    list[r] = m.goodness;
+                    remotes.push((m.goodness, r));
                 }
             }
-            let mut rrq = Self::best_remote(&list, *cg);
-            if rrq.is_some() {
+            if !remotes.is_empty() {
                 seen.remote_better = true;
             }
-            while let Some(r) = rrq {
+            Self::order_remotes(&mut remotes);
+            for &(_, r) in &remotes {
                 if self.trylock_rq(ctx, r) {
                     seen.remote_lock_ok = true;
                     let m = *self.max_na(ctx, r);
@@ -649,8 +647,6 @@ impl Mq {
                 } else {
                     premature_idle += 1;
                 }
-                list[r] = MIN_GOODNESS;
-                rrq = Self::best_remote(&list, *cg);
             }
             self.st.premature_idle += u64::from(premature_idle);
             if next == idle && premature_idle > 0 {
@@ -660,6 +656,7 @@ impl Mq {
                 self.st.rescans += 1;
                 continue;
             }
+            self.remotes = remotes;
             return next;
         }
     }
