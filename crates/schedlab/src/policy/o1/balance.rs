@@ -254,8 +254,10 @@ impl O1 {
         let n = self.rqs.len();
         self.charge_remote_reads(ctx, this);
         let now = ctx.now();
-        let load_of = |i: CpuId| self.nr_running.at(i, now);
-        let mut prev_max_load = (0..n).map(load_of).max().unwrap_or(0);
+        // The longest queue of all, this CPU's included: the kernel reads all `n`; the
+        // host asks the index for the others' longest (the same answer).
+        let others = self.nr_running.busiest(now, this).map_or(0, |(_, l)| l);
+        let mut prev_max_load = others.max(self.nr_running.at(this, now));
         self.stats.balance_rqs_scanned += n as u64;
         let mut nr_tasks = prev_max_load as i64 - self.nr_running.latest(this) as i64;
         // "It needs an at least ~10% imbalance to trigger balancing".
