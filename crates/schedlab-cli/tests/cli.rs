@@ -477,13 +477,15 @@ fn a_killed_compare_leaves_no_tool_behind() {
     .stderr(std::process::Stdio::null())
     .spawn()
     .unwrap();
-    // Wait for a tool with its workers.
+    // Wait for a tool with its workers (perf 6.1 names its workers `sched-messaging`).
     let t = std::time::Instant::now();
-    while marked_named(&mark, &["perf", "hackbench"]).len() < 10 && t.elapsed().as_secs() < 120 {
+    while marked_named(&mark, &["perf", "hackbench", "sched-messaging"]).len() < 10
+        && t.elapsed().as_secs() < 120
+    {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert!(
-        marked_named(&mark, &["perf", "hackbench"]).len() >= 10,
+        marked_named(&mark, &["perf", "hackbench", "sched-messaging"]).len() >= 10,
         "no tool started"
     );
     child.kill().unwrap(); // SIGKILL
