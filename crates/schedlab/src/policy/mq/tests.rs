@@ -566,3 +566,12 @@ fn a_trylock_pulls_the_queue_line_and_the_holders_writes_are_hits() {
         "the failed atomic took it"
     );
 }
+
+/// The candidates go in the order of the kernel's repeated strict-`>` scan: the highest
+/// published goodness first, and among equals the lowest CPU.
+#[test]
+fn remote_queues_are_tried_best_first_then_lowest_cpu() {
+    let mut c = vec![(5, 3), (9, 6), (5, 1), (9, 2), (7, 0)];
+    Mq::order_remotes(&mut c);
+    assert_eq!(c, [(9, 2), (9, 6), (7, 0), (5, 1), (5, 3)]);
+}
