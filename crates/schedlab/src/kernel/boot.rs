@@ -40,6 +40,7 @@ impl Kernel {
             initial: super::initial::Initial::new(seed, costs),
             tasks: Vec::new(),
             cpus: Vec::with_capacity(n),
+            idle_cpus: Default::default(),
             locks: Vec::new(),
             cache: CacheModel::for_costs(n, costs),
             ic: Interconnect::new(n, machine.preset.cpus_per_bus, costs, machine.model),
@@ -70,6 +71,8 @@ impl Kernel {
             let phase = k.initial.tick_phase(tick_ns);
             k.boot_cpu(c, phase);
         }
+        let indexed = crate::kernel::sched::IdleCpus::wanted(n, k.machine.model.coherence);
+        k.idle_cpus = crate::kernel::sched::IdleCpus::new(&k.cpus, indexed);
         let (class, mut ctx) = k.sched(0);
         class.init(&mut ctx);
         for c in 0..n {

@@ -494,6 +494,7 @@ impl Kernel {
         c.curr = next;
         c.last_schedule = now;
         c.nr_switches += 1;
+        self.idle_cpus.note(cpu, &self.cpus[cpu]);
         // The one place a context switch is counted, and traced: the trace's
         // `sched_switch` events are `counters.context_switches` by construction.
         self.stats.context_switches += 1;

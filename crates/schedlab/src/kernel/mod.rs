@@ -240,6 +240,9 @@ pub struct Kernel {
     pub tasks: Vec<Task>,
     /// CPUs.
     pub cpus: Vec<Cpu>,
+    /// The CPUs running their idle task, for the walks over every CPU (above 64 CPUs
+    /// without the coherence model).
+    pub(crate) idle_cpus: sched::IdleCpus,
     /// Lock table.
     pub locks: Vec<SpinLock>,
     /// Caches.
@@ -447,6 +450,7 @@ impl Kernel {
         let ctx = SchedCtx::new(
             &mut self.tasks,
             &mut self.cpus,
+            &mut self.idle_cpus,
             &mut self.locks,
             &mut self.ic,
             &mut self.queue,
@@ -468,6 +472,7 @@ impl Kernel {
 
     /// Check the kernel-level invariants; `Err` names the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
+        self.idle_cpus.check(&self.cpus)?;
         for (i, c) in self.cpus.iter().enumerate() {
             let sum: Time = c.acct.iter().sum();
             if sum != c.clock {

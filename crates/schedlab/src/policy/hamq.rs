@@ -36,14 +36,26 @@
 //!   the interconnect. The lock-free peeks at other queues read it; locking a queue, or
 //!   failing a trylock of it, takes it for ownership.
 //!
+//! Above 64 CPUs without the coherence model, where the lock-free reads of the other
+//! queues' lines are free, the host does not repeat the walks over every queue: the
+//! kernel's index of idle CPUs ([`SchedCtx::oldest_idle_latest`]) answers the placement,
+//! `pull_order` keeps the idle pull's candidates in the order it tries them, and the
+//! totals `queued` and `running` give `sys_sched_yield`'s count. The answers are the
+//! walks' (tests below compare them on random runs).
+//!
 //! Counters: `idle_pulls` (tasks taken by an idle-bound CPU), `wake_moves` (woken tasks
 //! sent to another idle CPU), `tail_moves` (preempted tasks sent to an idle CPU),
 //! `recalculations`.
 //!
 //! Invariants: a runnable task is on exactly the queue of its `processor`; a queued task
-//! is runnable or is the current task about to leave.
+//! is runnable or is the current task about to leave; `running_non_idle` of a CPU is
+//! whether its newest published `curr` is a real task; `queued` and `running` are the
+//! sums of the queues' lengths and of `running_non_idle`; with the index, `pull_order`
+//! holds `(Reverse(nr_waiting), c)` of exactly the queues with a running task and a
+//! waiting one.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
@@ -91,6 +103,10 @@ fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
         options: p.to_map(),
         rq: Vec::new(),
         ts: Vec::new(),
+        queued: 0,
+        running: 0,
+        indexed: false,
+        pull_order: BTreeSet::new(),
         idle_pulls: 0,
         wake_moves: 0,
         tail_moves: 0,
@@ -122,6 +138,8 @@ struct RunQueue {
     line: LineId,
     /// `runqueue_lock`, living on `line`.
     lock: LockId,
+    /// Its entry in `Hamq::pull_order`, if any.
+    pull_key: Option<usize>,
 }
 
 struct Hamq {
@@ -132,6 +150,15 @@ struct Hamq {
     options: BTreeMap<String, String>,
     rq: Vec<RunQueue>,
     ts: Vec<TaskSched>,
+    /// Tasks on all queues.
+    queued: usize,
+    /// CPUs with `running_non_idle`.
+    running: usize,
+    /// The walks over every queue are answered by indexes (module doc).
+    indexed: bool,
+    /// With the index: `(Reverse(nr_waiting), cpu)` of each queue an idle pull may take
+    /// from, in the order it tries them.
+    pull_order: BTreeSet<(Reverse<usize>, CpuId)>,
     idle_pulls: u64,
     wake_moves: u64,
     tail_moves: u64,
@@ -141,6 +168,34 @@ struct Hamq {
 impl Hamq {
     fn nr_waiting(&self, c: CpuId) -> usize {
         self.rq[c].list.len() - usize::from(self.rq[c].running_non_idle)
+    }
+
+    /// Queue `c`'s length or running task changed: its place in `pull_order`.
+    fn repull(&mut self, c: CpuId) {
+        if !self.indexed {
+            return;
+        }
+        let q = &self.rq[c];
+        // Within `schedule()` a sleeping task leaves the queue before its CPU stops
+        // running it, so the length may for a moment be short of the running task.
+        let waiting = q.list.len().saturating_sub(usize::from(q.running_non_idle));
+        let key = (q.running_non_idle && waiting > 0).then_some(waiting);
+        if key != q.pull_key {
+            if let Some(w) = q.pull_key {
+                self.pull_order.remove(&(Reverse(w), c));
+            }
+            if let Some(w) = key {
+                self.pull_order.insert((Reverse(w), c));
+            }
+            self.rq[c].pull_key = key;
+        }
+    }
+
+    /// Set whether CPU `c` runs a real task.
+    fn set_running(&mut self, c: CpuId, busy: bool) {
+        let was = std::mem::replace(&mut self.rq[c].running_non_idle, busy);
+        self.running = self.running + usize::from(busy) - usize::from(was);
+        self.repull(c);
     }
 
     /// Lock queue `c`: the lock's line is the queue's, so its counts come with it.
@@ -157,6 +212,8 @@ impl Hamq {
             self.rq[c].list.push_back(p);
         }
         self.ts[p as usize].on_rq = true;
+        self.queued += 1;
+        self.repull(c);
         ctx.write_line(self.rq[c].line);
     }
 
@@ -170,11 +227,20 @@ impl Hamq {
             .expect("hamq: task not queued");
         q.remove(i);
         self.ts[p as usize].on_rq = false;
+        self.queued -= 1;
+        self.repull(c);
         ctx.write_line(self.rq[c].line);
     }
 
     /// The longest-idle CPU `p` may use (2.4's smallest `last_schedule`), lock-free.
     fn idle_cpu(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) -> Option<CpuId> {
+        if self.indexed {
+            // A CPU without a running task has published its idle task, so it is in the
+            // index (the invariant `check` verifies).
+            return ctx.oldest_idle_latest(|c| {
+                ctx.allowed(p, c) && !self.rq[c].running_non_idle && ctx.cpu_is_idle(c)
+            });
+        }
         let mut best: Option<CpuId> = None;
         for c in 0..self.rq.len() {
             if c != ctx.cpu() {
@@ -219,6 +285,9 @@ impl Hamq {
 
     /// Idle pull: take one waiting task for `cpu`, whose lock is held.
     fn idle_pull(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> Option<TaskId> {
+        if self.indexed {
+            return self.idle_pull_indexed(ctx, cpu);
+        }
         let n = self.rq.len();
         loop {
             let mut cand: Vec<(usize, CpuId)> = Vec::new();
@@ -245,22 +314,8 @@ impl Hamq {
                     failed += 1;
                     continue;
                 }
-                let mut best: Option<(TaskId, i32)> = None;
-                for &p in &self.rq[r].list {
-                    ctx.examine_task(p);
-                    if ctx.task(p).on_cpu.is_none() && ctx.allowed(p, cpu) {
-                        let w = self.core.goodness(ctx, p, cpu, ctx.active_mm(cpu));
-                        if best.is_none_or(|(_, b)| w > b) {
-                            best = Some((p, w));
-                        }
-                    }
-                }
-                if let Some((p, _)) = best {
-                    self.dequeue(ctx, p);
-                    ctx.set_task_cpu(p, cpu);
-                    self.enqueue(ctx, p, true);
-                    ctx.unlock(self.rq[r].lock);
-                    self.idle_pulls += 1;
+                if let Some(p) = self.best_to_pull(ctx, r, cpu) {
+                    self.take(ctx, p, r, cpu);
                     return Some(p);
                 }
                 ctx.unlock(self.rq[r].lock);
@@ -269,6 +324,63 @@ impl Hamq {
                 return None;
             }
         }
+    }
+
+    /// [`Hamq::idle_pull`] with the index: the candidates come from `pull_order`, in the
+    /// order the walk sorts them; the reads it skips are free.
+    fn idle_pull_indexed(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> Option<TaskId> {
+        loop {
+            let mut failed = 0;
+            let mut tried = false;
+            let mut taken = None;
+            for &(_, r) in &self.pull_order {
+                if r == cpu {
+                    continue;
+                }
+                tried = true;
+                if !ctx.trylock(self.rq[r].lock) {
+                    failed += 1;
+                    continue;
+                }
+                if let Some(p) = self.best_to_pull(ctx, r, cpu) {
+                    taken = Some((p, r));
+                    break;
+                }
+                ctx.unlock(self.rq[r].lock);
+            }
+            if let Some((p, r)) = taken {
+                self.take(ctx, p, r, cpu);
+                return Some(p);
+            }
+            if !tried || failed == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// The waiting task of queue `r` (locked) an idle pull for `cpu` takes: the best by
+    /// goodness for `cpu`, the first on ties.
+    fn best_to_pull(&self, ctx: &mut SchedCtx<'_>, r: CpuId, cpu: CpuId) -> Option<TaskId> {
+        let mut best: Option<(TaskId, i32)> = None;
+        for &p in &self.rq[r].list {
+            ctx.examine_task(p);
+            if ctx.task(p).on_cpu.is_none() && ctx.allowed(p, cpu) {
+                let w = self.core.goodness(ctx, p, cpu, ctx.active_mm(cpu));
+                if best.is_none_or(|(_, b)| w > b) {
+                    best = Some((p, w));
+                }
+            }
+        }
+        best.map(|(p, _)| p)
+    }
+
+    /// Move `p` from queue `r` (locked) to `cpu`'s, at its head, and unlock `r`.
+    fn take(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, r: CpuId, cpu: CpuId) {
+        self.dequeue(ctx, p);
+        ctx.set_task_cpu(p, cpu);
+        self.enqueue(ctx, p, true);
+        ctx.unlock(self.rq[r].lock);
+        self.idle_pulls += 1;
     }
 }
 
@@ -287,12 +399,14 @@ impl SchedClass for Hamq {
 
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
+        self.indexed = ctx.idle_indexed();
         self.rq = (0..n)
             .map(|_| {
                 let line = ctx.new_line("runqueue_data");
                 RunQueue {
                     list: VecDeque::new(),
                     running_non_idle: false,
+                    pull_key: None,
                     line,
                     lock: ctx.new_lock_on("runqueue_lock", line),
                 }
@@ -410,7 +524,7 @@ impl SchedClass for Hamq {
             break next;
         };
         let busy = next != ctx.idle_task(cpu);
-        self.rq[cpu].running_non_idle = busy;
+        self.set_running(cpu, busy);
         ctx.write_line(self.rq[cpu].line);
         if next == prev {
             self.core.take_yield(prev);
@@ -445,13 +559,19 @@ impl SchedClass for Hamq {
     }
 
     fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
-        let mut nr_pending = 0;
-        for c in 0..self.rq.len() {
-            if c != cpu {
-                ctx.read_line(self.rq[c].line);
+        let nr_pending = if self.indexed {
+            // The reads are free: the sum of the queues' waiting tasks, kept.
+            self.queued - self.running
+        } else {
+            let mut n = 0;
+            for c in 0..self.rq.len() {
+                if c != cpu {
+                    ctx.read_line(self.rq[c].line);
+                }
+                n += self.nr_waiting(c);
             }
-            nr_pending += self.nr_waiting(c);
-        }
+            n
+        };
         if nr_pending > 0 {
             self.core.sched_yield(ctx, cpu, p);
             let c = ctx.task(p).processor;
@@ -481,6 +601,39 @@ impl SchedClass for Hamq {
     }
 
     fn check(&self, k: &Kernel) -> Result<(), String> {
+        for (c, q) in self.rq.iter().enumerate() {
+            let cpu = &k.cpus[c];
+            if q.running_non_idle != (cpu.curr_seen.latest() != cpu.idle) {
+                return Err(format!(
+                    "hamq: cpu {c} running_non_idle {} but its published curr is task {}",
+                    q.running_non_idle,
+                    cpu.curr_seen.latest()
+                ));
+            }
+            let key = (q.running_non_idle && self.nr_waiting(c) > 0).then(|| self.nr_waiting(c));
+            if self.indexed
+                && (q.pull_key != key
+                    || key.is_some_and(|w| !self.pull_order.contains(&(Reverse(w), c))))
+            {
+                return Err(format!(
+                    "hamq: queue {c}'s pull order entry {:?}, expected {key:?}",
+                    q.pull_key
+                ));
+            }
+        }
+        let queued: usize = self.rq.iter().map(|q| q.list.len()).sum();
+        let running = self.rq.iter().filter(|q| q.running_non_idle).count();
+        if (queued, running) != (self.queued, self.running)
+            || (self.indexed
+                && self.pull_order.len() != self.rq.iter().filter(|q| q.pull_key.is_some()).count())
+        {
+            return Err(format!(
+                "hamq: totals queued {} running {} pull entries {}, found {queued} and {running}",
+                self.queued,
+                self.running,
+                self.pull_order.len()
+            ));
+        }
         let on_rq: Vec<bool> = self.ts.iter().map(|s| s.on_rq).collect();
         super::check_per_cpu_queues("hamq", k, self.rq.iter().map(|q| &q.list), &on_rq)
     }

@@ -345,6 +345,12 @@ impl Core24 {
             // cpu_curr(cpu) and last_schedule(cpu): that CPU's schedule_data line.
             let tsk = ctx.read_curr(cpu);
             if tsk == ctx.idle_task(cpu) {
+                if ctx.idle_indexed() {
+                    // The rest of the walk only reads (free there) and examines no task:
+                    // its answer is the index's.
+                    let best = ctx.oldest_idle_seen(|c| can_schedule(ctx, p, c));
+                    return Target::Idle(best.expect("this CPU was seen idle"));
+                }
                 let ls = ctx.last_schedule(cpu);
                 if oldest_idle.is_none_or(|(o, _)| ls < o) {
                     oldest_idle = Some((ls, cpu));

@@ -7,6 +7,7 @@
 //! is and how busy the buses are.
 
 use crate::engine::{EventQueue, SimRng, Time};
+use crate::kernel::sched::IdleCpus;
 use crate::kernel::task::{Task, TaskId};
 use crate::kernel::{charge, Acct, Cpu, Event, KernelStats};
 use crate::machine::{Costs, CpuId, Interconnect, LineId, LockId, LockKind, Machine, SpinLock};
@@ -16,6 +17,7 @@ use crate::machine::{Costs, CpuId, Interconnect, LineId, LockId, LockKind, Machi
 pub struct SchedCtx<'a> {
     tasks: &'a mut Vec<Task>,
     cpus: &'a mut Vec<Cpu>,
+    idle_cpus: &'a mut IdleCpus,
     locks: &'a mut Vec<SpinLock>,
     ic: &'a mut Interconnect,
     queue: &'a mut EventQueue<Event>,
@@ -40,6 +42,7 @@ impl<'a> SchedCtx<'a> {
     pub(crate) fn new(
         tasks: &'a mut Vec<Task>,
         cpus: &'a mut Vec<Cpu>,
+        idle_cpus: &'a mut IdleCpus,
         locks: &'a mut Vec<SpinLock>,
         ic: &'a mut Interconnect,
         queue: &'a mut EventQueue<Event>,
@@ -54,6 +57,7 @@ impl<'a> SchedCtx<'a> {
         SchedCtx {
             tasks,
             cpus,
+            idle_cpus,
             locks,
             ic,
             queue,
@@ -248,6 +252,32 @@ impl<'a> SchedCtx<'a> {
         self.cpus[cpu].curr_seen.at(self.now())
     }
 
+    /// True when the index of idle CPUs is kept ([`IdleCpus`]): above 64 CPUs without the
+    /// coherence model, where a read of another CPU's `curr` is free, so the rest of a
+    /// walk over every CPU that only reads is its answer, which the index gives.
+    #[inline]
+    pub fn idle_indexed(&self) -> bool {
+        self.idle_cpus.is_on()
+    }
+
+    /// With the index: of the CPUs a read of `curr` now finds idle, the one `ok` accepts
+    /// with the smallest `(last_schedule, cpu)`, what a walk of [`SchedCtx::read_curr`]
+    /// and [`SchedCtx::last_schedule`] from CPU 0 keeping the strictly smaller finds.
+    pub fn oldest_idle_seen(&self, ok: impl FnMut(CpuId) -> bool) -> Option<CpuId> {
+        self.idle_cpus.oldest_seen(self.cpus, self.now(), ok)
+    }
+
+    /// With the index: of the CPUs whose newest published `curr` is idle, the one `ok`
+    /// accepts with the smallest `(last_schedule, cpu)`.
+    pub fn oldest_idle_latest(&self, ok: impl FnMut(CpuId) -> bool) -> Option<CpuId> {
+        self.idle_cpus.oldest_latest(ok)
+    }
+
+    /// With the index: the CPUs a read of `curr` now finds running a real task.
+    pub fn busy_cpus_seen(&self) -> usize {
+        self.idle_cpus.busy_seen(self.cpus, self.now())
+    }
+
     /// `schedule()` on the executing CPU publishes its new `curr` under the run-queue
     /// lock (2.4 `sched_data->curr = next`, 2.6 `rq->curr = next`), before the switch.
     #[inline]
@@ -255,6 +285,7 @@ impl<'a> SchedCtx<'a> {
         self.write_line(Interconnect::curr_line(self.cpu));
         let now = self.now();
         self.cpus[self.cpu].curr_seen.set(now, next);
+        self.idle_cpus.note(self.cpu, &self.cpus[self.cpu]);
     }
 
     /// Name a shared line the class reads and writes (a list head, a published value).

@@ -49,6 +49,7 @@
 
 pub mod core;
 mod ctx;
+pub mod idle_cpus;
 pub mod published;
 pub mod testbed;
 
@@ -60,6 +61,7 @@ use super::types::TaskId;
 use super::Kernel;
 
 pub use ctx::SchedCtx;
+pub use idle_cpus::IdleCpus;
 pub use published::Published;
 
 /// Why a task is being placed on a run queue.

@@ -642,9 +642,14 @@ impl SchedClass for Linux24 {
     fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
         // §1.13: nr_pending = nr_running − CPUs running a real task (this one included),
         // all read without the lock: each other CPU's `curr` line, as of this moment.
-        let busy = (0..ctx.nr_cpus())
-            .filter(|&c| ctx.read_curr(c) != ctx.idle_task(c))
-            .count();
+        let busy = if ctx.idle_indexed() {
+            // The reads are free there: the count is the index's.
+            ctx.busy_cpus_seen()
+        } else {
+            (0..ctx.nr_cpus())
+                .filter(|&c| ctx.read_curr(c) != ctx.idle_task(c))
+                .count()
+        };
         let nr_pending = self.nr_running_seen.at(ctx.now()) as i64 - busy as i64;
         if nr_pending == 0 {
             self.stats.yields_noop += 1;

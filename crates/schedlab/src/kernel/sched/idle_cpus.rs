@@ -1,0 +1,336 @@
+//! Which CPUs run their idle task, kept up to date as they switch, for the lock-free
+//! walks over every CPU that the 2.4-derived policies make: 2.4's `reschedule_idle` (the
+//! CPU idle longest, by `last_schedule`), its `sys_sched_yield` (the CPUs running a real
+//! task), haMQ's placement on an idle CPU.
+//!
+//! model: the modelled kernels read every CPU's `curr` and stay O(CPUs) in simulated
+//! time; each policy still charges what its walk does (the tasks it examines before it
+//! meets an idle CPU). The host need not repeat the walk where its reads are free: with
+//! the coherence model off a read of another CPU's `curr` costs nothing, so the rest of a
+//! walk is only its answer, which this index gives. With the coherence model on every
+//! read is a priced line access the walk must make anyway, and up to [`INDEX_ABOVE`] CPUs
+//! the walk is cheaper than the index's upkeep: there is no index, and callers walk.
+//!
+//! Design:
+//!
+//! * `idle`: `(last_schedule, cpu)` of every CPU whose newest published `curr` is its idle
+//!   task, in order: the first a caller accepts is the walk's answer, the smallest
+//!   `last_schedule` and the lower CPU on ties (the kernel's strict `<` walk from CPU 0).
+//! * `key[c]`: CPU `c`'s entry in `idle`, if any.
+//! * `ahead`: `(time of c's newest curr write, c)` for every CPU. A read at `now` sees
+//!   the newest value exactly when that write is not after `now`; the CPUs whose newest
+//!   write is (written by hooks processed earlier whose clocks ran ahead: few) are read one
+//!   by one through [`Published::at`](crate::kernel::sched::published::Published::at).
+//! * `busy`: CPUs whose newest `curr` is a real task.
+//!
+//! Invariants (with the index): `key[c]` is `Some(cpus[c].last_schedule)` exactly when
+//! `cpus[c].curr_seen.latest()` is `cpus[c].idle`, and `idle` holds exactly those keys;
+//! `newest[c]` is `cpus[c].curr_seen.newest_time()` and `ahead` holds one entry per CPU
+//! with it; `busy` is the CPUs without a key. [`IdleCpus::check`] compares them with the
+//! CPUs; the tests compare the answers with the plain walks on random histories.
+
+use std::collections::BTreeSet;
+
+use crate::engine::Time;
+use crate::kernel::Cpu;
+use crate::machine::CpuId;
+
+/// CPUs up to which there is no index: the walks read every CPU in the host.
+pub const INDEX_ABOVE: usize = 64;
+
+/// The idle CPUs of the machine; see the module doc.
+#[derive(Clone, Debug, Default)]
+pub struct IdleCpus {
+    on: bool,
+    idle: BTreeSet<(Time, CpuId)>,
+    key: Vec<Option<Time>>,
+    newest: Vec<Time>,
+    ahead: BTreeSet<(Time, CpuId)>,
+    busy: usize,
+}
+
+impl IdleCpus {
+    /// The index over `cpus` (booted: each runs its idle task), kept only when `on`.
+    pub fn new(cpus: &[Cpu], on: bool) -> Self {
+        let mut x = IdleCpus {
+            on,
+            key: vec![None; cpus.len()],
+            newest: vec![0; cpus.len()],
+            busy: cpus.len(),
+            ..IdleCpus::default()
+        };
+        if on {
+            for (c, cpu) in cpus.iter().enumerate() {
+                x.ahead.insert((0, c));
+                x.note(c, cpu);
+            }
+        }
+        x
+    }
+
+    /// Whether the index is kept: more than [`INDEX_ABOVE`] CPUs, reads of `curr` free.
+    pub fn wanted(cpus: usize, coherence: bool) -> bool {
+        #[cfg(test)]
+        if tests::WALK.get() {
+            return false;
+        }
+        cpus > INDEX_ABOVE && !coherence
+    }
+
+    /// True when the index is kept (otherwise callers walk).
+    #[inline]
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// CPU `c` changed its published `curr` or its `last_schedule`: refresh its entries.
+    #[inline]
+    pub fn note(&mut self, c: CpuId, cpu: &Cpu) {
+        if !self.on {
+            return;
+        }
+        let t = cpu.curr_seen.newest_time();
+        if t != self.newest[c] {
+            self.ahead.remove(&(self.newest[c], c));
+            self.ahead.insert((t, c));
+            self.newest[c] = t;
+        }
+        let key = (cpu.curr_seen.latest() == cpu.idle).then_some(cpu.last_schedule);
+        if key != self.key[c] {
+            match self.key[c] {
+                Some(old) => {
+                    self.idle.remove(&(old, c));
+                }
+                None => self.busy -= 1,
+            }
+            match key {
+                Some(new) => {
+                    self.idle.insert((new, c));
+                }
+                None => self.busy += 1,
+            }
+            self.key[c] = key;
+        }
+    }
+
+    /// The CPUs whose newest `curr` write is after `now`.
+    fn ahead_of(&self, now: Time) -> impl Iterator<Item = CpuId> + '_ {
+        self.ahead
+            .range((now.saturating_add(1), 0)..)
+            .map(|&(_, c)| c)
+    }
+
+    /// Of the CPUs a read of `curr` at `now` finds idle, the one `ok` accepts with the
+    /// smallest `(last_schedule, cpu)`: 2.4 `reschedule_idle`'s walk.
+    pub fn oldest_seen(
+        &self,
+        cpus: &[Cpu],
+        now: Time,
+        mut ok: impl FnMut(CpuId) -> bool,
+    ) -> Option<CpuId> {
+        debug_assert!(self.on);
+        let mut best = self
+            .idle
+            .iter()
+            .find(|&&(_, c)| self.newest[c] <= now && ok(c))
+            .copied();
+        for c in self.ahead_of(now) {
+            let cpu = &cpus[c];
+            let k = (cpu.last_schedule, c);
+            if cpu.curr_seen.at(now) == cpu.idle && best.is_none_or(|b| k < b) && ok(c) {
+                best = Some(k);
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+
+    /// Of the CPUs whose newest published `curr` is idle, the one `ok` accepts with the
+    /// smallest `(last_schedule, cpu)`: a walk that reads the newest values (haMQ).
+    pub fn oldest_latest(&self, mut ok: impl FnMut(CpuId) -> bool) -> Option<CpuId> {
+        debug_assert!(self.on);
+        self.idle.iter().map(|&(_, c)| c).find(|&c| ok(c))
+    }
+
+    /// The CPUs a read of `curr` at `now` finds running a real task: 2.4
+    /// `sys_sched_yield`'s count.
+    pub fn busy_seen(&self, cpus: &[Cpu], now: Time) -> usize {
+        debug_assert!(self.on);
+        let mut busy = self.busy;
+        for c in self.ahead_of(now) {
+            let cpu = &cpus[c];
+            busy -= usize::from(self.key[c].is_none());
+            busy += usize::from(cpu.curr_seen.at(now) != cpu.idle);
+        }
+        busy
+    }
+
+    /// Check the invariants against the CPUs.
+    pub fn check(&self, cpus: &[Cpu]) -> Result<(), String> {
+        if !self.on {
+            return Ok(());
+        }
+        let mut idle = BTreeSet::new();
+        for (c, cpu) in cpus.iter().enumerate() {
+            let key = (cpu.curr_seen.latest() == cpu.idle).then_some(cpu.last_schedule);
+            if self.key[c] != key {
+                return Err(format!(
+                    "idle index: cpu {c} keyed {:?}, its state says {key:?}",
+                    self.key[c]
+                ));
+            }
+            if let Some(k) = key {
+                idle.insert((k, c));
+            }
+            let t = cpu.curr_seen.newest_time();
+            if self.newest[c] != t || !self.ahead.contains(&(t, c)) {
+                return Err(format!(
+                    "idle index: cpu {c}'s newest curr write {t} not kept"
+                ));
+            }
+        }
+        if idle != self.idle || self.ahead.len() != cpus.len() {
+            return Err("idle index: the ordered sets differ from the CPUs".into());
+        }
+        if self.busy != cpus.len() - idle.len() {
+            return Err(format!(
+                "idle index: {} busy counted, {} found",
+                self.busy,
+                cpus.len() - idle.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::sched::testbed::Bed;
+    use crate::kernel::TaskId;
+    use proptest::prelude::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Boot without the index, whatever the machine: the walks' answers, to compare.
+        pub(super) static WALK: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// A run's report, as JSON, with the index or with the walks.
+    fn report(policy: &str, workload: &str, walk: bool) -> (String, crate::report::RunReport) {
+        WALK.set(walk);
+        let mut sim = crate::Simulation::new(crate::RunConfig {
+            machine: "numa-1024:coherence=off".into(),
+            cpus: Some(72),
+            policy: policy.into(),
+            workload: workload.into(),
+            seed: 3,
+        })
+        .unwrap();
+        WALK.set(false);
+        assert_eq!(sim.k.idle_cpus.is_on(), !walk);
+        sim.run(&mut |_, _| {}).unwrap();
+        sim.check().unwrap();
+        let r = sim.report().unwrap();
+        (serde_json::to_string(&r).unwrap(), r)
+    }
+
+    /// 2.4's `reschedule_idle` and `sys_sched_yield`, haMQ's placement, idle pull and
+    /// yield decide with the index exactly as with their walks: the runs are identical.
+    #[test]
+    fn runs_with_the_index_equal_runs_with_the_walks() {
+        for (policy, workload, used) in [
+            (
+                "linux-2.4",
+                "hackbench:groups=3,loops=10",
+                "reschedule_idle_idle",
+            ),
+            (
+                "linux-2.4",
+                "reflex:tasks=16,yield_pct=50,rounds=500",
+                "yields",
+            ),
+            ("hamq", "hackbench:groups=3,loops=10", "wake_moves"),
+            ("hamq", "hackbench:groups=3,loops=10", "idle_pulls"),
+            // Its threads yield: `sys_sched_yield`'s count of waiting tasks.
+            (
+                "hamq",
+                "reflex:tasks=16,yield_pct=50,rounds=500",
+                "wake_moves",
+            ),
+        ] {
+            let (indexed, r) = report(policy, workload, false);
+            let (walked, _) = report(policy, workload, true);
+            assert!(indexed == walked, "{policy} {workload}: the runs differ");
+            // The paths the index replaces were taken.
+            let n = r.counters.policy.get(used).copied().unwrap_or(0.0);
+            assert!(n > 0.0, "{policy} {workload}: {used} = {n}");
+        }
+    }
+
+    /// 2.4 `reschedule_idle`'s walk: from CPU 0, the strictly smaller `last_schedule`
+    /// among those a read at `now` finds idle.
+    fn plain_oldest(cpus: &[Cpu], now: Time, ok: impl Fn(CpuId) -> bool) -> Option<CpuId> {
+        let mut best: Option<CpuId> = None;
+        for (c, cpu) in cpus.iter().enumerate() {
+            if ok(c)
+                && cpu.curr_seen.at(now) == cpu.idle
+                && best.is_none_or(|b| cpu.last_schedule < cpus[b].last_schedule)
+            {
+                best = Some(c);
+            }
+        }
+        best
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn the_index_answers_as_the_walks_do(
+            n in 65usize..90,
+            writes in prop::collection::vec((0usize..90, 0u64..2_000, any::<bool>(), any::<bool>()), 1..300),
+            reads in prop::collection::vec((0u64..2_200, 1usize..5, 0usize..5), 1..20),
+        ) {
+            let class = crate::policy::build_named("fifo", "numa-1024", n).unwrap();
+            let mut bed = Bed::new("numa-1024:coherence=off", n, class);
+            let k = &mut bed.k;
+            prop_assert!(k.idle_cpus.is_on());
+            let mut clock = 0u64;
+            for (i, &(c, jitter, idle, switch)) in writes.iter().enumerate() {
+                let c = c % n;
+                // Time goes on, but a write may be dated up to 1 µs back or ahead.
+                clock += 100;
+                let t = (clock + jitter).saturating_sub(1_000);
+                let next = if idle { k.cpus[c].idle } else { 1_000 + c as TaskId };
+                k.cpus[c].curr_seen.set(t, next);
+                if switch {
+                    k.cpus[c].last_schedule = t;
+                }
+                k.idle_cpus.note(c, &k.cpus[c]);
+                k.idle_cpus.check(&k.cpus).map_err(TestCaseError::fail)?;
+                let (back, m, r) = reads[i % reads.len()];
+                let now = (clock + 1_100).saturating_sub(back);
+                let ok = |c: CpuId| c % m != r;
+                prop_assert_eq!(
+                    k.idle_cpus.oldest_seen(&k.cpus, now, ok),
+                    plain_oldest(&k.cpus, now, ok)
+                );
+                let busy = k.cpus.iter().filter(|c| c.curr_seen.at(now) != c.idle).count();
+                prop_assert_eq!(k.idle_cpus.busy_seen(&k.cpus, now), busy);
+                prop_assert_eq!(
+                    k.idle_cpus.oldest_latest(ok),
+                    plain_oldest(&k.cpus, Time::MAX, ok)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn small_machines_and_coherence_keep_no_index() {
+        assert!(!IdleCpus::wanted(INDEX_ABOVE, false));
+        assert!(!IdleCpus::wanted(1024, true));
+        assert!(IdleCpus::wanted(INDEX_ABOVE + 1, false));
+        let class = crate::policy::build_named("fifo", "numa-1024", 65).unwrap();
+        let bed = Bed::new("numa-1024", 65, class);
+        assert!(!bed.k.idle_cpus.is_on());
+    }
+}
