@@ -235,7 +235,8 @@ mod tests {
     }
 
     /// 2.4's `reschedule_idle` and `sys_sched_yield`, haMQ's placement, idle pull and
-    /// yield decide with the index exactly as with their walks: the runs are identical.
+    /// yield, MQ's remote scan decide with their indexes exactly as with their walks: the
+    /// runs are identical.
     #[test]
     fn runs_with_the_index_equal_runs_with_the_walks() {
         for (policy, workload, used) in [
@@ -256,6 +257,13 @@ mod tests {
                 "hamq",
                 "reflex:tasks=16,yield_pct=50,rounds=500",
                 "wake_moves",
+            ),
+            // MQ's remote scan from its index of published goodness (`policy/mq`).
+            ("mq", "hackbench:groups=3,loops=10", "steals"),
+            (
+                "mq",
+                "reflex:tasks=16,yield_pct=50,rounds=500",
+                "premature_idle",
             ),
         ] {
             let (indexed, r) = report(policy, workload, false);

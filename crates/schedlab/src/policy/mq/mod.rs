@@ -107,6 +107,13 @@
 //! * `max_na_ptr(c)`, when set, is on c's queue and not running.
 //! * `curr_na_goodness(c) == MIN_GOODNESS` ⇔ c runs its idle task.
 //!
+//! # The host's shortcut
+//!
+//! Above 64 CPUs without the coherence model, where the lock-free reads cost nothing,
+//! unpooled MQ's remote scan takes its candidates from an index of every queue's
+//! published `max_na_goodness` (`steal_index`) instead of reading all queues in the
+//! host. The decisions are the walk's (a test compares whole runs).
+//!
 //! # Not modelled
 //!
 //! `tasklist_lock` (the recalculation walks the task list without a modelled lock), the
@@ -114,6 +121,7 @@
 //! tweak.
 
 mod pool;
+mod steal_index;
 #[cfg(test)]
 mod tests;
 
@@ -363,6 +371,9 @@ pub struct Mq {
     st: Stats,
     /// `examine_rmt_rqs`'s candidate queues, `(published goodness, cpu)`: scratch space.
     remotes: Vec<(i32, CpuId)>,
+    /// Every queue's `max_na_goodness` in order, where the scan's reads are free and it
+    /// spans every CPU (`steal_index`).
+    steal: Option<steal_index::StealIndex>,
 }
 
 /// Line of `aligned_data[cpu]` (`curr`, `last_schedule`, `curr_na_goodness`, §3.1): the
@@ -398,6 +409,7 @@ impl Mq {
             next_lb: 0,
             st: Stats::default(),
             remotes: Vec::new(),
+            steal: None,
         }
     }
 
@@ -422,7 +434,11 @@ impl Mq {
     }
 
     fn set_max_na(&mut self, ctx: &SchedCtx<'_>, c: CpuId, m: MaxNa) {
-        self.rq[c].max_na.set(ctx.now(), m);
+        let v = &mut self.rq[c].max_na;
+        v.set(ctx.now(), m);
+        if let Some(x) = &mut self.steal {
+            x.note(c, v.latest().goodness, v.newest_time());
+        }
     }
 
     /// `preemption_goodness(curr, p, cpu)` with the full goodness (§3.2).
@@ -608,16 +624,32 @@ impl Mq {
         loop {
             let mut premature_idle = 0u32;
             remotes.clear();
-            for r in pool.clone() {
-                if r == this {
-                    continue;
+            if let Some(x) = &self.steal {
+                // The reads are free: the queues that qualify come from the index.
+                let now = ctx.now();
+                for (g, r) in x.above(*cg, now) {
+                    if r != this && self.max_na(ctx, r).cpus_allowed.test(this) {
+                        remotes.push((g, r));
+                    }
                 }
-                // Lock-free: the value of this moment, which the owner may change
-                // before our trylock (item 4 of issue 14; counter 3 vs counter 2).
-                ctx.read_line(self.rq[r].line);
-                let m = self.max_na(ctx, r);
-                if m.cpus_allowed.test(this) && m.goodness > *cg {
-                    remotes.push((m.goodness, r));
+                for r in x.ahead_of(now) {
+                    let m = self.max_na(ctx, r);
+                    if r != this && m.cpus_allowed.test(this) && m.goodness > *cg {
+                        remotes.push((m.goodness, r));
+                    }
+                }
+            } else {
+                for r in pool.clone() {
+                    if r == this {
+                        continue;
+                    }
+                    // Lock-free: the value of this moment, which the owner may change
+                    // before our trylock (item 4 of issue 14; counter 3 vs counter 2).
+                    ctx.read_line(self.rq[r].line);
+                    let m = self.max_na(ctx, r);
+                    if m.cpus_allowed.test(this) && m.goodness > *cg {
+                        remotes.push((m.goodness, r));
+                    }
                 }
             }
             if !remotes.is_empty() {
@@ -866,6 +898,9 @@ impl SchedClass for Mq {
         self.curr_na_goodness = vec![Published::new(MIN_GOODNESS); n];
         self.bitmap_line = ctx.new_line("non_idle_bitmap");
         self.cfg.pool_size = self.cfg.pool_size.clamp(1, n);
+        if ctx.idle_indexed() && self.cfg.pool_size == n {
+            self.steal = Some(steal_index::StealIndex::new(n));
+        }
         if let Some(ms) = self.cfg.lb_interval_ms {
             self.next_lb = Self::lb_ticks(ms, self.cfg.hz);
         }
@@ -1091,6 +1126,13 @@ impl SchedClass for Mq {
         let name = self.cfg.name;
         let on_rq: Vec<bool> = self.ts.iter().map(|s| s.on_rq).collect();
         check_per_cpu_queues(name, k, self.rq.iter().map(|q| &q.list), &on_rq)?;
+        if let Some(x) = &self.steal {
+            x.check(
+                self.rq
+                    .iter()
+                    .map(|q| (q.max_na.latest().goodness, q.max_na.newest_time())),
+            )?;
+        }
         for (c, q) in self.rq.iter().enumerate() {
             if let Some(m) = q.max_na.latest().ptr {
                 if !q.list.contains(&m) || k.task(m).on_cpu.is_some() {
