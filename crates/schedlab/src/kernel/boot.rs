@@ -71,7 +71,8 @@ impl Kernel {
             let phase = k.initial.tick_phase(tick_ns);
             k.boot_cpu(c, phase);
         }
-        let indexed = crate::kernel::sched::IdleCpus::wanted(n, k.machine.model.coherence);
+        let indexed = crate::kernel::sched::IdleCpus::wanted(n, k.machine.model.coherence)
+            && k.class.uses_idle_index();
         k.idle_cpus = crate::kernel::sched::IdleCpus::new(&k.cpus, indexed);
         let (class, mut ctx) = k.sched(0);
         class.init(&mut ctx);

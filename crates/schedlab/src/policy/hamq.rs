@@ -397,6 +397,10 @@ impl SchedClass for Hamq {
         self.core.hz
     }
 
+    fn uses_idle_index(&self) -> bool {
+        true
+    }
+
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
         self.indexed = ctx.idle_indexed();

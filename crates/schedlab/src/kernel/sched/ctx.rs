@@ -252,12 +252,19 @@ impl<'a> SchedCtx<'a> {
         self.cpus[cpu].curr_seen.at(self.now())
     }
 
-    /// True when the index of idle CPUs is kept ([`IdleCpus`]): above 64 CPUs without the
-    /// coherence model, where a read of another CPU's `curr` is free, so the rest of a
-    /// walk over every CPU that only reads is its answer, which the index gives.
+    /// True when the index of idle CPUs is kept ([`IdleCpus`]): for a class that uses it
+    /// ([`SchedClass::uses_idle_index`](super::SchedClass::uses_idle_index)) where the walks
+    /// it answers are indexable ([`SchedCtx::walks_indexable`]).
     #[inline]
     pub fn idle_indexed(&self) -> bool {
         self.idle_cpus.is_on()
+    }
+
+    /// True where a class's walks over every CPU may be answered by indexes: above 64
+    /// CPUs without the coherence model, where a lock-free read of another CPU's line is
+    /// free, so the rest of a walk that only reads is its answer.
+    pub fn walks_indexable(&self) -> bool {
+        IdleCpus::wanted(self.cpus.len(), self.ic.model().coherence)
     }
 
     /// With the index: of the CPUs a read of `curr` now finds idle, the one `ok` accepts

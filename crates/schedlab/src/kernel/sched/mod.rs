@@ -119,6 +119,14 @@ pub trait SchedClass {
         false
     }
 
+    /// Whether the class asks the kernel's index of idle CPUs ([`IdleCpus`], through
+    /// [`SchedCtx::oldest_idle_seen`] and the like). The kernel keeps it only for such a
+    /// class, where it is worth keeping ([`SchedCtx::walks_indexable`]): its upkeep at
+    /// every switch would be lost on another.
+    fn uses_idle_index(&self) -> bool {
+        false
+    }
+
     /// Called from: boot, once, before any task exists; no lock held. Create locks and
     /// per-CPU run queues.
     fn init(&mut self, ctx: &mut SchedCtx<'_>);
@@ -264,6 +272,9 @@ impl<T: SchedClass + ?Sized> SchedClass for Box<T> {
     }
     fn hrtimers(&self) -> bool {
         (**self).hrtimers()
+    }
+    fn uses_idle_index(&self) -> bool {
+        (**self).uses_idle_index()
     }
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         (**self).init(ctx)

@@ -494,6 +494,10 @@ impl SchedClass for Linux24 {
         self.core.hz
     }
 
+    fn uses_idle_index(&self) -> bool {
+        true
+    }
+
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         self.runqueue_lock = ctx.new_lock("runqueue_lock");
         self.runqueue_head = ctx.new_line("runqueue_head");

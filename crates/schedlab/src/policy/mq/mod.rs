@@ -898,7 +898,7 @@ impl SchedClass for Mq {
         self.curr_na_goodness = vec![Published::new(MIN_GOODNESS); n];
         self.bitmap_line = ctx.new_line("non_idle_bitmap");
         self.cfg.pool_size = self.cfg.pool_size.clamp(1, n);
-        if ctx.idle_indexed() && self.cfg.pool_size == n {
+        if ctx.walks_indexable() && self.cfg.pool_size == n {
             self.steal = Some(steal_index::StealIndex::new(n));
         }
         if let Some(ms) = self.cfg.lb_interval_ms {
