@@ -112,7 +112,9 @@
 //! Above 64 CPUs without the coherence model, where the lock-free reads cost nothing,
 //! unpooled MQ's remote scan takes its candidates from an index of every queue's
 //! published `max_na_goodness` (`steal_index`) instead of reading all queues in the
-//! host. The decisions are the walk's (a test compares whole runs).
+//! host, and `sys_sched_yield` takes its sum from totals kept at every change when no
+//! queue's `running_non_idle` was written after the reader's clock. The decisions are
+//! the walks' (a test compares whole runs).
 //!
 //! # Not modelled
 //!
@@ -127,6 +129,7 @@ mod tests;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::engine::Time;
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
 use crate::machine::{CpuId, CpuMask, Interconnect, LineId, LockId, Machine};
@@ -374,6 +377,12 @@ pub struct Mq {
     /// Every queue's `max_na_goodness` in order, where the scan's reads are free and it
     /// spans every CPU (`steal_index`).
     steal: Option<steal_index::StealIndex>,
+    /// Tasks on all queues, queues whose newest `running_non_idle` is set, and the
+    /// latest time any of those was written: `sys_sched_yield`'s sum, where no write
+    /// is after the reader's clock.
+    queued: usize,
+    running: usize,
+    running_written: Time,
 }
 
 /// Line of `aligned_data[cpu]` (`curr`, `last_schedule`, `curr_na_goodness`, §3.1): the
@@ -410,6 +419,9 @@ impl Mq {
             st: Stats::default(),
             remotes: Vec::new(),
             steal: None,
+            queued: 0,
+            running: 0,
+            running_written: 0,
         }
     }
 
@@ -460,6 +472,7 @@ impl Mq {
             }
         }
         self.rq[c].list.push_front(p);
+        self.queued += 1;
         self.ts[p as usize].on_rq = true;
         ctx.write_line(self.rq[c].line);
     }
@@ -476,6 +489,7 @@ impl Mq {
             .position(|&t| t == p)
             .unwrap_or_else(|| panic!("mq: task {p} not on queue {c}"));
         self.rq[c].list.remove(i);
+        self.queued -= 1;
         self.ts[p as usize].on_rq = false;
         ctx.write_line(self.rq[c].line);
         if self.max_na(ctx, c).ptr != Some(p) {
@@ -710,7 +724,11 @@ impl Mq {
         let now = ctx.now();
         self.curr_na_goodness[this].set(now, g);
         if self.rq[this].running_non_idle.at(now) == idle {
-            self.rq[this].running_non_idle.set(now, !idle);
+            let v = &mut self.rq[this].running_non_idle;
+            let was = v.latest();
+            v.set(now, !idle);
+            self.running = self.running + usize::from(v.latest()) - usize::from(was);
+            self.running_written = self.running_written.max(now);
             if self.cfg.idle_bitmap {
                 ctx.write_line(self.bitmap_line);
             }
@@ -1032,12 +1050,18 @@ impl SchedClass for Mq {
     fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
         // nr_pending = Σ (nt_running − running_non_idle), read without locks.
         let mut nr_pending = 0i64;
-        for c in 0..self.ncpu() {
-            if c != cpu {
-                ctx.read_line(self.rq[c].line);
+        if self.steal.is_some() && self.running_written <= ctx.now() {
+            // The reads are free and none is older than its queue's newest value: the
+            // sums, kept.
+            nr_pending = self.queued as i64 - self.running as i64;
+        } else {
+            for c in 0..self.ncpu() {
+                if c != cpu {
+                    ctx.read_line(self.rq[c].line);
+                }
+                let q = &self.rq[c];
+                nr_pending += q.list.len() as i64 - i64::from(q.running_non_idle.at(ctx.now()));
             }
-            let q = &self.rq[c];
-            nr_pending += q.list.len() as i64 - i64::from(q.running_non_idle.at(ctx.now()));
         }
         if nr_pending > 0 {
             self.core.sched_yield(ctx, cpu, p);
@@ -1126,6 +1150,25 @@ impl SchedClass for Mq {
         let name = self.cfg.name;
         let on_rq: Vec<bool> = self.ts.iter().map(|s| s.on_rq).collect();
         check_per_cpu_queues(name, k, self.rq.iter().map(|q| &q.list), &on_rq)?;
+        let queued: usize = self.rq.iter().map(|q| q.list.len()).sum();
+        let running = self
+            .rq
+            .iter()
+            .filter(|q| q.running_non_idle.latest())
+            .count();
+        let written = self
+            .rq
+            .iter()
+            .map(|q| q.running_non_idle.newest_time())
+            .max();
+        if (queued, running) != (self.queued, self.running)
+            || written.is_some_and(|w| w > self.running_written)
+        {
+            return Err(format!(
+                "{name}: {} queued and {} running kept, {queued} and {running} found",
+                self.queued, self.running
+            ));
+        }
         if let Some(x) = &self.steal {
             x.check(
                 self.rq
