@@ -119,6 +119,14 @@ struct TaskSched {
     on_rq: bool,
 }
 
+/// How an idle pull's tries ended.
+enum Pull {
+    /// This task, from this queue (left locked).
+    Took(TaskId, CpuId),
+    /// Nothing taken; this many trylocks failed.
+    Failed(u32),
+}
+
 /// What the wake-up in progress does to its target CPU (decided in `select_task_rq`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kick {
@@ -170,16 +178,23 @@ impl Hamq {
         self.rq[c].list.len() - usize::from(self.rq[c].running_non_idle)
     }
 
+    /// Queue `c`'s waiting tasks, if an idle pull may take from it: a task waits
+    /// behind a running one.
+    fn pull_key(&self, c: CpuId) -> Option<usize> {
+        let q = &self.rq[c];
+        // Within `schedule()` a sleeping task leaves the queue before its CPU stops
+        // running it, so the length may for a moment be short of the running task.
+        let waiting = q.list.len().saturating_sub(usize::from(q.running_non_idle));
+        (q.running_non_idle && waiting > 0).then_some(waiting)
+    }
+
     /// Queue `c`'s length or running task changed: its place in `pull_order`.
     fn repull(&mut self, c: CpuId) {
         if !self.indexed {
             return;
         }
+        let key = self.pull_key(c);
         let q = &self.rq[c];
-        // Within `schedule()` a sleeping task leaves the queue before its CPU stops
-        // running it, so the length may for a moment be short of the running task.
-        let waiting = q.list.len().saturating_sub(usize::from(q.running_non_idle));
-        let key = (q.running_non_idle && waiting > 0).then_some(waiting);
         if key != q.pull_key {
             if let Some(w) = q.pull_key {
                 self.pull_order.remove(&(Reverse(w), c));
@@ -285,77 +300,63 @@ impl Hamq {
 
     /// Idle pull: take one waiting task for `cpu`, whose lock is held.
     fn idle_pull(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> Option<TaskId> {
-        if self.indexed {
-            return self.idle_pull_indexed(ctx, cpu);
-        }
         let n = self.rq.len();
+        let mut cand: Vec<(usize, CpuId)> = Vec::new();
         loop {
-            let mut cand: Vec<(usize, CpuId)> = Vec::new();
-            for r in 0..n {
-                if r == cpu {
-                    continue;
+            let tries = if self.indexed {
+                // The reads are free: the candidates, in the walk's order, are kept.
+                let order = self.pull_order.iter().map(|&(_, r)| r);
+                self.try_pull(ctx, cpu, order.filter(|&r| r != cpu))
+            } else {
+                cand.clear();
+                for r in 0..n {
+                    if r == cpu {
+                        continue;
+                    }
+                    ctx.read_line(self.rq[r].line);
+                    // Only tasks waiting behind a running task: a queued task of an idle
+                    // CPU belongs to a CPU that was just kicked to run it.
+                    if let Some(w) = self.pull_key(r) {
+                        cand.push((w, r));
+                    }
                 }
-                ctx.read_line(self.rq[r].line);
-                // Only tasks waiting behind a running task: a queued task of an idle CPU
-                // belongs to a CPU that was just kicked to run it.
-                let w = self.nr_waiting(r);
-                if self.rq[r].running_non_idle && w > 0 {
-                    cand.push((w, r));
-                }
-            }
-            if cand.is_empty() {
-                return None;
-            }
-            // determinism: most waiting first, then the lower CPU.
-            cand.sort_by_key(|&(w, r)| (std::cmp::Reverse(w), r));
-            let mut failed = 0;
-            for &(_, r) in &cand {
-                if !ctx.trylock(self.rq[r].lock) {
-                    failed += 1;
-                    continue;
-                }
-                if let Some(p) = self.best_to_pull(ctx, r, cpu) {
+                // determinism: most waiting first, then the lower CPU.
+                cand.sort_by_key(|&(w, r)| (Reverse(w), r));
+                self.try_pull(ctx, cpu, cand.iter().map(|&(_, r)| r))
+            };
+            match tries {
+                Pull::Took(p, r) => {
                     self.take(ctx, p, r, cpu);
                     return Some(p);
                 }
-                ctx.unlock(self.rq[r].lock);
-            }
-            if failed == 0 {
-                return None;
+                // Every candidate's lock taken and nothing to take, or none at all.
+                Pull::Failed(0) => return None,
+                // Some trylock failed: look again.
+                Pull::Failed(_) => {}
             }
         }
     }
 
-    /// [`Hamq::idle_pull`] with the index: the candidates come from `pull_order`, in the
-    /// order the walk sorts them; the reads it skips are free.
-    fn idle_pull_indexed(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> Option<TaskId> {
-        loop {
-            let mut failed = 0;
-            let mut tried = false;
-            let mut taken = None;
-            for &(_, r) in &self.pull_order {
-                if r == cpu {
-                    continue;
-                }
-                tried = true;
-                if !ctx.trylock(self.rq[r].lock) {
-                    failed += 1;
-                    continue;
-                }
-                if let Some(p) = self.best_to_pull(ctx, r, cpu) {
-                    taken = Some((p, r));
-                    break;
-                }
-                ctx.unlock(self.rq[r].lock);
+    /// Try the candidate queues in order: `spin_trylock` each, and take the first whose
+    /// waiting task may run on `cpu` (its queue left locked).
+    fn try_pull(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        cpu: CpuId,
+        candidates: impl Iterator<Item = CpuId>,
+    ) -> Pull {
+        let mut failed = 0;
+        for r in candidates {
+            if !ctx.trylock(self.rq[r].lock) {
+                failed += 1;
+                continue;
             }
-            if let Some((p, r)) = taken {
-                self.take(ctx, p, r, cpu);
-                return Some(p);
+            if let Some(p) = self.best_to_pull(ctx, r, cpu) {
+                return Pull::Took(p, r);
             }
-            if !tried || failed == 0 {
-                return None;
-            }
+            ctx.unlock(self.rq[r].lock);
         }
+        Pull::Failed(failed)
     }
 
     /// The waiting task of queue `r` (locked) an idle pull for `cpu` takes: the best by
@@ -614,7 +615,7 @@ impl SchedClass for Hamq {
                     cpu.curr_seen.latest()
                 ));
             }
-            let key = (q.running_non_idle && self.nr_waiting(c) > 0).then(|| self.nr_waiting(c));
+            let key = self.pull_key(c);
             if self.indexed
                 && (q.pull_key != key
                     || key.is_some_and(|w| !self.pull_order.contains(&(Reverse(w), c))))
