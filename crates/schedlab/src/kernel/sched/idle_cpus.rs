@@ -19,21 +19,21 @@
 //!   task, in order: the first a caller accepts is the walk's answer, the smallest
 //!   `last_schedule` and the lower CPU on ties (the kernel's strict `<` walk from CPU 0).
 //! * `key[c]`: CPU `c`'s entry in `idle`, if any.
-//! * `ahead`: `(time of c's newest curr write, c)` for every CPU. A read at `now` sees
-//!   the newest value exactly when that write is not after `now`; the CPUs whose newest
-//!   write is (written by hooks processed earlier whose clocks ran ahead: few) are read one
-//!   by one through [`Published::at`](crate::kernel::sched::published::Published::at).
+//! * `ahead`: when each CPU's `curr` was last written ([`WrittenAfter`]). A read at `now`
+//!   sees the newest value exactly when that write is not after `now`; the CPUs whose
+//!   newest write is (written by hooks processed earlier whose clocks ran ahead: few) are
+//!   read one by one through [`Published::at`](crate::kernel::sched::published::Published::at).
 //! * `busy`: CPUs whose newest `curr` is a real task.
 //!
 //! Invariants (with the index): `key[c]` is `Some(cpus[c].last_schedule)` exactly when
 //! `cpus[c].curr_seen.latest()` is `cpus[c].idle`, and `idle` holds exactly those keys;
-//! `newest[c]` is `cpus[c].curr_seen.newest_time()` and `ahead` holds one entry per CPU
-//! with it; `busy` is the CPUs without a key. [`IdleCpus::check`] compares them with the
+//! `ahead` holds each `cpus[c].curr_seen.newest_time()`; `busy` is the CPUs without a key. [`IdleCpus::check`] compares them with the
 //! CPUs; the tests compare the answers with the plain walks on random histories.
 
 use std::collections::BTreeSet;
 
 use crate::engine::Time;
+use crate::kernel::sched::published::WrittenAfter;
 use crate::kernel::Cpu;
 use crate::machine::CpuId;
 
@@ -46,8 +46,7 @@ pub struct IdleCpus {
     on: bool,
     idle: BTreeSet<(Time, CpuId)>,
     key: Vec<Option<Time>>,
-    newest: Vec<Time>,
-    ahead: BTreeSet<(Time, CpuId)>,
+    ahead: WrittenAfter,
     busy: usize,
 }
 
@@ -57,13 +56,12 @@ impl IdleCpus {
         let mut x = IdleCpus {
             on,
             key: vec![None; cpus.len()],
-            newest: vec![0; cpus.len()],
+            ahead: WrittenAfter::new(cpus.len()),
             busy: cpus.len(),
             ..IdleCpus::default()
         };
         if on {
             for (c, cpu) in cpus.iter().enumerate() {
-                x.ahead.insert((0, c));
                 x.note(c, cpu);
             }
         }
@@ -92,12 +90,7 @@ impl IdleCpus {
         if !self.on {
             return;
         }
-        let t = cpu.curr_seen.newest_time();
-        if t != self.newest[c] {
-            self.ahead.remove(&(self.newest[c], c));
-            self.ahead.insert((t, c));
-            self.newest[c] = t;
-        }
+        self.ahead.note(c, cpu.curr_seen.newest_time());
         let key = (cpu.curr_seen.latest() == cpu.idle).then_some(cpu.last_schedule);
         if key != self.key[c] {
             match self.key[c] {
@@ -116,13 +109,6 @@ impl IdleCpus {
         }
     }
 
-    /// The CPUs whose newest `curr` write is after `now`.
-    fn ahead_of(&self, now: Time) -> impl Iterator<Item = CpuId> + '_ {
-        self.ahead
-            .range((now.saturating_add(1), 0)..)
-            .map(|&(_, c)| c)
-    }
-
     /// Of the CPUs a read of `curr` at `now` finds idle, the one `ok` accepts with the
     /// smallest `(last_schedule, cpu)`: 2.4 `reschedule_idle`'s walk.
     pub fn oldest_seen(
@@ -135,9 +121,9 @@ impl IdleCpus {
         let mut best = self
             .idle
             .iter()
-            .find(|&&(_, c)| self.newest[c] <= now && ok(c))
+            .find(|&&(_, c)| !self.ahead.is_after(c, now) && ok(c))
             .copied();
-        for c in self.ahead_of(now) {
+        for c in self.ahead.after(now) {
             let cpu = &cpus[c];
             let k = (cpu.last_schedule, c);
             if cpu.curr_seen.at(now) == cpu.idle && best.is_none_or(|b| k < b) && ok(c) {
@@ -159,7 +145,7 @@ impl IdleCpus {
     pub fn busy_seen(&self, cpus: &[Cpu], now: Time) -> usize {
         debug_assert!(self.on);
         let mut busy = self.busy;
-        for c in self.ahead_of(now) {
+        for c in self.ahead.after(now) {
             let cpu = &cpus[c];
             busy -= usize::from(self.key[c].is_none());
             busy += usize::from(cpu.curr_seen.at(now) != cpu.idle);
@@ -184,14 +170,11 @@ impl IdleCpus {
             if let Some(k) = key {
                 idle.insert((k, c));
             }
-            let t = cpu.curr_seen.newest_time();
-            if self.newest[c] != t || !self.ahead.contains(&(t, c)) {
-                return Err(format!(
-                    "idle index: cpu {c}'s newest curr write {t} not kept"
-                ));
-            }
         }
-        if idle != self.idle || self.ahead.len() != cpus.len() {
+        self.ahead
+            .check(cpus.iter().map(|c| c.curr_seen.newest_time()))
+            .map_err(|e| format!("idle index: {e}"))?;
+        if idle != self.idle {
             return Err("idle index: the ordered sets differ from the CPUs".into());
         }
         if self.busy != cpus.len() - idle.len() {

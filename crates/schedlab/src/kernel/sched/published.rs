@@ -102,6 +102,70 @@ impl<T: Copy> Published<T> {
     }
 }
 
+/// When each of a set of [`Published`] fields (one per CPU or queue) was last written,
+/// for an index over their newest values: a read at `now` sees a field's newest value
+/// exactly when it was written no later than `now`, and the few written after (by hooks
+/// processed earlier whose clocks ran ahead) must be read one by one.
+///
+/// Invariant: `newest[c]` is field `c`'s newest write time, and `by_time` holds
+/// `(newest[c], c)` for every `c`.
+#[derive(Clone, Debug, Default)]
+pub struct WrittenAfter {
+    newest: Vec<Time>,
+    by_time: std::collections::BTreeSet<(Time, usize)>,
+}
+
+impl WrittenAfter {
+    /// `n` fields, each written at time 0.
+    pub fn new(n: usize) -> Self {
+        WrittenAfter {
+            newest: vec![0; n],
+            by_time: (0..n).map(|c| (0, c)).collect(),
+        }
+    }
+
+    /// Field `c`'s newest write is now dated `at`.
+    #[inline]
+    pub fn note(&mut self, c: usize, at: Time) {
+        if at != self.newest[c] {
+            self.by_time.remove(&(self.newest[c], c));
+            self.by_time.insert((at, c));
+            self.newest[c] = at;
+        }
+    }
+
+    /// True when a read of field `c` at `now` may see an older value than its newest.
+    #[inline]
+    pub fn is_after(&self, c: usize, now: Time) -> bool {
+        self.newest[c] > now
+    }
+
+    /// The fields whose newest write is after `now`.
+    pub fn after(&self, now: Time) -> impl Iterator<Item = usize> + '_ {
+        self.by_time
+            .range((now.saturating_add(1), 0)..)
+            .map(|&(_, c)| c)
+    }
+
+    /// Check against each field's newest write time, in order.
+    pub fn check(&self, times: impl Iterator<Item = Time>) -> Result<(), String> {
+        let mut n = 0;
+        for (c, t) in times.enumerate() {
+            n += 1;
+            if self.newest.get(c) != Some(&t) || !self.by_time.contains(&(t, c)) {
+                return Err(format!("field {c}'s newest write at {t} is not kept"));
+            }
+        }
+        if n != self.newest.len() || self.by_time.len() != n {
+            return Err(format!(
+                "{} write times kept for {n} fields",
+                self.by_time.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

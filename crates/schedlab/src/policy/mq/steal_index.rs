@@ -11,18 +11,18 @@
 //! Design, as the kernel's index of idle CPUs:
 //!
 //! * `order`: `(Reverse(goodness), cpu)` of each queue's newest `max_na_goodness`;
-//! * `newest[c]`: when queue `c`'s newest value was written;
-//! * `ahead`: `(newest[c], c)` for every queue. A read at `now` sees the newest value
-//!   exactly when it was written no later than `now`; the queues written after (few) are
-//!   read one by one.
+//! * `ahead`: when each queue's value was last written ([`WrittenAfter`]). A read at `now`
+//!   sees the newest value exactly when it was written no later than `now`; the queues
+//!   written after (few) are read one by one.
 //!
-//! Invariants: `latest[c]` and `newest[c]` are queue `c`'s newest published goodness and
-//! its time; `order` and `ahead` hold one entry per queue built from them.
+//! Invariants: `latest[c]` is queue `c`'s newest published goodness and `order` holds
+//! one entry per queue built from it; `ahead` holds each queue's newest write time.
 
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
 use crate::engine::Time;
+use crate::kernel::sched::published::WrittenAfter;
 use crate::machine::CpuId;
 
 use super::MIN_GOODNESS;
@@ -32,8 +32,7 @@ use super::MIN_GOODNESS;
 pub(super) struct StealIndex {
     order: BTreeSet<(Reverse<i32>, CpuId)>,
     latest: Vec<i32>,
-    newest: Vec<Time>,
-    ahead: BTreeSet<(Time, CpuId)>,
+    ahead: WrittenAfter,
 }
 
 impl StealIndex {
@@ -42,8 +41,7 @@ impl StealIndex {
         StealIndex {
             order: (0..n).map(|c| (Reverse(MIN_GOODNESS), c)).collect(),
             latest: vec![MIN_GOODNESS; n],
-            newest: vec![0; n],
-            ahead: (0..n).map(|c| (0, c)).collect(),
+            ahead: WrittenAfter::new(n),
         }
     }
 
@@ -54,11 +52,7 @@ impl StealIndex {
             self.order.insert((Reverse(goodness), c));
             self.latest[c] = goodness;
         }
-        if at != self.newest[c] {
-            self.ahead.remove(&(self.newest[c], c));
-            self.ahead.insert((at, c));
-            self.newest[c] = at;
-        }
+        self.ahead.note(c, at);
     }
 
     /// The queues whose newest value a read at `now` sees and beats `floor`, highest
@@ -67,34 +61,30 @@ impl StealIndex {
         self.order
             .iter()
             .take_while(move |&&(Reverse(g), _)| g > floor)
-            .filter(move |&&(_, c)| self.newest[c] <= now)
+            .filter(move |&&(_, c)| !self.ahead.is_after(c, now))
             .map(|&(Reverse(g), c)| (g, c))
     }
 
     /// The queues whose newest value was written after `now`: read them one by one.
     pub(super) fn ahead_of(&self, now: Time) -> impl Iterator<Item = CpuId> + '_ {
-        self.ahead
-            .range((now.saturating_add(1), 0)..)
-            .map(|&(_, c)| c)
+        self.ahead.after(now)
     }
 
     /// Check the entries against each queue's newest `(goodness, time)`.
     pub(super) fn check(&self, queues: impl Iterator<Item = (i32, Time)>) -> Result<(), String> {
-        let mut n = 0;
-        for (c, (g, t)) in queues.enumerate() {
-            n += 1;
-            if self.latest[c] != g
-                || self.newest[c] != t
-                || !self.order.contains(&(Reverse(g), c))
-                || !self.ahead.contains(&(t, c))
-            {
+        let (goodness, times): (Vec<i32>, Vec<Time>) = queues.unzip();
+        self.ahead
+            .check(times.into_iter())
+            .map_err(|e| format!("mq steal index: {e}"))?;
+        for (c, &g) in goodness.iter().enumerate() {
+            if self.latest[c] != g || !self.order.contains(&(Reverse(g), c)) {
                 return Err(format!(
-                    "mq steal index: queue {c} kept ({}, {}), publishes ({g}, {t})",
-                    self.latest[c], self.newest[c]
+                    "mq steal index: queue {c} kept {}, publishes {g}",
+                    self.latest[c]
                 ));
             }
         }
-        if self.order.len() != n || self.ahead.len() != n {
+        if self.order.len() != goodness.len() {
             return Err("mq steal index: entries for queues that do not exist".into());
         }
         Ok(())
