@@ -818,12 +818,13 @@ impl Interconnect {
         &mut self,
         t: Time,
         cpu: CpuId,
-        tasks: impl IntoIterator<Item = u32>,
+        tasks: impl IntoIterator<Item = u32, IntoIter: ExactSizeIterator>,
         examine_ns: Time,
     ) -> Time {
         let miss_pace = examine_ns + self.costs.mem_latency_ns;
         if !self.model.coherence {
-            let n = tasks.into_iter().count() as u64;
+            // Only their number: not a walk of the tasks (2.4's run list has its length).
+            let n = tasks.into_iter().len() as u64;
             return n * miss_pace + self.memory_run(t, cpu, n, miss_pace);
         }
         let mut now = t;

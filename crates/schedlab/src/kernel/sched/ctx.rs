@@ -207,7 +207,10 @@ impl<'a> SchedCtx<'a> {
     /// Charge the examination of every task of `tasks`, in order, as a run-queue walk
     /// that looks at them all: [`SchedCtx::examine_task`] for each.
     #[inline]
-    pub fn examine_tasks(&mut self, tasks: impl IntoIterator<Item = TaskId>) {
+    pub fn examine_tasks(
+        &mut self,
+        tasks: impl IntoIterator<Item = TaskId, IntoIter: ExactSizeIterator>,
+    ) {
         let now = self.now();
         let examine_ns = self.costs().task_examine_ns;
         // determinism: one charge of the walk's sum leaves the clock and the accounts as

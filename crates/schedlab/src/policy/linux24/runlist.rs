@@ -55,6 +55,7 @@ impl RunList {
         Iter {
             links: &self.links,
             at: self.head.unwrap_or(NIL),
+            left: self.len,
         }
     }
 
@@ -117,10 +118,13 @@ impl RunList {
     }
 }
 
-/// The queued tasks in list order.
+/// The queued tasks in list order. It knows how many are left, so that a charge that
+/// needs only their number (the walk without the coherence model) does not follow the
+/// links to count them.
 pub(super) struct Iter<'a> {
     links: &'a [Links],
     at: TaskId,
+    left: usize,
 }
 
 impl Iterator for Iter<'_> {
@@ -133,9 +137,16 @@ impl Iterator for Iter<'_> {
             return None;
         }
         self.at = self.links[p as usize][1];
+        self.left -= 1;
         Some(p)
     }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
 }
+
+impl ExactSizeIterator for Iter<'_> {}
 
 #[cfg(test)]
 mod tests {
