@@ -383,12 +383,27 @@ pub struct Mq {
     queued: usize,
     running: usize,
     running_written: Time,
+    /// `reschedule_idle`'s keys, one per CPU: scratch space.
+    resched_keys: Vec<i32>,
 }
 
 /// Line of `aligned_data[cpu]` (`curr`, `last_schedule`, `curr_na_goodness`, §3.1): the
 /// line of `cpu`'s `curr` that the core writes at every switch.
 fn ad_line(cpu: CpuId) -> LineId {
     Interconnect::curr_line(cpu)
+}
+
+/// The CPU of the lowest key below `thr`, the lower CPU on ties: `reschedule_idle`'s
+/// next target once one has failed.
+fn lowest(keys: &[i32], thr: i32) -> Option<CpuId> {
+    let (mut best, mut v) = (None, thr);
+    for (c, &k) in keys.iter().enumerate() {
+        if k < v {
+            v = k;
+            best = Some(c);
+        }
+    }
+    best
 }
 
 fn pct(n: u64, d: u64) -> f64 {
@@ -418,6 +433,7 @@ impl Mq {
             next_lb: 0,
             st: Stats::default(),
             remotes: Vec::new(),
+            resched_keys: Vec::new(),
             steal: None,
             queued: 0,
             running: 0,
@@ -767,20 +783,76 @@ impl Mq {
 
         let margin = self.preempt_margin();
         let thr = self.core.na_goodness(ctx, p) - margin;
+        let mut keys = std::mem::take(&mut self.resched_keys);
+        let mut target = self.target_keys(ctx, p, pool, thr, &mut keys);
+        if target.is_some() {
+            self.st.resched_target_exists += 1;
+        }
+        let (mut saw_task_cpu, mut saw_lock) = (false, false);
+        let placement = loop {
+            let Some(t) = target else {
+                break stay(false);
+            };
+            if t == tsk_cpu {
+                saw_task_cpu = true;
+            }
+            let curr = ctx.curr(t);
+            if t == tsk_cpu && self.preemption_goodness(ctx, curr, p, t) > margin {
+                // Its queue is the one we hold: no extra lock.
+                break stay(true);
+            } else if self.trylock_rq(ctx, t) {
+                if t != tsk_cpu {
+                    saw_lock = true;
+                }
+                ctx.read_line(ad_line(t));
+                let curr = ctx.curr(t);
+                if ctx.cpu_is_idle(t) || self.preemption_goodness(ctx, curr, p, t) > margin {
+                    self.st.resched_moved += 1;
+                    break Placement { cpu: t, kick: true };
+                }
+                ctx.unlock(self.rq[t].lock);
+            }
+            keys[t] = thr;
+            target = lowest(&keys, thr);
+        };
+        self.resched_keys = keys;
+        self.count_resched(saw_task_cpu, saw_lock);
+        placement
+    }
+
+    /// The keys of `reschedule_idle`'s walk over `pool` for `p`, into `keys` (one per CPU;
+    /// `thr`, never a target, for a CPU outside the pool or not allowed), and the first
+    /// target: the lowest key below `thr`, the lower CPU on ties. An idle CPU's key is
+    /// minus the cycles since its last switch (longest idle first), a busy one's
+    /// `curr_na_goodness`, plus the PROC_CHANGE_PENALTY away from `p`'s CPU.
+    fn target_keys(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        p: TaskId,
+        pool: std::ops::Range<CpuId>,
+        thr: i32,
+        keys: &mut Vec<i32>,
+    ) -> Option<CpuId> {
+        let tsk_cpu = ctx.task(p).processor;
         let now = ctx.now();
         let mhz = ctx.costs().cpu_mhz;
-        let mut keys = vec![thr; self.ncpu()];
-        for cpu in pool.clone() {
+        keys.clear();
+        keys.resize(self.ncpu(), thr);
+        // One pass both keys every CPU and finds the lowest: ascending CPUs with a
+        // strict `<` keep the lower CPU on ties, as a second pass over `keys` would.
+        let (mut best, mut v) = (None, thr);
+        for cpu in pool {
             if cpu != tsk_cpu {
                 ctx.read_line(ad_line(cpu));
             }
             if !can_schedule(ctx, p, cpu) {
                 continue;
             }
-            // Lock-free: re-checked under the target's lock below.
+            // Lock-free, at the walk's moment (its line reads move the clock): re-checked
+            // under the target's lock by the caller. An idle CPU's cycles are counted
+            // from the walk's start.
             let curr_na = self.curr_na_goodness[cpu].at(ctx.now());
-            keys[cpu] = if curr_na == MIN_GOODNESS {
-                // Longest idle first: minus the cycles since its last switch.
+            let k = if curr_na == MIN_GOODNESS {
                 let cycles = now.saturating_sub(ctx.last_schedule(cpu)) * mhz / 1000;
                 if cycles > i32::MAX as u64 {
                     i32::MIN
@@ -790,50 +862,13 @@ impl Mq {
             } else {
                 curr_na + if cpu != tsk_cpu { self.cfg.pcp } else { 0 }
             };
-        }
-        let lowest = |keys: &[i32]| {
-            let mut best = None;
-            let mut v = thr;
-            for (c, &k) in keys.iter().enumerate() {
-                if k < v {
-                    v = k;
-                    best = Some(c);
-                }
+            keys[cpu] = k;
+            if k < v {
+                v = k;
+                best = Some(cpu);
             }
-            best
-        };
-        let mut target = lowest(&keys);
-        if target.is_some() {
-            self.st.resched_target_exists += 1;
         }
-        let (mut saw_task_cpu, mut saw_lock) = (false, false);
-        while let Some(t) = target {
-            if t == tsk_cpu {
-                saw_task_cpu = true;
-            }
-            let curr = ctx.curr(t);
-            if t == tsk_cpu && self.preemption_goodness(ctx, curr, p, t) > margin {
-                // Its queue is the one we hold: no extra lock.
-                self.count_resched(saw_task_cpu, saw_lock);
-                return stay(true);
-            } else if self.trylock_rq(ctx, t) {
-                if t != tsk_cpu {
-                    saw_lock = true;
-                }
-                ctx.read_line(ad_line(t));
-                let curr = ctx.curr(t);
-                if ctx.cpu_is_idle(t) || self.preemption_goodness(ctx, curr, p, t) > margin {
-                    self.st.resched_moved += 1;
-                    self.count_resched(saw_task_cpu, saw_lock);
-                    return Placement { cpu: t, kick: true };
-                }
-                ctx.unlock(self.rq[t].lock);
-            }
-            keys[t] = thr;
-            target = lowest(&keys);
-        }
-        self.count_resched(saw_task_cpu, saw_lock);
-        stay(false)
+        best
     }
 
     /// Carry out a placement for `p`, which is on its CPU's queue (`__schedule_tail`): move
