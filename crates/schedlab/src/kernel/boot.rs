@@ -142,7 +142,6 @@ impl Kernel {
             pending_ticks: 0,
             pending_ipi: false,
             hrtimers_fired: crate::kernel::types::WakeList::new(),
-            last_schedule: 0,
             active_mm: 0,
             timers: Vec::new(),
             tick_phase: phase,

@@ -492,8 +492,8 @@ impl Kernel {
         self.tasks[prev as usize].on_cpu = None;
         let c = &mut self.cpus[cpu];
         c.curr = next;
-        c.last_schedule = now;
         c.nr_switches += 1;
+        self.idle_cpus.set_last_schedule(cpu, now);
         self.idle_cpus.note(cpu, &self.cpus[cpu]);
         // The one place a context switch is counted, and traced: the trace's
         // `sched_switch` events are `counters.context_switches` by construction.

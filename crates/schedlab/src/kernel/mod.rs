@@ -145,8 +145,6 @@ pub struct Cpu {
     pub pending_ipi: bool,
     /// Tasks whose high-resolution timer expired, its interrupt held (in expiry order).
     pub hrtimers_fired: crate::kernel::types::WakeList,
-    /// Time of the last context switch (2.4 `last_schedule`).
-    pub last_schedule: Time,
     /// The mm loaded in the MMU (lazy TLB: idle keeps the previous one).
     pub active_mm: u32,
     /// Sleep timers armed on this CPU: (expiry jiffy, task).

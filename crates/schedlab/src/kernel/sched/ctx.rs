@@ -165,7 +165,7 @@ impl<'a> SchedCtx<'a> {
 
     /// Time of `cpu`'s last context switch (2.4 `last_schedule`).
     pub fn last_schedule(&self, cpu: CpuId) -> Time {
-        self.cpus[cpu].last_schedule
+        self.idle_cpus.last_schedule(cpu)
     }
 
     /// True when `p` may run on `cpu`.
@@ -261,6 +261,19 @@ impl<'a> SchedCtx<'a> {
     #[inline]
     pub fn idle_indexed(&self) -> bool {
         self.idle_cpus.is_on()
+    }
+
+    /// Every CPU's `last_schedule`, in CPU order (one dense array).
+    #[inline]
+    pub fn last_schedules(&self) -> &[Time] {
+        self.idle_cpus.last_schedules()
+    }
+
+    /// True when reading a shared line costs nothing (no coherence model): a walk that
+    /// only reads lines leaves the clock where it was.
+    #[inline]
+    pub fn line_reads_free(&self) -> bool {
+        !self.ic.model().coherence
     }
 
     /// True where a class's walks over every CPU may be answered by indexes: above 64

@@ -43,6 +43,9 @@ pub const INDEX_ABOVE: usize = 64;
 /// The idle CPUs of the machine; see the module doc.
 #[derive(Clone, Debug, Default)]
 pub struct IdleCpus {
+    /// Each CPU's `last_schedule`, kept with or without the index, in one dense array:
+    /// the walks over every CPU (2.4's and MQ's `reschedule_idle`) read it for each.
+    since: Vec<Time>,
     on: bool,
     idle: BTreeSet<(Time, CpuId)>,
     key: Vec<Option<Time>>,
@@ -55,6 +58,7 @@ impl IdleCpus {
     pub fn new(cpus: &[Cpu], on: bool) -> Self {
         let mut x = IdleCpus {
             on,
+            since: vec![0; cpus.len()],
             key: vec![None; cpus.len()],
             ahead: WrittenAfter::new(cpus.len()),
             busy: cpus.len(),
@@ -78,6 +82,24 @@ impl IdleCpus {
         cpus > INDEX_ABOVE && !coherence
     }
 
+    /// CPU `c`'s `last_schedule`: the time of its last context switch.
+    #[inline(always)]
+    pub fn last_schedule(&self, c: CpuId) -> Time {
+        self.since[c]
+    }
+
+    /// Every CPU's `last_schedule`.
+    #[inline]
+    pub fn last_schedules(&self) -> &[Time] {
+        &self.since
+    }
+
+    /// CPU `c` switched at `t`; [`IdleCpus::note`] follows.
+    #[inline]
+    pub fn set_last_schedule(&mut self, c: CpuId, t: Time) {
+        self.since[c] = t;
+    }
+
     /// True when the index is kept (otherwise callers walk).
     #[inline]
     pub fn is_on(&self) -> bool {
@@ -91,7 +113,7 @@ impl IdleCpus {
             return;
         }
         self.ahead.note(c, cpu.curr_seen.newest_time());
-        let key = (cpu.curr_seen.latest() == cpu.idle).then_some(cpu.last_schedule);
+        let key = (cpu.curr_seen.latest() == cpu.idle).then_some(self.since[c]);
         if key != self.key[c] {
             match self.key[c] {
                 Some(old) => {
@@ -125,7 +147,7 @@ impl IdleCpus {
             .copied();
         for c in self.ahead.after(now) {
             let cpu = &cpus[c];
-            let k = (cpu.last_schedule, c);
+            let k = (self.since[c], c);
             if cpu.curr_seen.at(now) == cpu.idle && best.is_none_or(|b| k < b) && ok(c) {
                 best = Some(k);
             }
@@ -155,12 +177,19 @@ impl IdleCpus {
 
     /// Check the invariants against the CPUs.
     pub fn check(&self, cpus: &[Cpu]) -> Result<(), String> {
+        if self.since.len() != cpus.len() {
+            return Err(format!(
+                "idle index: last_schedule kept for {} of {} CPUs",
+                self.since.len(),
+                cpus.len()
+            ));
+        }
         if !self.on {
             return Ok(());
         }
         let mut idle = BTreeSet::new();
         for (c, cpu) in cpus.iter().enumerate() {
-            let key = (cpu.curr_seen.latest() == cpu.idle).then_some(cpu.last_schedule);
+            let key = (cpu.curr_seen.latest() == cpu.idle).then_some(self.since[c]);
             if self.key[c] != key {
                 return Err(format!(
                     "idle index: cpu {c} keyed {:?}, its state says {key:?}",
@@ -264,12 +293,17 @@ mod tests {
 
     /// 2.4 `reschedule_idle`'s walk: from CPU 0, the strictly smaller `last_schedule`
     /// among those a read at `now` finds idle.
-    fn plain_oldest(cpus: &[Cpu], now: Time, ok: impl Fn(CpuId) -> bool) -> Option<CpuId> {
+    fn plain_oldest(
+        cpus: &[Cpu],
+        since: &IdleCpus,
+        now: Time,
+        ok: impl Fn(CpuId) -> bool,
+    ) -> Option<CpuId> {
         let mut best: Option<CpuId> = None;
         for (c, cpu) in cpus.iter().enumerate() {
             if ok(c)
                 && cpu.curr_seen.at(now) == cpu.idle
-                && best.is_none_or(|b| cpu.last_schedule < cpus[b].last_schedule)
+                && best.is_none_or(|b| since.last_schedule(c) < since.last_schedule(b))
             {
                 best = Some(c);
             }
@@ -299,7 +333,7 @@ mod tests {
                 let next = if idle { k.cpus[c].idle } else { 1_000 + c as TaskId };
                 k.cpus[c].curr_seen.set(t, next);
                 if switch {
-                    k.cpus[c].last_schedule = t;
+                    k.idle_cpus.set_last_schedule(c, t);
                 }
                 k.idle_cpus.note(c, &k.cpus[c]);
                 k.idle_cpus.check(&k.cpus).map_err(TestCaseError::fail)?;
@@ -308,13 +342,13 @@ mod tests {
                 let ok = |c: CpuId| c % m != r;
                 prop_assert_eq!(
                     k.idle_cpus.oldest_seen(&k.cpus, now, ok),
-                    plain_oldest(&k.cpus, now, ok)
+                    plain_oldest(&k.cpus, &k.idle_cpus, now, ok)
                 );
                 let busy = k.cpus.iter().filter(|c| c.curr_seen.at(now) != c.idle).count();
                 prop_assert_eq!(k.idle_cpus.busy_seen(&k.cpus, now), busy);
                 prop_assert_eq!(
                     k.idle_cpus.oldest_latest(ok),
-                    plain_oldest(&k.cpus, Time::MAX, ok)
+                    plain_oldest(&k.cpus, &k.idle_cpus, Time::MAX, ok)
                 );
             }
         }

@@ -155,7 +155,7 @@ impl<C: SchedClass> Bed<C> {
         k.cpus[cpu].curr = p;
         let now = k.cpus[cpu].clock;
         k.cpus[cpu].curr_seen.set(now, p);
-        k.cpus[cpu].last_schedule = k.cpus[cpu].clock;
+        k.idle_cpus.set_last_schedule(cpu, now);
         k.idle_cpus.note(cpu, &k.cpus[cpu]);
         let t = &mut k.tasks[p as usize];
         t.on_cpu = Some(cpu);

@@ -269,8 +269,8 @@ fn reschedule_idle_takes_the_longest_idle_cpu() {
         let t = b.runnable(mm, 0, 5, cpu);
         b.run_on(t, cpu);
     }
-    b.k.cpus[1].last_schedule = 500;
-    b.k.cpus[3].last_schedule = 200;
+    b.k.idle_cpus.set_last_schedule(1, 500);
+    b.k.idle_cpus.set_last_schedule(3, 200);
     // Last ran on CPU 0 (busy): CPU 3 has been idle longest.
     let p = b.task24(3, 0, 5, 0);
     b.wake(0, p, false);

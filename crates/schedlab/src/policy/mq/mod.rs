@@ -366,6 +366,10 @@ pub struct Mq {
     rq: Vec<RunQueue>,
     /// `aligned_data[cpu].curr_na_goodness`, read lock-free by `reschedule_idle`.
     curr_na_goodness: Vec<Published<i32>>,
+    /// Each CPU's newest `curr_na_goodness` and its time, densely: what
+    /// `reschedule_idle`'s walk over every CPU reads when no newer write is after its
+    /// clock.
+    curr_na_newest: Vec<(Time, i32)>,
     ts: Vec<TaskSched>,
     /// mq-pool's bitmap of non-idle CPUs (§3.6), written when a CPU goes idle or busy.
     bitmap_line: LineId,
@@ -391,6 +395,31 @@ pub struct Mq {
 /// line of `cpu`'s `curr` that the core writes at every switch.
 fn ad_line(cpu: CpuId) -> LineId {
     Interconnect::curr_line(cpu)
+}
+
+/// `reschedule_idle`'s key of a CPU, for a walk that started at `now` for a task last on
+/// `tsk_cpu` (§3.4): lower is a better target.
+struct ResKey {
+    now: Time,
+    mhz: u64,
+    pcp: i32,
+    tsk_cpu: CpuId,
+}
+
+impl ResKey {
+    /// CPU `cpu`, running a task of `curr_na_goodness` `na`, last switched at `since`:
+    /// when idle, minus the cycles since then (the longest idle first, counted from the
+    /// walk's start); when busy, `na` plus the PROC_CHANGE_PENALTY away from the task's
+    /// CPU.
+    #[inline(always)]
+    fn of(&self, cpu: CpuId, na: i32, since: Time) -> i32 {
+        if na == MIN_GOODNESS {
+            let cycles = self.now.saturating_sub(since) * self.mhz / 1000;
+            i32::try_from(cycles).map_or(i32::MIN, |c| -c)
+        } else {
+            na + if cpu != self.tsk_cpu { self.pcp } else { 0 }
+        }
+    }
 }
 
 /// The CPU of the lowest key below `thr`, the lower CPU on ties: `reschedule_idle`'s
@@ -428,6 +457,7 @@ impl Mq {
             options,
             rq: Vec::new(),
             curr_na_goodness: Vec::new(),
+            curr_na_newest: Vec::new(),
             ts: Vec::new(),
             bitmap_line: 0,
             next_lb: 0,
@@ -729,6 +759,13 @@ impl Mq {
         self.core.recalculate(ctx);
     }
 
+    /// `aligned_data[cpu].curr_na_goodness = g` at `now`.
+    fn publish_curr_na(&mut self, cpu: CpuId, now: Time, g: i32) {
+        let v = &mut self.curr_na_goodness[cpu];
+        v.set(now, g);
+        self.curr_na_newest[cpu] = (v.newest_time(), v.latest());
+    }
+
     /// `update_sched_data`: publish what this CPU now runs.
     fn update_sched_data(&mut self, ctx: &mut SchedCtx<'_>, this: CpuId, next: TaskId) {
         let idle = next == ctx.idle_task(this);
@@ -738,7 +775,7 @@ impl Mq {
             self.core.na_goodness(ctx, next)
         };
         let now = ctx.now();
-        self.curr_na_goodness[this].set(now, g);
+        self.publish_curr_na(this, now, g);
         if self.rq[this].running_non_idle.at(now) == idle {
             let v = &mut self.rq[this].running_non_idle;
             let was = v.latest();
@@ -833,42 +870,61 @@ impl Mq {
         thr: i32,
         keys: &mut Vec<i32>,
     ) -> Option<CpuId> {
-        let tsk_cpu = ctx.task(p).processor;
-        let now = ctx.now();
-        let mhz = ctx.costs().cpu_mhz;
+        let t = ctx.task(p);
+        let (tsk_cpu, allowed, runs_on) = (t.processor, t.cpus_allowed, t.on_cpu);
+        // `can_schedule`.
+        let schedulable = |cpu: CpuId| allowed.test(cpu) && runs_on.is_none_or(|c| c == cpu);
+        let key = ResKey {
+            now: ctx.now(),
+            mhz: ctx.costs().cpu_mhz,
+            pcp: self.cfg.pcp,
+            tsk_cpu,
+        };
         keys.clear();
         keys.resize(self.ncpu(), thr);
         // One pass both keys every CPU and finds the lowest: ascending CPUs with a
         // strict `<` keep the lower CPU on ties, as a second pass over `keys` would.
         let (mut best, mut v) = (None, thr);
-        for cpu in pool {
-            if cpu != tsk_cpu {
-                ctx.read_line(ad_line(cpu));
-            }
-            if !can_schedule(ctx, p, cpu) {
-                continue;
-            }
-            // Lock-free, at the walk's moment (its line reads move the clock): re-checked
-            // under the target's lock by the caller. An idle CPU's cycles are counted
-            // from the walk's start.
-            let curr_na = self.curr_na_goodness[cpu].at(ctx.now());
-            let k = if curr_na == MIN_GOODNESS {
-                let cycles = now.saturating_sub(ctx.last_schedule(cpu)) * mhz / 1000;
-                if cycles > i32::MAX as u64 {
-                    i32::MIN
-                } else {
-                    -(cycles as i32)
-                }
-            } else {
-                curr_na + if cpu != tsk_cpu { self.cfg.pcp } else { 0 }
-            };
+        let mut offer = |cpu: CpuId, k: i32, keys: &mut [i32]| {
             keys[cpu] = k;
             if k < v {
                 v = k;
                 best = Some(cpu);
             }
+        };
+        if ctx.line_reads_free() {
+            // The reads cost nothing and the clock stands still: the values at the walk's
+            // start, read from dense arrays.
+            let since = ctx.last_schedules();
+            for cpu in pool {
+                if schedulable(cpu) {
+                    let na = self.curr_na_seen(cpu, key.now);
+                    offer(cpu, key.of(cpu, na, since[cpu]), keys);
+                }
+            }
+            return best;
+        }
+        for cpu in pool {
+            if cpu != tsk_cpu {
+                ctx.read_line(ad_line(cpu));
+            }
+            if schedulable(cpu) {
+                // Lock-free, at the walk's moment (its line reads move the clock):
+                // re-checked under the target's lock by the caller.
+                let na = self.curr_na_seen(cpu, ctx.now());
+                offer(cpu, key.of(cpu, na, ctx.last_schedule(cpu)), keys);
+            }
         }
         best
+    }
+
+    /// `aligned_data[cpu].curr_na_goodness` as a lock-free read at `now` sees it.
+    #[inline(always)]
+    fn curr_na_seen(&self, cpu: CpuId, now: Time) -> i32 {
+        match self.curr_na_newest[cpu] {
+            (t, g) if t <= now => g,
+            _ => self.curr_na_goodness[cpu].at(now),
+        }
     }
 
     /// Carry out a placement for `p`, which is on its CPU's queue (`__schedule_tail`): move
@@ -949,6 +1005,7 @@ impl SchedClass for Mq {
             })
             .collect();
         self.curr_na_goodness = vec![Published::new(MIN_GOODNESS); n];
+        self.curr_na_newest = vec![(0, MIN_GOODNESS); n];
         self.bitmap_line = ctx.new_line("non_idle_bitmap");
         self.cfg.pool_size = self.cfg.pool_size.clamp(1, n);
         if ctx.walks_indexable() && self.cfg.pool_size == n {
@@ -1077,7 +1134,7 @@ impl SchedClass for Mq {
         let now = ctx.now();
         if self.curr_na_goodness[cpu].at(now) != MIN_GOODNESS {
             let g = self.core.na_goodness(ctx, curr);
-            self.curr_na_goodness[cpu].set(now, g);
+            self.publish_curr_na(cpu, now, g);
             ctx.write_line(ad_line(cpu));
         }
     }

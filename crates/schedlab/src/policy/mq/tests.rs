@@ -329,8 +329,8 @@ fn placement_state(l: &mut Bed<Mq>) {
     assert_eq!(l.sched(0), x);
     let y = l.queued(1, 10, 2);
     assert_eq!(l.sched(1), y);
-    l.k.cpus[2].last_schedule = 60_000;
-    l.k.cpus[3].last_schedule = 20_000;
+    l.k.idle_cpus.set_last_schedule(2, 60_000);
+    l.k.idle_cpus.set_last_schedule(3, 20_000);
 }
 
 #[test]
