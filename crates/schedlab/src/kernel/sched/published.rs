@@ -28,18 +28,31 @@ pub const VERSIONS: usize = 4;
 /// A value written at known simulated times; see the module doc.
 #[derive(Clone, Copy, Debug)]
 pub struct Published<T: Copy> {
-    /// `(time written, value)`, oldest first; `len ≥ 1`.
+    /// `(time written, value)`, a ring: the `i`-th oldest kept at `(head + i) % VERSIONS`;
+    /// `len ≥ 1`. A write in time order (nearly all) replaces the oldest in place
+    /// instead of moving the others down.
     v: [(Time, T); VERSIONS],
+    head: u8,
     len: u8,
 }
+
+/// Ring positions wrap with a mask.
+const _: () = assert!(VERSIONS.is_power_of_two());
 
 impl<T: Copy> Published<T> {
     /// A field holding `value` since time 0.
     pub fn new(value: T) -> Self {
         Published {
             v: [(0, value); VERSIONS],
+            head: 0,
             len: 1,
         }
+    }
+
+    /// The `i`-th oldest kept version.
+    #[inline(always)]
+    fn nth(&self, i: usize) -> &(Time, T) {
+        &self.v[(self.head as usize + i) & (VERSIONS - 1)]
     }
 
     /// The value a read at `now` sees: the newest written at or before `now`.
@@ -52,46 +65,66 @@ impl<T: Copy> Published<T> {
     /// `max_na_*` carries a whole cpumask, read at every remote queue examined).
     #[inline]
     pub fn at_ref(&self, now: Time) -> &T {
-        let kept = &self.v[..self.len as usize];
-        &kept
-            .iter()
-            .rev()
+        let newest = self.nth(self.len as usize - 1);
+        if newest.0 <= now {
+            return &newest.1;
+        }
+        let older = (0..self.len as usize - 1).rev().map(|i| self.nth(i));
+        &older
+            .into_iter()
             .find(|(t, _)| *t <= now)
-            .unwrap_or(&kept[0])
+            .unwrap_or(self.nth(0))
             .1
     }
 
     /// The newest value, whatever its time (invariant checks, reports).
     #[inline]
     pub fn latest(&self) -> T {
-        self.v[self.len as usize - 1].1
+        self.nth(self.len as usize - 1).1
     }
 
     /// When the newest value was written.
     #[inline]
     pub fn newest_time(&self) -> Time {
-        self.v[self.len as usize - 1].0
+        self.nth(self.len as usize - 1).0
     }
 
     /// Write `value` at `now`. A write dated before newer ones (a hook processed late)
-    /// takes its place in time order.
+    /// takes its place in time order; when all [`VERSIONS`] are kept the oldest goes.
     pub fn set(&mut self, now: Time, value: T) {
         let n = self.len as usize;
-        let pos = self.v[..n]
+        if self.newest_time() <= now {
+            if n < VERSIONS {
+                self.v[(self.head as usize + n) & (VERSIONS - 1)] = (now, value);
+                self.len += 1;
+            } else {
+                self.v[self.head as usize] = (now, value);
+                self.head = ((self.head as usize + 1) & (VERSIONS - 1)) as u8;
+            }
+            return;
+        }
+        // Out of time order: in a plain array, oldest first.
+        let mut kept: [(Time, T); VERSIONS] = [*self.nth(0); VERSIONS];
+        for (i, k) in kept.iter_mut().enumerate().take(n) {
+            *k = *self.nth(i);
+        }
+        let pos = kept[..n]
             .iter()
             .rposition(|(t, _)| *t <= now)
             .map_or(0, |i| i + 1);
         if n < VERSIONS {
-            self.v.copy_within(pos..n, pos + 1);
-            self.v[pos] = (now, value);
+            kept.copy_within(pos..n, pos + 1);
+            kept[pos] = (now, value);
             self.len += 1;
         } else if pos == 0 {
             // Older than every kept version: it is overwritten by all of them anyway.
         } else {
             // Drop the oldest to make room.
-            self.v.copy_within(1..pos, 0);
-            self.v[pos - 1] = (now, value);
+            kept.copy_within(1..pos, 0);
+            kept[pos - 1] = (now, value);
         }
+        self.v = kept;
+        self.head = 0;
     }
 
     /// Change the value in place at `now` (read, modify, write).
@@ -190,6 +223,33 @@ mod tests {
         assert_eq!(p.at(250), 2);
         assert_eq!(p.at(300), 3);
         assert_eq!(p.latest(), 3);
+    }
+
+    proptest::proptest! {
+        /// The ring answers as the plain array it replaced: the newest [`VERSIONS`]
+        /// writes by time, a write older than all of them dropped when full, reads
+        /// older than all of them seeing the oldest kept.
+        #[test]
+        fn the_ring_keeps_what_an_array_in_time_order_keeps(
+            ops in proptest::collection::vec((0u64..400, -5i32..5, 0u64..450), 1..60),
+        ) {
+            let mut p = Published::new(0);
+            let mut plain: Vec<(Time, i32)> = vec![(0, 0)];
+            for (t, x, read) in ops {
+                p.set(t, x);
+                let pos = plain.iter().rposition(|v| v.0 <= t).map_or(0, |i| i + 1);
+                if plain.len() < VERSIONS {
+                    plain.insert(pos, (t, x));
+                } else if pos > 0 {
+                    plain.remove(0);
+                    plain.insert(pos - 1, (t, x));
+                }
+                let seen = plain.iter().rev().find(|v| v.0 <= read).unwrap_or(&plain[0]).1;
+                proptest::prop_assert_eq!(p.at(read), seen);
+                proptest::prop_assert_eq!(p.latest(), plain.last().unwrap().1);
+                proptest::prop_assert_eq!(p.newest_time(), plain.last().unwrap().0);
+            }
+        }
     }
 
     #[test]
