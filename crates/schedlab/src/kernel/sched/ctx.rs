@@ -296,6 +296,17 @@ impl<'a> SchedCtx<'a> {
         self.idle_cpus.oldest_latest(ok)
     }
 
+    /// With the index: the CPUs whose newest published `curr` is idle, by
+    /// `(last_schedule, cpu)` ([`IdleCpus::idle_latest`]).
+    pub fn idle_cpus_latest(&self) -> impl Iterator<Item = (Time, CpuId)> + '_ {
+        self.idle_cpus.idle_latest()
+    }
+
+    /// With the index: the CPUs whose newest `curr` was written after `now`.
+    pub fn curr_written_after(&self, now: Time) -> impl Iterator<Item = CpuId> + '_ {
+        self.idle_cpus.curr_written_after(now)
+    }
+
     /// With the index: the CPUs a read of `curr` now finds running a real task.
     pub fn busy_cpus_seen(&self) -> usize {
         self.idle_cpus.busy_seen(self.cpus, self.now())

@@ -162,6 +162,21 @@ impl IdleCpus {
         self.idle.iter().map(|&(_, c)| c).find(|&c| ok(c))
     }
 
+    /// The CPUs whose newest published `curr` is idle, by `(last_schedule, cpu)`: for a
+    /// class whose own notion of idle follows `curr` (MQ's `curr_na_goodness`, written in
+    /// the same `schedule()` just before it).
+    pub fn idle_latest(&self) -> impl Iterator<Item = (Time, CpuId)> + '_ {
+        debug_assert!(self.on);
+        self.idle.iter().copied()
+    }
+
+    /// The CPUs whose newest `curr` was written after `now` (by hooks whose clocks ran
+    /// ahead): a read at `now` may see an older value than the newest.
+    pub fn curr_written_after(&self, now: Time) -> impl Iterator<Item = CpuId> + '_ {
+        debug_assert!(self.on);
+        self.ahead.after(now)
+    }
+
     /// The CPUs a read of `curr` at `now` finds running a real task: 2.4
     /// `sys_sched_yield`'s count.
     pub fn busy_seen(&self, cpus: &[Cpu], now: Time) -> usize {
@@ -274,20 +289,32 @@ mod tests {
                 "reflex:tasks=16,yield_pct=50,rounds=500",
                 "wake_moves",
             ),
-            // MQ's remote scan from its index of published goodness (`policy/mq`).
+            // MQ's remote scan from its index of published goodness (`policy/mq`), and its
+            // `reschedule_idle` from this index.
             ("mq", "hackbench:groups=3,loops=10", "steals"),
+            ("mq", "hackbench:groups=3,loops=10", "resched_moves"),
             (
                 "mq",
                 "reflex:tasks=16,yield_pct=50,rounds=500",
                 "premature_idle",
             ),
         ] {
+            let resched_indexed = crate::policy::mq::RESCHED_INDEXED.get();
             let (indexed, r) = report(policy, workload, false);
+            let resched_indexed = crate::policy::mq::RESCHED_INDEXED.get() - resched_indexed;
             let (walked, _) = report(policy, workload, true);
             assert!(indexed == walked, "{policy} {workload}: the runs differ");
             // The paths the index replaces were taken.
             let n = r.counters.policy.get(used).copied().unwrap_or(0.0);
             assert!(n > 0.0, "{policy} {workload}: {used} = {n}");
+            // MQ's `reschedule_idle` took its first target from the index (and, in this
+            // debug build, checked it against the walk every time).
+            if policy == "mq" {
+                assert!(
+                    resched_indexed > 0,
+                    "{policy} {workload}: no indexed placement"
+                );
+            }
         }
     }
 

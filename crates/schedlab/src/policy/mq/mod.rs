@@ -130,7 +130,7 @@ mod tests;
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::engine::Time;
-use crate::kernel::task::{TaskId, TaskState};
+use crate::kernel::task::{Task, TaskId, TaskState};
 use crate::kernel::Kernel;
 use crate::machine::{CpuId, CpuMask, Interconnect, LineId, LockId, Machine};
 use crate::spec::{ParamSpec, Params};
@@ -387,6 +387,9 @@ pub struct Mq {
     queued: usize,
     running: usize,
     running_written: Time,
+    /// Each queue's newest `running_non_idle` write time, densely: the queues whose
+    /// value a read now may see older than the newest.
+    running_times: Vec<Time>,
     /// `reschedule_idle`'s keys, one per CPU: scratch space.
     resched_keys: Vec<i32>,
 }
@@ -420,6 +423,18 @@ impl ResKey {
             na + if cpu != self.tsk_cpu { self.pcp } else { 0 }
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// `reschedule_idle` calls whose first target the kernel's idle index gave.
+    pub(crate) static RESCHED_INDEXED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// `can_schedule(t, cpu)` for each `cpu` of a walk, `t`'s fields read once.
+fn schedulable(t: &Task) -> impl Fn(CpuId) -> bool {
+    let (allowed, runs_on) = (t.cpus_allowed, t.on_cpu);
+    move |cpu| allowed.test(cpu) && runs_on.is_none_or(|c| c == cpu)
 }
 
 /// The CPU of the lowest key below `thr`, the lower CPU on ties: `reschedule_idle`'s
@@ -464,6 +479,7 @@ impl Mq {
             st: Stats::default(),
             remotes: Vec::new(),
             resched_keys: Vec::new(),
+            running_times: Vec::new(),
             steal: None,
             queued: 0,
             running: 0,
@@ -782,6 +798,7 @@ impl Mq {
             v.set(now, !idle);
             self.running = self.running + usize::from(v.latest()) - usize::from(was);
             self.running_written = self.running_written.max(now);
+            self.running_times[this] = v.newest_time();
             if self.cfg.idle_bitmap {
                 ctx.write_line(self.bitmap_line);
             }
@@ -820,8 +837,27 @@ impl Mq {
 
         let margin = self.preempt_margin();
         let thr = self.core.na_goodness(ctx, p) - margin;
+        let key = ResKey {
+            now: ctx.now(),
+            mhz: ctx.costs().cpu_mhz,
+            pcp: self.cfg.pcp,
+            tsk_cpu,
+        };
         let mut keys = std::mem::take(&mut self.resched_keys);
-        let mut target = self.target_keys(ctx, p, pool, thr, &mut keys);
+        keys.clear();
+        let mut target = match self.indexed_target(ctx, p, thr, &key) {
+            Some(t) => {
+                #[cfg(debug_assertions)]
+                {
+                    let walk = self.target_keys(ctx, p, pool.clone(), thr, &key, &mut keys);
+                    assert_eq!(t, walk, "mq: the idle index and the walk disagree");
+                }
+                #[cfg(test)]
+                RESCHED_INDEXED.set(RESCHED_INDEXED.get() + 1);
+                t
+            }
+            None => self.target_keys(ctx, p, pool.clone(), thr, &key, &mut keys),
+        };
         if target.is_some() {
             self.st.resched_target_exists += 1;
         }
@@ -849,6 +885,12 @@ impl Mq {
                 }
                 ctx.unlock(self.rq[t].lock);
             }
+            if keys.is_empty() {
+                // The index gave the first target: the walk's keys for the next ones,
+                // as of the walk's start (reads are free there; nothing they read has
+                // changed since).
+                self.target_keys(ctx, p, pool.clone(), thr, &key, &mut keys);
+            }
             keys[t] = thr;
             target = lowest(&keys, thr);
         };
@@ -868,18 +910,10 @@ impl Mq {
         p: TaskId,
         pool: std::ops::Range<CpuId>,
         thr: i32,
+        key: &ResKey,
         keys: &mut Vec<i32>,
     ) -> Option<CpuId> {
-        let t = ctx.task(p);
-        let (tsk_cpu, allowed, runs_on) = (t.processor, t.cpus_allowed, t.on_cpu);
-        // `can_schedule`.
-        let schedulable = |cpu: CpuId| allowed.test(cpu) && runs_on.is_none_or(|c| c == cpu);
-        let key = ResKey {
-            now: ctx.now(),
-            mhz: ctx.costs().cpu_mhz,
-            pcp: self.cfg.pcp,
-            tsk_cpu,
-        };
+        let schedulable = schedulable(ctx.task(p));
         keys.clear();
         keys.resize(self.ncpu(), thr);
         // One pass both keys every CPU and finds the lowest: ascending CPUs with a
@@ -905,7 +939,7 @@ impl Mq {
             return best;
         }
         for cpu in pool {
-            if cpu != tsk_cpu {
+            if cpu != key.tsk_cpu {
                 ctx.read_line(ad_line(cpu));
             }
             if schedulable(cpu) {
@@ -916,6 +950,65 @@ impl Mq {
             }
         }
         best
+    }
+
+    /// `reschedule_idle`'s first target from the kernel's index of idle CPUs, without the
+    /// walk over every CPU; `None` when the index cannot tell (no index, a
+    /// PROC_CHANGE_PENALTY below 2, no idle CPU below `thr`) and the walk decides.
+    ///
+    /// Exact, given an idle CPU below `thr`: an idle CPU's key is at most 0, and a busy
+    /// CPU's other than the task's at least `pcp − 1` (a running task's `na_goodness` is
+    /// −1 at the least), so only idle CPUs and the task's own CPU compete. A CPU that a
+    /// read at `now` finds idle (`curr_na_goodness` MIN) is in the index (its newest
+    /// `curr` is idle: the `schedule()` that writes MIN publishes the idle task after it,
+    /// in the same hook), or has written its `curr` after `now`, or is this CPU, inside
+    /// its own hook; each is tested with the walk's own reads. Idle keys grow with
+    /// `last_schedule`, so the index is read in order only while they tie.
+    fn indexed_target(
+        &self,
+        ctx: &SchedCtx<'_>,
+        p: TaskId,
+        thr: i32,
+        key: &ResKey,
+    ) -> Option<Option<CpuId>> {
+        if !ctx.idle_indexed() || self.cfg.pcp < 2 {
+            return None;
+        }
+        let ok = schedulable(ctx.task(p));
+        let now = key.now;
+        let idle_now = |c: CpuId| ok(c) && self.curr_na_seen(c, now) == MIN_GOODNESS;
+        // The lowest (key, CPU) below `thr`.
+        let mut best: Option<(i32, CpuId)> = None;
+        let offer = |best: &mut Option<(i32, CpuId)>, k: i32, c: CpuId| {
+            if k < thr && best.is_none_or(|b| (k, c) < b) {
+                *best = Some((k, c));
+            }
+        };
+        let mut first = None;
+        for (since, c) in ctx.idle_cpus_latest() {
+            let k = key.of(c, MIN_GOODNESS, since);
+            if first.is_some_and(|f| k > f) {
+                break;
+            }
+            if idle_now(c) {
+                offer(&mut best, k, c);
+                first.get_or_insert(k);
+            }
+        }
+        for c in ctx.curr_written_after(now).chain([ctx.cpu()]) {
+            if idle_now(c) {
+                offer(&mut best, key.of(c, MIN_GOODNESS, ctx.last_schedule(c)), c);
+            }
+        }
+        best?;
+        // The task's own CPU, busy: no penalty, and a yielded or spent task's key is
+        // below an idle CPU's.
+        let tc = key.tsk_cpu;
+        let na = self.curr_na_seen(tc, now);
+        if ok(tc) && na != MIN_GOODNESS {
+            offer(&mut best, key.of(tc, na, 0), tc);
+        }
+        Some(best.map(|(_, c)| c))
     }
 
     /// `aligned_data[cpu].curr_na_goodness` as a lock-free read at `now` sees it.
@@ -986,6 +1079,12 @@ impl SchedClass for Mq {
         self.options.clone()
     }
 
+    fn uses_idle_index(&self) -> bool {
+        // Unpooled MQ's `reschedule_idle` walks every CPU; mq-pool's walks a pool of at
+        // most 8 and looks outside it in the non-idle bitmap.
+        self.cfg.pool_size > crate::kernel::sched::idle_cpus::INDEX_ABOVE
+    }
+
     fn hz(&self) -> u32 {
         self.cfg.hz
     }
@@ -1006,6 +1105,7 @@ impl SchedClass for Mq {
             .collect();
         self.curr_na_goodness = vec![Published::new(MIN_GOODNESS); n];
         self.curr_na_newest = vec![(0, MIN_GOODNESS); n];
+        self.running_times = vec![0; n];
         self.bitmap_line = ctx.new_line("non_idle_bitmap");
         self.cfg.pool_size = self.cfg.pool_size.clamp(1, n);
         if ctx.walks_indexable() && self.cfg.pool_size == n {
@@ -1146,6 +1246,18 @@ impl SchedClass for Mq {
             // The reads are free and none is older than its queue's newest value: the
             // sums, kept.
             nr_pending = self.queued as i64 - self.running as i64;
+        } else if ctx.line_reads_free() {
+            // The reads are free and the clock stands still: the sums, corrected by the
+            // queues whose newest value is after the reader's clock.
+            let now = ctx.now();
+            let mut running = self.running as i64;
+            for (c, &t) in self.running_times.iter().enumerate() {
+                if t > now {
+                    let v = &self.rq[c].running_non_idle;
+                    running += i64::from(v.at(now)) - i64::from(v.latest());
+                }
+            }
+            nr_pending = self.queued as i64 - running;
         } else {
             for c in 0..self.ncpu() {
                 if c != cpu {
@@ -1253,8 +1365,14 @@ impl SchedClass for Mq {
             .iter()
             .map(|q| q.running_non_idle.newest_time())
             .max();
+        let times_kept = self
+            .rq
+            .iter()
+            .map(|q| q.running_non_idle.newest_time())
+            .eq(self.running_times.iter().copied());
         if (queued, running) != (self.queued, self.running)
             || written.is_some_and(|w| w > self.running_written)
+            || !times_kept
         {
             return Err(format!(
                 "{name}: {} queued and {} running kept, {queued} and {running} found",
