@@ -1,7 +1,7 @@
 //! Which CPUs run their idle task, kept up to date as they switch, for the lock-free
 //! walks over every CPU that the 2.4-derived policies make: 2.4's `reschedule_idle` (the
 //! CPU idle longest, by `last_schedule`), its `sys_sched_yield` (the CPUs running a real
-//! task), haMQ's placement on an idle CPU.
+//! task), haMQ's placement on an idle CPU, MQ's `reschedule_idle` (its first target).
 //!
 //! model: the modelled kernels read every CPU's `curr` and stay O(CPUs) in simulated
 //! time; each policy still charges what its walk does (the tasks it examines before it
@@ -15,6 +15,9 @@
 //!
 //! Design:
 //!
+//! * `since`: each CPU's `last_schedule`, kept here with or without the index, in one
+//!   dense array (the walks over every CPU read it for each, and a field of the large
+//!   per-CPU record was a cache line apart from the next CPU's).
 //! * `idle`: `(last_schedule, cpu)` of every CPU whose newest published `curr` is its idle
 //!   task, in order: the first a caller accepts is the walk's answer, the smallest
 //!   `last_schedule` and the lower CPU on ties (the kernel's strict `<` walk from CPU 0).
@@ -25,10 +28,11 @@
 //!   read one by one through [`Published::at`](crate::kernel::sched::published::Published::at).
 //! * `busy`: CPUs whose newest `curr` is a real task.
 //!
-//! Invariants (with the index): `key[c]` is `Some(cpus[c].last_schedule)` exactly when
-//! `cpus[c].curr_seen.latest()` is `cpus[c].idle`, and `idle` holds exactly those keys;
-//! `ahead` holds each `cpus[c].curr_seen.newest_time()`; `busy` is the CPUs without a key. [`IdleCpus::check`] compares them with the
-//! CPUs; the tests compare the answers with the plain walks on random histories.
+//! Invariants: `since` has one entry per CPU. With the index: `key[c]` is
+//! `Some(since[c])` exactly when `cpus[c].curr_seen.latest()` is `cpus[c].idle`, and
+//! `idle` holds exactly those keys; `ahead` holds each `cpus[c].curr_seen.newest_time()`;
+//! `busy` is the CPUs without a key. [`IdleCpus::check`] compares them with the CPUs; the
+//! tests compare the answers with the plain walks on random histories.
 
 use std::collections::BTreeSet;
 

@@ -107,14 +107,25 @@
 //! * `max_na_ptr(c)`, when set, is on c's queue and not running.
 //! * `curr_na_goodness(c) == MIN_GOODNESS` ⇔ c runs its idle task.
 //!
-//! # The host's shortcut
+//! # The host's shortcuts
 //!
-//! Above 64 CPUs without the coherence model, where the lock-free reads cost nothing,
-//! unpooled MQ's remote scan takes its candidates from an index of every queue's
-//! published `max_na_goodness` (`steal_index`) instead of reading all queues in the
-//! host, and `sys_sched_yield` takes its sum from totals kept at every change when no
-//! queue's `running_non_idle` was written after the reader's clock. The decisions are
-//! the walks' (a test compares whole runs).
+//! Where the lock-free reads cost nothing (no coherence model), `reschedule_idle`'s key
+//! scan and `sys_sched_yield`'s sum read dense per-CPU copies of what they need (each
+//! CPU's newest `curr_na_goodness` and `running_non_idle` write times and values, the
+//! kernel's `last_schedule` array), reading a `Published` history only for a CPU whose
+//! newest write is after the reader's clock. Above 64 CPUs, unpooled MQ also skips the
+//! walks over every CPU:
+//!
+//! * the remote scan takes its candidates from an index of every queue's published
+//!   `max_na_goodness` (`steal_index`);
+//! * `sys_sched_yield` takes its sum from totals kept at every change when no queue's
+//!   `running_non_idle` was written after the reader's clock;
+//! * `reschedule_idle`'s first target comes from the kernel's index of idle CPUs
+//!   ([`SchedCtx::idle_cpus_latest`]; see `Mq::indexed_target` for why it is exact),
+//!   when some CPU is idle; the keys of every CPU are computed only if that target fails.
+//!
+//! The decisions are the walks' (a test compares whole runs; debug builds check every
+//! indexed placement against the walk).
 //!
 //! # Not modelled
 //!
@@ -1370,9 +1381,13 @@ impl SchedClass for Mq {
             .iter()
             .map(|q| q.running_non_idle.newest_time())
             .eq(self.running_times.iter().copied());
+        if !times_kept {
+            return Err(format!(
+                "{name}: dense running_non_idle write times differ from the queues'"
+            ));
+        }
         if (queued, running) != (self.queued, self.running)
             || written.is_some_and(|w| w > self.running_written)
-            || !times_kept
         {
             return Err(format!(
                 "{name}: {} queued and {} running kept, {queued} and {running} found",
@@ -1400,6 +1415,14 @@ impl SchedClass for Mq {
             if idle != (curr_na == MIN_GOODNESS) {
                 return Err(format!(
                     "{name}: cpu {c} idle={idle} but curr_na_goodness {curr_na}"
+                ));
+            }
+            let v = &self.curr_na_goodness[c];
+            if self.curr_na_newest[c] != (v.newest_time(), curr_na) {
+                return Err(format!(
+                    "{name}: cpu {c}'s dense curr_na_goodness {:?}, newest written {:?}",
+                    self.curr_na_newest[c],
+                    (v.newest_time(), curr_na)
                 ));
             }
         }

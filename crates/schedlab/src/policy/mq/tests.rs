@@ -377,7 +377,7 @@ fn reschedule_idle_preempts_on_the_task_cpu_or_pays_the_penalty_elsewhere() {
         l.class.core.set_counter(z, 1);
         assert_eq!(l.sched(1), z);
         let t = l.now();
-        l.class.curr_na_goodness[1].set(t, 12); // as if z had been reniced to +9
+        l.class.publish_curr_na(1, t, 12); // as if z had been reniced to +9
         l.k.tasks[z as usize].nice = 9;
         let p = l.sleeper(0, 6, 9);
         l.wake_up(1, p, false);
