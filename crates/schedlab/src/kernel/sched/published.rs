@@ -140,12 +140,19 @@ impl<T: Copy> Published<T> {
 /// exactly when it was written no later than `now`, and the few written after (by hooks
 /// processed earlier whose clocks ran ahead) must be read one by one.
 ///
-/// Invariant: `newest[c]` is field `c`'s newest write time, and `by_time` holds
-/// `(newest[c], c)` for every `c`.
+/// Design: a log of `(time, field)` sorted by time, one entry per write that moved a
+/// field's newest time; an entry is live while it is its field's newest. A write is
+/// dated near the latest ones, so it goes in near the log's end (a short move, where a
+/// balanced tree paid a search and a rebalance for the removal and again for the
+/// insertion at every write), and a read finds the entries after `now` by binary
+/// search. Dead entries are dropped once they outnumber the fields.
+///
+/// Invariant: `newest[c]` is field `c`'s newest write time; `log` is sorted and holds a
+/// live entry `(newest[c], c)` for every `c`.
 #[derive(Clone, Debug, Default)]
 pub struct WrittenAfter {
     newest: Vec<Time>,
-    by_time: std::collections::BTreeSet<(Time, usize)>,
+    log: Vec<(Time, usize)>,
 }
 
 impl WrittenAfter {
@@ -153,17 +160,26 @@ impl WrittenAfter {
     pub fn new(n: usize) -> Self {
         WrittenAfter {
             newest: vec![0; n],
-            by_time: (0..n).map(|c| (0, c)).collect(),
+            log: (0..n).map(|c| (0, c)).collect(),
         }
     }
 
     /// Field `c`'s newest write is now dated `at`.
     #[inline]
     pub fn note(&mut self, c: usize, at: Time) {
-        if at != self.newest[c] {
-            self.by_time.remove(&(self.newest[c], c));
-            self.by_time.insert((at, c));
-            self.newest[c] = at;
+        if at == self.newest[c] {
+            return;
+        }
+        // A field's newest write time only grows (`Published::newest_time`), so its
+        // entries never repeat.
+        debug_assert!(at > self.newest[c], "field {c} written back to {at}");
+        self.newest[c] = at;
+        let e = (at, c);
+        let i = self.log.len() - self.log.iter().rev().take_while(|&&x| x > e).count();
+        self.log.insert(i, e);
+        if self.log.len() > 2 * self.newest.len() + 64 {
+            let newest = &self.newest;
+            self.log.retain(|&(t, c)| newest[c] == t);
         }
     }
 
@@ -175,8 +191,10 @@ impl WrittenAfter {
 
     /// The fields whose newest write is after `now`.
     pub fn after(&self, now: Time) -> impl Iterator<Item = usize> + '_ {
-        self.by_time
-            .range((now.saturating_add(1), 0)..)
+        let from = self.log.partition_point(|&(t, _)| t <= now);
+        self.log[from..]
+            .iter()
+            .filter(|&&(t, c)| self.newest[c] == t)
             .map(|&(_, c)| c)
     }
 
@@ -185,15 +203,18 @@ impl WrittenAfter {
         let mut n = 0;
         for (c, t) in times.enumerate() {
             n += 1;
-            if self.newest.get(c) != Some(&t) || !self.by_time.contains(&(t, c)) {
+            if self.newest.get(c) != Some(&t) || self.log.binary_search(&(t, c)).is_err() {
                 return Err(format!("field {c}'s newest write at {t} is not kept"));
             }
         }
-        if n != self.newest.len() || self.by_time.len() != n {
+        if n != self.newest.len() {
             return Err(format!(
-                "{} write times kept for {n} fields",
-                self.by_time.len()
+                "write times kept for {} fields, {n} given",
+                self.newest.len()
             ));
+        }
+        if !self.log.is_sorted() {
+            return Err("write times out of order".into());
         }
         Ok(())
     }
