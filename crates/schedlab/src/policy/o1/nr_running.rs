@@ -22,7 +22,7 @@
 //! * `latest[c]`: `v[c].latest()`, dense, so a snapshot is one copy.
 //! * `tree`: a max-tree over `(latest[c], lowest c)`; its root is the longest queue and,
 //!   among equal lengths, the lowest CPU — the kernel's strict `>` walk from CPU 0.
-//! * `ahead`: `(time of c's newest write, c)` for every CPU. A reader at `now` sees
+//! * `ahead`: when each CPU's value was last written ([`WrittenAfter`]). A reader at `now` sees
 //!   `latest[c]` exactly when `c`'s newest write is not after `now`; the CPUs whose
 //!   newest write is (writes by hooks processed earlier whose clocks ran ahead, few) are
 //!   read one by one.
@@ -46,9 +46,8 @@
 //! [`NrRunning::busiest`] equal the plain walk (the tests compare them on random
 //! histories).
 
-use std::collections::BTreeSet;
-
 use crate::engine::Time;
+use crate::kernel::sched::published::WrittenAfter;
 use crate::machine::CpuId;
 use crate::policy::Published;
 
@@ -87,7 +86,7 @@ pub struct NrRunning {
     /// Leaves at `size..size + n`, as [`key`]s; node `k`'s children are `2k`, `2k + 1`.
     tree: Vec<u64>,
     size: usize,
-    ahead: BTreeSet<(Time, CpuId)>,
+    ahead: WrittenAfter,
     /// Changes of `latest`, oldest first: `(cpu, the value replaced)`; entry `k` is
     /// change `base + k`.
     changed: Vec<(CpuId, u32)>,
@@ -150,7 +149,7 @@ impl NrRunning {
             indexed,
             tree,
             size,
-            ahead: (0..n).filter(|_| indexed).map(|c| (0, c)).collect(),
+            ahead: WrittenAfter::new(if indexed { n } else { 0 }),
             changed: Vec::new(),
             base: 0,
             prev: vec![
@@ -177,7 +176,6 @@ impl NrRunning {
 
     /// Change `c`'s length by `delta` at `now` (under `c`'s lock).
     pub fn add(&mut self, c: CpuId, now: Time, delta: i32) {
-        let before = self.v[c].newest_time();
         self.v[c].update(now, |n| {
             *n = n.checked_add_signed(delta).expect("nr_running")
         });
@@ -185,11 +183,7 @@ impl NrRunning {
             self.latest[c] = self.v[c].latest();
             return;
         }
-        let after = self.v[c].newest_time();
-        if before != after {
-            self.ahead.remove(&(before, c));
-            self.ahead.insert((after, c));
-        }
+        self.ahead.note(c, self.v[c].newest_time());
         let l = self.v[c].latest();
         if l != self.latest[c] {
             if self.changed.len() >= LOG_PER_CPU * self.latest.len() {
@@ -208,11 +202,7 @@ impl NrRunning {
 
     /// The CPUs a read at `now` may see an older value of than their latest, ascending.
     fn ahead_of(&self, now: Time) -> Vec<CpuId> {
-        let mut cs: Vec<CpuId> = self
-            .ahead
-            .range((now.saturating_add(1), 0)..)
-            .map(|&(_, c)| c)
-            .collect();
+        let mut cs: Vec<CpuId> = self.ahead.after(now).collect();
         cs.sort_unstable();
         cs
     }
