@@ -31,7 +31,7 @@ impl Kernel {
             }
             Event::Tick { cpu } => {
                 let next = self.now + self.tick_ns;
-                self.queue.push(next, Event::Tick { cpu });
+                self.queue.push_periodic(next, Event::Tick { cpu });
                 self.cpus[cpu as usize].pending_ticks += 1;
                 self.interrupt(cpu as usize);
             }
