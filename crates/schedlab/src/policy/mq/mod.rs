@@ -860,7 +860,8 @@ impl Mq {
             Some(t) => {
                 #[cfg(debug_assertions)]
                 {
-                    let walk = self.target_keys(ctx, p, pool.clone(), thr, &key, &mut keys);
+                    let mut scratch = Vec::new();
+                    let walk = self.target_keys(ctx, p, pool.clone(), thr, &key, &mut scratch);
                     assert_eq!(t, walk, "mq: the idle index and the walk disagree");
                 }
                 #[cfg(test)]
@@ -1012,8 +1013,8 @@ impl Mq {
             }
         }
         best?;
-        // The task's own CPU, busy: no penalty, and a yielded or spent task's key is
-        // below an idle CPU's.
+        // The task's own CPU, busy: its key carries no penalty, so it competes (−1 or 0
+        // for a yielded or spent task there).
         let tc = key.tsk_cpu;
         let na = self.curr_na_seen(tc, now);
         if ok(tc) && na != MIN_GOODNESS {
