@@ -203,6 +203,16 @@ impl<E: Copy> EventQueue<E> {
 mod tests {
     use super::*;
 
+    /// A small deterministic generator for the tests' random schedules.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     #[test]
     fn pops_in_time_then_insertion_order() {
         let mut q = EventQueue::new();
@@ -223,13 +233,7 @@ mod tests {
         let mut q = EventQueue::new();
         let mut model: Vec<(Time, u64)> = Vec::new();
         let mut seq = 0u64;
-        let mut x = 12_345u64;
-        let mut rand = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rand = xorshift(12_345);
         let mut now = 0;
         for _ in 0..20_000 {
             let r = rand();
@@ -243,7 +247,7 @@ mod tests {
             assert_eq!(q.len(), model.len());
             let want = model.iter().copied().min();
             assert_eq!(q.peek_time(), want.map(|(t, _)| t));
-            if r % 5 != 0 {
+            if !r.is_multiple_of(5) {
                 let got = q.pop();
                 if let Some(w) = want {
                     model.retain(|&m| m != w);
@@ -262,13 +266,7 @@ mod tests {
         let mut q = EventQueue::new();
         let mut model: Vec<(Time, u64, bool)> = Vec::new();
         let mut seq = 0u64;
-        let mut x = 99_991u64;
-        let mut rand = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rand = xorshift(99_991);
         let period = 40;
         // Ticks of 5 "CPUs" at phases, the first ones through the heap as at boot.
         for c in 0..5u64 {
