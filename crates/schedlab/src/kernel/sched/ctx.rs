@@ -252,7 +252,7 @@ impl<'a> SchedCtx<'a> {
     #[inline(always)]
     pub fn read_curr(&mut self, cpu: CpuId) -> TaskId {
         self.read_line(Interconnect::curr_line(cpu));
-        self.cpus[cpu].curr_seen.at(self.now())
+        self.idle_cpus.curr_seen(self.cpus, cpu, self.now())
     }
 
     /// True when the index of idle CPUs is kept ([`IdleCpus`]): for a class that uses it

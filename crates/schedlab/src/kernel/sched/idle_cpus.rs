@@ -17,7 +17,8 @@
 //!
 //! * `since`: each CPU's `last_schedule`, kept here with or without the index, in one
 //!   dense array (the walks over every CPU read it for each, and a field of the large
-//!   per-CPU record was a cache line apart from the next CPU's).
+//!   per-CPU record was a cache line apart from the next CPU's); `curr`, each CPU's
+//!   newest published `curr` with its time, likewise.
 //! * `idle`: `(last_schedule, cpu)` of every CPU whose newest published `curr` is its idle
 //!   task, in order: the first a caller accepts is the walk's answer, the smallest
 //!   `last_schedule` and the lower CPU on ties (the kernel's strict `<` walk from CPU 0).
@@ -28,7 +29,8 @@
 //!   read one by one through [`Published::at`](crate::kernel::sched::published::Published::at).
 //! * `busy`: CPUs whose newest `curr` is a real task.
 //!
-//! Invariants: `since` has one entry per CPU. With the index: `key[c]` is
+//! Invariants: `since` has one entry per CPU; `curr[c]` is `cpus[c]`'s newest published
+//! `curr` and its time. With the index: `key[c]` is
 //! `Some(since[c])` exactly when `cpus[c].curr_seen.latest()` is `cpus[c].idle`, and
 //! `idle` holds exactly those keys; `ahead` holds each `cpus[c].curr_seen.newest_time()`;
 //! `busy` is the CPUs without a key. [`IdleCpus::check`] compares them with the CPUs; the
@@ -38,11 +40,17 @@ use std::collections::BTreeSet;
 
 use crate::engine::Time;
 use crate::kernel::sched::published::WrittenAfter;
+use crate::kernel::task::TaskId;
 use crate::kernel::Cpu;
 use crate::machine::CpuId;
 
 /// CPUs up to which there is no index: the walks read every CPU in the host.
 pub const INDEX_ABOVE: usize = 64;
+
+/// A CPU's newest published `curr`, with its time.
+fn newest_curr(cpu: &Cpu) -> (Time, TaskId) {
+    (cpu.curr_seen.newest_time(), cpu.curr_seen.latest())
+}
 
 /// The idle CPUs of the machine; see the module doc.
 #[derive(Clone, Debug, Default)]
@@ -50,6 +58,10 @@ pub struct IdleCpus {
     /// Each CPU's `last_schedule`, kept with or without the index, in one dense array:
     /// the walks over every CPU (2.4's and MQ's `reschedule_idle`) read it for each.
     since: Vec<Time>,
+    /// Each CPU's newest published `curr` and when it was written, densely, with or
+    /// without the index: a read at a clock not before that write sees it without
+    /// going through the CPU's record.
+    curr: Vec<(Time, TaskId)>,
     on: bool,
     idle: BTreeSet<(Time, CpuId)>,
     key: Vec<Option<Time>>,
@@ -63,6 +75,7 @@ impl IdleCpus {
         let mut x = IdleCpus {
             on,
             since: vec![0; cpus.len()],
+            curr: cpus.iter().map(newest_curr).collect(),
             key: vec![None; cpus.len()],
             ahead: WrittenAfter::new(cpus.len()),
             busy: cpus.len(),
@@ -113,6 +126,7 @@ impl IdleCpus {
     /// CPU `c` changed its published `curr` or its `last_schedule`: refresh its entries.
     #[inline]
     pub fn note(&mut self, c: CpuId, cpu: &Cpu) {
+        self.curr[c] = newest_curr(cpu);
         if !self.on {
             return;
         }
@@ -194,6 +208,15 @@ impl IdleCpus {
         busy
     }
 
+    /// `cpu`'s `curr` as a read at `now` sees it ([`Published::at`] of `cpus[cpu]`).
+    #[inline(always)]
+    pub fn curr_seen(&self, cpus: &[Cpu], cpu: CpuId, now: Time) -> TaskId {
+        match self.curr[cpu] {
+            (t, p) if t <= now => p,
+            _ => cpus[cpu].curr_seen.at(now),
+        }
+    }
+
     /// Check the invariants against the CPUs.
     pub fn check(&self, cpus: &[Cpu]) -> Result<(), String> {
         if self.since.len() != cpus.len() {
@@ -202,6 +225,9 @@ impl IdleCpus {
                 self.since.len(),
                 cpus.len()
             ));
+        }
+        if !cpus.iter().map(newest_curr).eq(self.curr.iter().copied()) {
+            return Err("idle index: the dense copy of curr differs from the CPUs'".into());
         }
         if !self.on {
             return Ok(());

@@ -36,6 +36,13 @@ impl Fair {
     ) -> Result<(), String> {
         let name = self.name_str();
         let rq = &self.rqs[c];
+        let pubd = (rq.nr_pub.newest_time(), rq.nr_pub.latest());
+        if self.nr_newest[c] != pubd {
+            return Err(format!(
+                "{name}: cpu {c}'s dense nr_running {:?}, published {pubd:?}",
+                self.nr_newest[c]
+            ));
+        }
         let mut n = 0u32;
         let mut w = 0u64;
         let mut avg = AvgVruntime::default();

@@ -431,6 +431,9 @@ pub struct Fair {
     pub topo: Topology,
     /// Per-CPU run queues.
     pub rqs: Vec<Rq>,
+    /// Each queue's newest published `nr_running` and its time, densely: what the
+    /// balancer's walks over every CPU read when no newer write is after their clock.
+    nr_newest: Vec<(crate::engine::Time, u32)>,
     /// Per-task entities.
     pub se: Vec<Se>,
     /// Per-CPU domains, bottom-up.
@@ -505,6 +508,7 @@ impl Fair {
             options: p.to_map(),
             topo,
             rqs: Vec::new(),
+            nr_newest: Vec::new(),
             se: Vec::new(),
             sd,
             sd_llc,
@@ -660,7 +664,9 @@ impl Fair {
     fn publish_nr(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
         let n = self.rqs[cpu].nr_running;
         let now = ctx.now();
-        self.rqs[cpu].nr_pub.set(now, n);
+        let v = &mut self.rqs[cpu].nr_pub;
+        v.set(now, n);
+        self.nr_newest[cpu] = (v.newest_time(), v.latest());
         if n >= 2 && !self.rd_overloaded {
             // add_nr_running: set_rd_overloaded.
             self.rd_overloaded = true;
@@ -825,12 +831,17 @@ impl Fair {
     }
 
     /// `rq->nr_running` of `cpu` as the executing CPU reads it.
+    #[inline]
     pub fn nr_running_seen(&self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> u32 {
         if cpu == ctx.cpu() {
             return self.rqs[cpu].nr_running;
         }
         ctx.read_line(self.rqs[cpu].line);
-        self.rqs[cpu].nr_pub.at(ctx.now())
+        let now = ctx.now();
+        match self.nr_newest[cpu] {
+            (t, n) if t <= now => n,
+            _ => self.rqs[cpu].nr_pub.at(now),
+        }
     }
 
     /// Move the queued, not running `p` from `src` to `dst` (`detach_task` +
@@ -899,6 +910,7 @@ impl SchedClass for Fair {
             self.topo.nr_cpus()
         );
         self.rd_line = ctx.new_line("rd->overloaded");
+        self.nr_newest = vec![(0, 0); n];
         self.rqs = (0..n)
             .map(|_| Rq {
                 lock: ctx.new_lock("rq->lock"),
