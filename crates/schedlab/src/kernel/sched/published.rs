@@ -90,7 +90,8 @@ impl<T: Copy> Published<T> {
     }
 
     /// Write `value` at `now`. A write dated before newer ones (a hook processed late)
-    /// takes its place in time order; when all [`VERSIONS`] are kept the oldest goes.
+    /// takes its place in time order; when all [`VERSIONS`] are kept the oldest goes (a
+    /// write older than all of them is dropped).
     pub fn set(&mut self, now: Time, value: T) {
         let n = self.len as usize;
         if self.newest_time() <= now {
@@ -145,7 +146,8 @@ impl<T: Copy> Published<T> {
 /// dated near the latest ones, so it goes in near the log's end (a short move, where a
 /// balanced tree paid a search and a rebalance for the removal and again for the
 /// insertion at every write), and a read finds the entries after `now` by binary
-/// search. Dead entries are dropped once they outnumber the fields.
+/// search. Dead entries are dropped once the log holds more than twice the fields
+/// (plus a margin of 64).
 ///
 /// Invariant: `newest[c]` is field `c`'s newest write time; `log` is sorted and holds a
 /// live entry `(newest[c], c)` for every `c`.

@@ -137,7 +137,8 @@ impl Iterator for Iter<'_> {
             return None;
         }
         self.at = self.links[p as usize][1];
-        self.left -= 1;
+        // `check` walks one past `len` to catch a corrupt list: no underflow there.
+        self.left = self.left.saturating_sub(1);
         Some(p)
     }
 

@@ -111,9 +111,9 @@
 //!
 //! Where the lock-free reads cost nothing (no coherence model), `reschedule_idle`'s key
 //! scan and `sys_sched_yield`'s sum read dense per-CPU copies of what they need (each
-//! CPU's newest `curr_na_goodness` and `running_non_idle` write times and values, the
-//! kernel's `last_schedule` array), reading a `Published` history only for a CPU whose
-//! newest write is after the reader's clock. Above 64 CPUs, unpooled MQ also skips the
+//! CPU's newest `curr_na_goodness` with its write time, each queue's newest
+//! `running_non_idle` write time, the kernel's `last_schedule` array), reading a
+//! `Published` history only for a CPU whose newest write is after the reader's clock. Above 64 CPUs, unpooled MQ also skips the
 //! walks over every CPU:
 //!
 //! * the remote scan takes its candidates from an index of every queue's published
@@ -122,10 +122,11 @@
 //!   `running_non_idle` was written after the reader's clock;
 //! * `reschedule_idle`'s first target comes from the kernel's index of idle CPUs
 //!   ([`SchedCtx::idle_cpus_latest`]; see `Mq::indexed_target` for why it is exact),
-//!   when some CPU is idle; the keys of every CPU are computed only if that target fails.
+//!   when some CPU is idle below the task's threshold and PROC_CHANGE_PENALTY is at least
+//!   2; the keys of every CPU are computed only if that target fails.
 //!
 //! The decisions are the walks' (a test compares whole runs; debug builds check every
-//! indexed placement against the walk).
+//! first target the index gives against the walk's).
 //!
 //! # Not modelled
 //!
@@ -856,7 +857,13 @@ impl Mq {
         };
         let mut keys = std::mem::take(&mut self.resched_keys);
         keys.clear();
-        let mut target = match self.indexed_target(ctx, p, thr, &key) {
+        // The index spans every CPU: only a walk over all of them may ask it.
+        let indexed = if pool.len() == self.ncpu() {
+            self.indexed_target(ctx, p, thr, &key)
+        } else {
+            None
+        };
+        let mut target = match indexed {
             Some(t) => {
                 #[cfg(debug_assertions)]
                 {
