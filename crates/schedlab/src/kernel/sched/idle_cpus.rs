@@ -39,18 +39,13 @@
 use std::collections::BTreeSet;
 
 use crate::engine::Time;
-use crate::kernel::sched::published::WrittenAfter;
+use crate::kernel::sched::published::{Newest, WrittenAfter};
 use crate::kernel::task::TaskId;
 use crate::kernel::Cpu;
 use crate::machine::CpuId;
 
 /// CPUs up to which there is no index: the walks read every CPU in the host.
 pub const INDEX_ABOVE: usize = 64;
-
-/// A CPU's newest published `curr`, with its time.
-fn newest_curr(cpu: &Cpu) -> (Time, TaskId) {
-    (cpu.curr_seen.newest_time(), cpu.curr_seen.latest())
-}
 
 /// The idle CPUs of the machine; see the module doc.
 #[derive(Clone, Debug, Default)]
@@ -61,7 +56,7 @@ pub struct IdleCpus {
     /// Each CPU's newest published `curr` and when it was written, densely, with or
     /// without the index: a read at a clock not before that write sees it without
     /// going through the CPU's record.
-    curr: Vec<(Time, TaskId)>,
+    curr: Newest<TaskId>,
     on: bool,
     idle: BTreeSet<(Time, CpuId)>,
     key: Vec<Option<Time>>,
@@ -75,7 +70,7 @@ impl IdleCpus {
         let mut x = IdleCpus {
             on,
             since: vec![0; cpus.len()],
-            curr: cpus.iter().map(newest_curr).collect(),
+            curr: Newest::of(cpus.iter().map(|c| &c.curr_seen)),
             key: vec![None; cpus.len()],
             ahead: WrittenAfter::new(cpus.len()),
             busy: cpus.len(),
@@ -126,7 +121,7 @@ impl IdleCpus {
     /// CPU `c` changed its published `curr` or its `last_schedule`: refresh its entries.
     #[inline]
     pub fn note(&mut self, c: CpuId, cpu: &Cpu) {
-        self.curr[c] = newest_curr(cpu);
+        self.curr.note(c, &cpu.curr_seen);
         if !self.on {
             return;
         }
@@ -211,10 +206,7 @@ impl IdleCpus {
     /// `cpu`'s `curr` as a read at `now` sees it ([`Published::at`] of `cpus[cpu]`).
     #[inline(always)]
     pub fn curr_seen(&self, cpus: &[Cpu], cpu: CpuId, now: Time) -> TaskId {
-        match self.curr[cpu] {
-            (t, p) if t <= now => p,
-            _ => cpus[cpu].curr_seen.at(now),
-        }
+        self.curr.at(cpu, &cpus[cpu].curr_seen, now)
     }
 
     /// Check the invariants against the CPUs.
@@ -226,7 +218,12 @@ impl IdleCpus {
                 cpus.len()
             ));
         }
-        if !cpus.iter().map(newest_curr).eq(self.curr.iter().copied()) {
+        let kept = self.curr.len() == cpus.len()
+            && cpus
+                .iter()
+                .enumerate()
+                .all(|(c, cpu)| self.curr.matches(c, &cpu.curr_seen));
+        if !kept {
             return Err("idle index: the dense copy of curr differs from the CPUs'".into());
         }
         if !self.on {

@@ -69,12 +69,8 @@ impl<T: Copy> Published<T> {
         if newest.0 <= now {
             return &newest.1;
         }
-        let older = (0..self.len as usize - 1).rev().map(|i| self.nth(i));
-        &older
-            .into_iter()
-            .find(|(t, _)| *t <= now)
-            .unwrap_or(self.nth(0))
-            .1
+        let mut older = (0..self.len as usize - 1).rev().map(|i| self.nth(i));
+        &older.find(|(t, _)| *t <= now).unwrap_or(self.nth(0)).1
     }
 
     /// The newest value, whatever its time (invariant checks, reports).
@@ -133,6 +129,71 @@ impl<T: Copy> Published<T> {
         let mut x = self.at(now);
         f(&mut x);
         self.set(now, x);
+    }
+}
+
+/// The newest write of each of a set of [`Published`] fields (one per CPU or queue),
+/// `(time, value)`, in one dense array beside them: a walk over every field reading at a
+/// clock not before a field's newest write sees that value here, without going through
+/// the field's history in its owner's large record.
+///
+/// Invariant: `v[c]` is field `c`'s `(newest_time(), latest())`: [`Newest::note`] follows
+/// every write.
+#[derive(Clone, Debug, Default)]
+pub struct Newest<T: Copy> {
+    v: Vec<(Time, T)>,
+}
+
+impl<T: Copy + PartialEq> Newest<T> {
+    /// The copy of `fields`, in order.
+    pub fn of<'a>(fields: impl Iterator<Item = &'a Published<T>>) -> Self
+    where
+        T: 'a,
+    {
+        Newest {
+            v: fields.map(|p| (p.newest_time(), p.latest())).collect(),
+        }
+    }
+
+    /// Field `c`, `p`, was written.
+    #[inline]
+    pub fn note(&mut self, c: usize, p: &Published<T>) {
+        self.v[c] = (p.newest_time(), p.latest());
+    }
+
+    /// Field `c`, `p`, as a read at `now` sees it: [`Published::at`].
+    #[inline(always)]
+    pub fn at(&self, c: usize, p: &Published<T>, now: Time) -> T {
+        match self.v[c] {
+            (t, x) if t <= now => x,
+            _ => p.at(now),
+        }
+    }
+
+    /// When field `c` was last written.
+    #[inline]
+    pub fn time(&self, c: usize) -> Time {
+        self.v[c].0
+    }
+
+    /// Each field's newest write time, in order.
+    pub fn times(&self) -> impl Iterator<Item = Time> + '_ {
+        self.v.iter().map(|&(t, _)| t)
+    }
+
+    /// True when the copy of field `c` is `p`'s newest write.
+    pub fn matches(&self, c: usize, p: &Published<T>) -> bool {
+        self.v.get(c) == Some(&(p.newest_time(), p.latest()))
+    }
+
+    /// Fields copied.
+    pub fn len(&self) -> usize {
+        self.v.len()
+    }
+
+    /// True when no field is copied.
+    pub fn is_empty(&self) -> bool {
+        self.v.is_empty()
     }
 }
 

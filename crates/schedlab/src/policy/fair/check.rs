@@ -36,11 +36,9 @@ impl Fair {
     ) -> Result<(), String> {
         let name = self.name_str();
         let rq = &self.rqs[c];
-        let pubd = (rq.nr_pub.newest_time(), rq.nr_pub.latest());
-        if self.nr_newest[c] != pubd {
+        if !self.nr_newest.matches(c, &rq.nr_pub) {
             return Err(format!(
-                "{name}: cpu {c}'s dense nr_running {:?}, published {pubd:?}",
-                self.nr_newest[c]
+                "{name}: cpu {c}'s dense nr_running differs from its published one"
             ));
         }
         let mut n = 0u32;

@@ -101,6 +101,7 @@ use crate::machine::{CpuId, LineId, LockId, Machine};
 use crate::spec::Params;
 
 use super::{Balance, PolicyInfo, Published, SchedClass, SchedCtx, Wake, WakeOrder};
+use crate::kernel::sched::published::Newest;
 use entity::{AvgVruntime, LoadWeight, Timeline};
 use pelt::SchedAvg;
 use topology::{Domain, Topology};
@@ -433,7 +434,7 @@ pub struct Fair {
     pub rqs: Vec<Rq>,
     /// Each queue's newest published `nr_running` and its time, densely: what the
     /// balancer's walks over every CPU read when no newer write is after their clock.
-    nr_newest: Vec<(crate::engine::Time, u32)>,
+    nr_newest: Newest<u32>,
     /// Per-task entities.
     pub se: Vec<Se>,
     /// Per-CPU domains, bottom-up.
@@ -508,7 +509,7 @@ impl Fair {
             options: p.to_map(),
             topo,
             rqs: Vec::new(),
-            nr_newest: Vec::new(),
+            nr_newest: Newest::default(),
             se: Vec::new(),
             sd,
             sd_llc,
@@ -664,9 +665,8 @@ impl Fair {
     fn publish_nr(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
         let n = self.rqs[cpu].nr_running;
         let now = ctx.now();
-        let v = &mut self.rqs[cpu].nr_pub;
-        v.set(now, n);
-        self.nr_newest[cpu] = (v.newest_time(), v.latest());
+        self.rqs[cpu].nr_pub.set(now, n);
+        self.nr_newest.note(cpu, &self.rqs[cpu].nr_pub);
         if n >= 2 && !self.rd_overloaded {
             // add_nr_running: set_rd_overloaded.
             self.rd_overloaded = true;
@@ -837,11 +837,7 @@ impl Fair {
             return self.rqs[cpu].nr_running;
         }
         ctx.read_line(self.rqs[cpu].line);
-        let now = ctx.now();
-        match self.nr_newest[cpu] {
-            (t, n) if t <= now => n,
-            _ => self.rqs[cpu].nr_pub.at(now),
-        }
+        self.nr_newest.at(cpu, &self.rqs[cpu].nr_pub, ctx.now())
     }
 
     /// Move the queued, not running `p` from `src` to `dst` (`detach_task` +
@@ -910,7 +906,6 @@ impl SchedClass for Fair {
             self.topo.nr_cpus()
         );
         self.rd_line = ctx.new_line("rd->overloaded");
-        self.nr_newest = vec![(0, 0); n];
         self.rqs = (0..n)
             .map(|_| Rq {
                 lock: ctx.new_lock("rq->lock"),
@@ -936,6 +931,7 @@ impl SchedClass for Fair {
                 nr_idle_scan: 0,
             })
             .collect();
+        self.nr_newest = Newest::of(self.rqs.iter().map(|q| &q.nr_pub));
     }
 
     fn rq_lock(&self, cpu: CpuId) -> LockId {

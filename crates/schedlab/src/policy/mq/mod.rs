@@ -149,6 +149,7 @@ use crate::spec::{ParamSpec, Params};
 
 use super::sched24::{can_schedule, Core24, GoodnessRules, MIN_GOODNESS};
 use super::{check_per_cpu_queues, PolicyInfo, Published, SchedClass, SchedCtx, Wake};
+use crate::kernel::sched::published::Newest;
 
 /// Registry entry of `mq`.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -381,7 +382,7 @@ pub struct Mq {
     /// Each CPU's newest `curr_na_goodness` and its time, densely: what
     /// `reschedule_idle`'s walk over every CPU reads when no newer write is after its
     /// clock.
-    curr_na_newest: Vec<(Time, i32)>,
+    curr_na_newest: Newest<i32>,
     ts: Vec<TaskSched>,
     /// mq-pool's bitmap of non-idle CPUs (§3.6), written when a CPU goes idle or busy.
     bitmap_line: LineId,
@@ -401,7 +402,7 @@ pub struct Mq {
     running_written: Time,
     /// Each queue's newest `running_non_idle` write time, densely: the queues whose
     /// value a read now may see older than the newest.
-    running_times: Vec<Time>,
+    running_newest: Newest<bool>,
     /// `reschedule_idle`'s keys, one per CPU: scratch space.
     resched_keys: Vec<i32>,
 }
@@ -484,14 +485,14 @@ impl Mq {
             options,
             rq: Vec::new(),
             curr_na_goodness: Vec::new(),
-            curr_na_newest: Vec::new(),
+            curr_na_newest: Newest::default(),
             ts: Vec::new(),
             bitmap_line: 0,
             next_lb: 0,
             st: Stats::default(),
             remotes: Vec::new(),
             resched_keys: Vec::new(),
-            running_times: Vec::new(),
+            running_newest: Newest::default(),
             steal: None,
             queued: 0,
             running: 0,
@@ -789,9 +790,8 @@ impl Mq {
 
     /// `aligned_data[cpu].curr_na_goodness = g` at `now`.
     fn publish_curr_na(&mut self, cpu: CpuId, now: Time, g: i32) {
-        let v = &mut self.curr_na_goodness[cpu];
-        v.set(now, g);
-        self.curr_na_newest[cpu] = (v.newest_time(), v.latest());
+        self.curr_na_goodness[cpu].set(now, g);
+        self.curr_na_newest.note(cpu, &self.curr_na_goodness[cpu]);
     }
 
     /// `update_sched_data`: publish what this CPU now runs.
@@ -810,7 +810,8 @@ impl Mq {
             v.set(now, !idle);
             self.running = self.running + usize::from(v.latest()) - usize::from(was);
             self.running_written = self.running_written.max(now);
-            self.running_times[this] = v.newest_time();
+            self.running_newest
+                .note(this, &self.rq[this].running_non_idle);
             if self.cfg.idle_bitmap {
                 ctx.write_line(self.bitmap_line);
             }
@@ -1033,10 +1034,8 @@ impl Mq {
     /// `aligned_data[cpu].curr_na_goodness` as a lock-free read at `now` sees it.
     #[inline(always)]
     fn curr_na_seen(&self, cpu: CpuId, now: Time) -> i32 {
-        match self.curr_na_newest[cpu] {
-            (t, g) if t <= now => g,
-            _ => self.curr_na_goodness[cpu].at(now),
-        }
+        self.curr_na_newest
+            .at(cpu, &self.curr_na_goodness[cpu], now)
     }
 
     /// Carry out a placement for `p`, which is on its CPU's queue (`__schedule_tail`): move
@@ -1122,9 +1121,9 @@ impl SchedClass for Mq {
                 }
             })
             .collect();
+        self.running_newest = Newest::of(self.rq.iter().map(|q| &q.running_non_idle));
         self.curr_na_goodness = vec![Published::new(MIN_GOODNESS); n];
-        self.curr_na_newest = vec![(0, MIN_GOODNESS); n];
-        self.running_times = vec![0; n];
+        self.curr_na_newest = Newest::of(self.curr_na_goodness.iter());
         self.bitmap_line = ctx.new_line("non_idle_bitmap");
         self.cfg.pool_size = self.cfg.pool_size.clamp(1, n);
         if ctx.walks_indexable() && self.cfg.pool_size == n {
@@ -1270,7 +1269,7 @@ impl SchedClass for Mq {
             // queues whose newest value is after the reader's clock.
             let now = ctx.now();
             let mut running = self.running as i64;
-            for (c, &t) in self.running_times.iter().enumerate() {
+            for (c, t) in self.running_newest.times().enumerate() {
                 if t > now {
                     let v = &self.rq[c].running_non_idle;
                     running += i64::from(v.at(now)) - i64::from(v.latest());
@@ -1388,7 +1387,7 @@ impl SchedClass for Mq {
             .rq
             .iter()
             .map(|q| q.running_non_idle.newest_time())
-            .eq(self.running_times.iter().copied());
+            .eq(self.running_newest.times());
         if !times_kept {
             return Err(format!(
                 "{name}: dense running_non_idle write times differ from the queues'"
@@ -1425,12 +1424,9 @@ impl SchedClass for Mq {
                     "{name}: cpu {c} idle={idle} but curr_na_goodness {curr_na}"
                 ));
             }
-            let v = &self.curr_na_goodness[c];
-            if self.curr_na_newest[c] != (v.newest_time(), curr_na) {
+            if !self.curr_na_newest.matches(c, &self.curr_na_goodness[c]) {
                 return Err(format!(
-                    "{name}: cpu {c}'s dense curr_na_goodness {:?}, newest written {:?}",
-                    self.curr_na_newest[c],
-                    (v.newest_time(), curr_na)
+                    "{name}: cpu {c}'s dense curr_na_goodness differs from its newest write"
                 ));
             }
         }
