@@ -255,6 +255,14 @@ impl<'a> SchedCtx<'a> {
         self.idle_cpus.curr_seen(self.cpus, cpu, self.now())
     }
 
+    /// `cpu`'s current task as [`SchedCtx::read_curr`] finds it where line reads are free
+    /// ([`SchedCtx::line_reads_free`]): the same value, with nothing to charge.
+    #[inline(always)]
+    pub fn curr_seen(&self, cpu: CpuId) -> TaskId {
+        debug_assert!(self.line_reads_free());
+        self.idle_cpus.curr_seen(self.cpus, cpu, self.now())
+    }
+
     /// True when the index of idle CPUs is kept ([`IdleCpus`]): for a class that uses it
     /// ([`SchedClass::uses_idle_index`](super::SchedClass::uses_idle_index)) where the walks
     /// it answers are indexable ([`SchedCtx::walks_indexable`]).

@@ -74,7 +74,7 @@ pub enum MigrationType {
 }
 
 /// `struct sg_lb_stats`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SgStats {
     /// `avg_load`.
     pub avg_load: u64,
@@ -629,7 +629,7 @@ impl Fair {
                 level = child;
                 continue;
             };
-            new_cpu = self.find_dst_group_cpu(ctx, &self.sd[cpu][l].groups[g], p, cpu);
+            new_cpu = self.find_dst_group_cpu(ctx, self.sd[cpu][l].groups.cpus(g), p, cpu);
             if new_cpu == cpu {
                 level = child;
                 continue;
@@ -813,7 +813,7 @@ impl Fair {
         if env.idle == IdleType::NewlyIdle {
             return self.rqs[env.dst].nr_running == 0;
         }
-        let local = &self.sd[env.dst][env.sd].groups[0];
+        let local = self.sd[env.dst][env.sd].groups.cpus(0);
         for &c in local {
             if !env.cpus.test(c) {
                 continue;
@@ -834,11 +834,51 @@ impl Fair {
         overloaded: &mut bool,
     ) -> SgStats {
         let d = &self.sd[env.dst][env.sd];
-        let group = &d.groups[g];
+        let group = d.groups.cpus(g);
         let gflags = d.group_flags[g];
         let pct = d.imbalance_pct;
         let local = g == 0;
         let mut s = SgStats::default();
+        if ctx.line_reads_free() {
+            self.sg_sums_free(ctx, env, group, &mut s, overloaded);
+            #[cfg(debug_assertions)]
+            {
+                // The charged loop without the coherence model moves no clock: the same sums.
+                let (mut c, mut o) = (SgStats::default(), *overloaded);
+                self.sg_sums_charged(ctx, env, group, &mut c, &mut o);
+                assert_eq!(
+                    (c, o),
+                    (s, *overloaded),
+                    "fair: free and charged group sums differ"
+                );
+            }
+        } else {
+            self.sg_sums_charged(ctx, env, group, &mut s, overloaded);
+        }
+        s.group_capacity = SCHED_CAPACITY_SCALE * group.len() as u64;
+        s.group_weight = group.len() as u64;
+        s.cores = d.groups.cores(g) as u64;
+        let smt_balance = !local
+            && env.idle != IdleType::NotIdle
+            && gflags & SD_SHARE_CPUCAPACITY != 0
+            && s.sum_h_nr_running > 1;
+        s.group_type = group_classify(pct, &s, smt_balance);
+        if s.group_type == GroupType::Overloaded {
+            s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
+        }
+        s
+    }
+
+    /// The per-CPU sums of `update_sg_lb_stats` over `group`, each read charged as the
+    /// kernel's loop makes it (`idle_cpu` re-reads the queue it was called for).
+    fn sg_sums_charged(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        env: &LbEnv,
+        group: &[CpuId],
+        s: &mut SgStats,
+        overloaded: &mut bool,
+    ) {
         for &i in group {
             if !env.cpus.test(i) {
                 continue;
@@ -859,18 +899,42 @@ impl Fair {
                 s.idle_cpus += 1;
             }
         }
-        s.group_capacity = SCHED_CAPACITY_SCALE * group.len() as u64;
-        s.group_weight = group.len() as u64;
-        s.cores = self.topo.cores_in(group) as u64;
-        let smt_balance = !local
-            && env.idle != IdleType::NotIdle
-            && gflags & SD_SHARE_CPUCAPACITY != 0
-            && s.sum_h_nr_running > 1;
-        s.group_type = group_classify(pct, &s, smt_balance);
-        if s.group_type == GroupType::Overloaded {
-            s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
+    }
+
+    /// [`Fair::sg_sums_charged`] where reading another CPU's line is free (no coherence
+    /// model): the clock stands still through the loop, so each queue's `nr_running` and
+    /// each CPU's `curr` are read once, at one moment, with no line charge. At 1 024 CPUs
+    /// a newly idle CPU's balance reads every queue: this loop is most of such a run.
+    fn sg_sums_free(
+        &self,
+        ctx: &SchedCtx<'_>,
+        env: &LbEnv,
+        group: &[CpuId],
+        s: &mut SgStats,
+        overloaded: &mut bool,
+    ) {
+        let (me, now) = (ctx.cpu(), ctx.now());
+        let (mut over, mut idle) = (false, 0);
+        for &i in group {
+            if !env.cpus.test(i) {
+                continue;
+            }
+            let rq = &self.rqs[i];
+            s.group_load += rq.avg.load_avg;
+            s.group_util += self.cpu_util(i);
+            s.group_runnable += rq.avg.runnable_avg;
+            let (nr, curr) = if i == me {
+                (rq.nr_running, ctx.curr(i))
+            } else {
+                (self.nr_newest.at(i, &rq.nr_pub, now), ctx.curr_seen(i))
+            };
+            s.sum_nr_running += u64::from(nr);
+            over |= nr > 1;
+            idle += u64::from(nr == 0 && curr == ctx.idle_task(i));
         }
-        s
+        s.sum_h_nr_running = s.sum_nr_running;
+        s.idle_cpus = idle;
+        *overloaded |= over;
     }
 
     /// `update_sd_pick_busiest` (the types this model has).
@@ -1293,7 +1357,7 @@ impl Fair {
             let Some(g) = self.find_busiest_group(ctx, &mut env) else {
                 break;
             };
-            let group = &self.sd[this][sd].groups[g];
+            let group = self.sd[this][sd].groups.cpus(g);
             let Some(busiest) = self.find_busiest_queue(&env, group) else {
                 break;
             };
@@ -1328,7 +1392,8 @@ impl Fair {
                 }
                 if all_pinned {
                     env.cpus.clear(busiest);
-                    let local = CpuMask::from_cpus(self.sd[this][sd].groups[0].iter().copied());
+                    let local =
+                        CpuMask::from_cpus(self.sd[this][sd].groups.cpus(0).iter().copied());
                     if !env.cpus.is_subset_of(&local) {
                         continue;
                     }

@@ -537,7 +537,7 @@ fn the_presets_build_one_pkg_domain_of_single_cpu_groups() {
         assert_eq!(f.sd[c].len(), 1);
         let d = &f.sd[c][0];
         assert_eq!((d.level, d.span_weight(), d.groups.len()), ("PKG", 8, 8));
-        assert_eq!(d.groups[0], vec![c], "the local group comes first");
+        assert_eq!(d.groups.cpus(0), [c], "the local group comes first");
         assert_eq!((d.imbalance_pct, d.cache_nice_tries), (117, 1));
         assert_eq!(d.flags & SD_SHARE_LLC, 0);
         assert!(f.sd_llc[c].is_none());
@@ -559,12 +559,12 @@ fn hand_built_topologies_give_smt_mc_pkg_numa_levels() {
     assert_eq!(names, ["SMT", "MC", "PKG", "NUMA"]);
     let spans: Vec<usize> = sd[5].iter().map(|d| d.span_weight()).collect();
     assert_eq!(spans, [2, 4, 8, 16]);
-    assert_eq!(sd[5][1].groups, vec![vec![4, 5], vec![6, 7]]);
+    assert_eq!(sd[5][1].groups.iter().collect::<Vec<_>>(), [[4, 5], [6, 7]]);
     assert_eq!(
-        sd[5][3].groups,
-        vec![(0..8).collect::<Vec<_>>(), (8..16).collect()]
+        sd[5][3].groups.iter().collect::<Vec<_>>(),
+        [(0..8).collect::<Vec<_>>(), (8..16).collect()]
     );
-    assert_eq!(sd[6][1].groups[0], vec![6, 7]);
+    assert_eq!(sd[6][1].groups.cpus(0), [6, 7]);
     assert_eq!(topology::sd_llc(&sd)[5], Some(1));
     // §2: 8 CPUs in one LLC, HZ 250: idle 8 ms → 2 jiffies, busy 128 ms → 31.
     let t = Topology::new((0..8).collect(), vec![0; 8], vec![0; 8]);

@@ -137,7 +137,7 @@ pub struct Domain {
     /// `env->cpus` from and tests CPUs against in one word read.
     pub span_mask: CpuMask,
     /// Groups, this CPU's first, then wrapping upward; each ascending.
-    pub groups: Vec<Vec<CpuId>>,
+    pub groups: Groups,
     /// Per group: the child level's flags (`sg->flags`; SMT groups carry
     /// `SD_SHARE_CPUCAPACITY`).
     pub group_flags: Vec<u32>,
@@ -163,6 +163,62 @@ pub struct Domain {
     pub max_newidle_lb_cost: u64,
     /// `last_decay_max_lb_cost`, ns of simulated time.
     pub last_decay_max_lb_cost: u64,
+}
+
+/// A domain's groups (`sched_group`s) in one array: the balancer reads every group of
+/// the domain that spans all CPUs at each newly idle balance, and 512 groups of their
+/// own allocations were 512 pointer chases there.
+///
+/// Invariant: `bounds` starts at 0, ascends and ends at `cpus.len()`; group `g` is
+/// `cpus[bounds[g]..bounds[g + 1]]`, `cores[g]` its distinct cores.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Groups {
+    cpus: Vec<CpuId>,
+    bounds: Vec<u32>,
+    cores: Vec<u32>,
+}
+
+impl Groups {
+    /// The groups `groups`, in order; `cores` counts a group's distinct cores.
+    fn new(groups: &[Vec<CpuId>], cores: impl Fn(&[CpuId]) -> usize) -> Groups {
+        let mut g = Groups {
+            bounds: vec![0],
+            ..Groups::default()
+        };
+        for group in groups {
+            g.cpus.extend_from_slice(group);
+            g.bounds.push(g.cpus.len() as u32);
+            g.cores.push(cores(group) as u32);
+        }
+        g
+    }
+
+    /// Number of groups.
+    pub fn len(&self) -> usize {
+        self.cores.len()
+    }
+
+    /// True when there is no group.
+    pub fn is_empty(&self) -> bool {
+        self.cores.is_empty()
+    }
+
+    /// Group `g`'s CPUs, ascending.
+    #[inline]
+    pub fn cpus(&self, g: usize) -> &[CpuId] {
+        &self.cpus[self.bounds[g] as usize..self.bounds[g + 1] as usize]
+    }
+
+    /// Group `g`'s distinct cores (`sg->cores`, [`Topology::cores_in`]).
+    #[inline]
+    pub fn cores(&self, g: usize) -> usize {
+        self.cores[g] as usize
+    }
+
+    /// The groups' CPUs, group by group.
+    pub fn iter(&self) -> impl Iterator<Item = &[CpuId]> + '_ {
+        (0..self.len()).map(|g| self.cpus(g))
+    }
 }
 
 impl Domain {
@@ -273,7 +329,7 @@ pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
                     level: l.name,
                     span: span.to_vec(),
                     span_mask: CpuMask::from_cpus(span.iter().copied()),
-                    groups,
+                    groups: Groups::new(&groups, |g| t.cores_in(g)),
                     group_flags,
                     flags: l.flags,
                     imbalance_pct: l.imbalance_pct,
