@@ -1739,10 +1739,14 @@ fn the_numa_1024_preset_has_node_and_numa_levels() {
     assert_eq!(doms[700][0].span, vec![700, 701], "a node of two CPUs");
     assert_eq!(doms[700][1].span.len(), 1024);
     assert_eq!(doms[700][1].groups.len(), 512, "one group per node");
-    assert_eq!(doms[700][1].groups[0], vec![700, 701], "its own node first");
     assert_eq!(
-        doms[700][1].groups[1],
-        vec![702, 703],
+        doms[700][1].groups.cpus(0),
+        [700, 701],
+        "its own node first"
+    );
+    assert_eq!(
+        doms[700][1].groups.cpus(1),
+        [702, 703],
         "then wrapping upward"
     );
     // --cpus 96 boots nodes 0-47 only.
