@@ -469,6 +469,35 @@ impl Fair {
         p: TaskId,
     ) -> SgStats {
         let mut s = SgStats::default();
+        if ctx.line_reads_free() {
+            self.sg_wakeup_sums_free(ctx, group, p, &mut s);
+            #[cfg(debug_assertions)]
+            {
+                // The charged loop without the coherence model moves no clock: the same sums.
+                let mut c = SgStats::default();
+                self.sg_wakeup_sums_charged(ctx, group, p, &mut c);
+                assert_eq!(c, s, "fair: free and charged fork-placement sums differ");
+            }
+        } else {
+            self.sg_wakeup_sums_charged(ctx, group, p, &mut s);
+        }
+        s.group_capacity = SCHED_CAPACITY_SCALE * group.len() as u64;
+        s.group_weight = group.len() as u64;
+        s.group_type = group_classify(pct, &s, false);
+        if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+            s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
+        }
+        s
+    }
+
+    /// The per-CPU sums of `update_sg_wakeup_stats` over `group`, each read charged.
+    fn sg_wakeup_sums_charged(
+        &self,
+        ctx: &mut SchedCtx<'_>,
+        group: &[CpuId],
+        p: TaskId,
+        s: &mut SgStats,
+    ) {
         for &i in group {
             if !ctx.allowed(p, i) {
                 continue;
@@ -486,13 +515,34 @@ impl Fair {
                 s.idle_cpus += 1;
             }
         }
-        s.group_capacity = SCHED_CAPACITY_SCALE * group.len() as u64;
-        s.group_weight = group.len() as u64;
-        s.group_type = group_classify(pct, &s, false);
-        if matches!(s.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
-            s.avg_load = s.group_load * SCHED_CAPACITY_SCALE / s.group_capacity;
+    }
+
+    /// [`Fair::sg_wakeup_sums_charged`] where reading another CPU's line is free, as
+    /// [`Fair::sg_sums_free`] is to its loop: a fork on 1 024 CPUs reads every queue.
+    fn sg_wakeup_sums_free(&self, ctx: &SchedCtx<'_>, group: &[CpuId], p: TaskId, s: &mut SgStats) {
+        let (me, now) = (ctx.cpu(), ctx.now());
+        for &i in group {
+            if !ctx.allowed(p, i) {
+                continue;
+            }
+            let rq = &self.rqs[i];
+            s.group_load += rq.avg.load_avg;
+            s.group_util += self.cpu_util(i);
+            s.group_runnable += rq.avg.runnable_avg;
+            let nr = u64::from(rq.nr_running);
+            s.sum_nr_running += nr;
+            // `idle_cpu`: `curr` and `nr_running` as this CPU reads them now.
+            s.idle_cpus += u64::from(
+                nr == 0
+                    && if i == me {
+                        ctx.curr(i) == ctx.idle_task(i)
+                    } else {
+                        ctx.curr_seen(i) == ctx.idle_task(i)
+                            && self.nr_newest.at(i, &rq.nr_pub, now) == 0
+                    },
+            );
         }
-        s
+        s.sum_h_nr_running = s.sum_nr_running;
     }
 
     /// `sched_balance_find_dst_group` (§7.5): the idlest group, or `None` to stay local.

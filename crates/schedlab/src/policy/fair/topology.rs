@@ -179,18 +179,20 @@ pub struct Groups {
 }
 
 impl Groups {
-    /// The groups `groups`, in order; `cores` counts a group's distinct cores.
-    fn new(groups: &[Vec<CpuId>], cores: impl Fn(&[CpuId]) -> usize) -> Groups {
-        let mut g = Groups {
+    /// No group yet, room for `cpus` CPUs in all.
+    fn with_capacity(cpus: usize) -> Groups {
+        Groups {
+            cpus: Vec::with_capacity(cpus),
             bounds: vec![0],
-            ..Groups::default()
-        };
-        for group in groups {
-            g.cpus.extend_from_slice(group);
-            g.bounds.push(g.cpus.len() as u32);
-            g.cores.push(cores(group) as u32);
+            cores: Vec::new(),
         }
-        g
+    }
+
+    /// Append the group `group` of `cores` distinct cores.
+    fn push(&mut self, group: &[CpuId], cores: usize) {
+        self.cpus.extend_from_slice(group);
+        self.bounds.push(self.cpus.len() as u32);
+        self.cores.push(cores as u32);
     }
 
     /// Number of groups.
@@ -303,23 +305,23 @@ pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
                 }
                 // Groups: the spans of the child level's domains of the CPUs spanned,
                 // starting from this CPU's and wrapping (build_sched_groups).
-                let mut groups: Vec<Vec<CpuId>> = Vec::new();
+                let mut groups = Groups::with_capacity(span.len());
                 let mut group_flags = Vec::new();
                 let start = span.iter().position(|&c| c == cpu).unwrap_or(0);
                 for k in 0..span.len() {
-                    let c = span[(start + k) % span.len()];
-                    if covered[c] {
+                    let c = &span[(start + k) % span.len()];
+                    if covered[*c] {
                         continue;
                     }
                     let g = match child_level {
-                        Some(cl) => span_of(cl, c).to_vec(),
-                        None => vec![c],
+                        Some(cl) => span_of(cl, *c),
+                        None => std::slice::from_ref(c),
                     };
-                    for &m in &g {
+                    for &m in g {
                         covered[m] = true;
                     }
                     group_flags.push(child_level.map_or(0, |cl| levels[cl].flags));
-                    groups.push(g);
+                    groups.push(g, t.cores_in(g));
                 }
                 for &c in span {
                     covered[c] = false;
@@ -329,7 +331,7 @@ pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
                     level: l.name,
                     span: span.to_vec(),
                     span_mask: CpuMask::from_cpus(span.iter().copied()),
-                    groups: Groups::new(&groups, |g| t.cores_in(g)),
+                    groups,
                     group_flags,
                     flags: l.flags,
                     imbalance_pct: l.imbalance_pct,
