@@ -43,12 +43,24 @@ const FULL: &[(&str, usize, &str, &str)] = &[
         "o1-2.6",
         "hackbench:groups=50",
     ),
+    (
+        "piii700-1m:bus=off,lock=ticket,coherence=off",
+        8,
+        "linux-2.4",
+        "hackbench:groups=50",
+    ),
     // Issue 18's flat cost from 1 to 1024 CPUs (ns per event within 1.3×; the balancers'
     // own O(CPUs) walks are in their counters: balance_rqs_scanned, lb_cpus_scanned).
     (
         "numa-1024:bus=off,lock=ticket,coherence=off",
         1024,
         "o1-2.6",
+        "synthetic:tasks=4096,ops=50",
+    ),
+    (
+        "numa-1024:bus=off,lock=ticket,coherence=off",
+        1024,
+        "cfs",
         "synthetic:tasks=4096,ops=50",
     ),
     (
