@@ -25,6 +25,13 @@
 //!    tail of its MRU `cfs_tasks` under its lock (`can_migrate_task`, `task_hot`), attach
 //!    here under this lock; intervals double while balanced.
 //!
+//! Host cost: the group walks (`update_sg_lb_stats`, `update_sg_wakeup_stats`) read every
+//! CPU of a domain, 1 024 of them in `numa-1024`'s NUMA domain at each newly idle
+//! balance. Where a read of another CPU's line is free (no coherence model) they take
+//! each queue's `nr_running` and each CPU's `curr` once at the reader's clock, without
+//! the line charges (`sg_sums_free`); debug builds check those sums against the charged
+//! loop's, which reads as the kernel does.
+//!
 //! Not modelled: misfit, asym packing and capacity, SD_NUMA imbalance adjustment and the
 //! SERIALIZE lock (no preset has NUMA), active balance, LBF_DST_PINNED retargeting,
 //! the NOHZ kick; `sched_exec` placement. SMT's `has_idle_cores` hint is
