@@ -27,10 +27,11 @@
 //!
 //! Host cost: the group walks (`update_sg_lb_stats`, `update_sg_wakeup_stats`) read every
 //! CPU of a domain, 1 024 of them in `numa-1024`'s NUMA domain at each newly idle
-//! balance. Where a read of another CPU's line is free (no coherence model) they take
-//! each queue's `nr_running` and each CPU's `curr` once at the reader's clock, without
-//! the line charges (`sg_sums_free`); debug builds check those sums against the charged
-//! loop's, which reads as the kernel does.
+//! balance. Where a read of another CPU's line is free (no coherence model) they read
+//! each queue and each CPU's `curr` at the reader's clock without the line charges, and
+//! the balancer's walk reads each published `nr_running` once where `idle_cpu` read it
+//! again (`sg_sums_free`, `sg_wakeup_sums_free`); debug builds check every group's sums
+//! against the charged loops', which read as the kernel does.
 //!
 //! Not modelled: misfit, asym packing and capacity, SD_NUMA imbalance adjustment and the
 //! SERIALIZE lock (no preset has NUMA), active balance, LBF_DST_PINNED retargeting,
@@ -897,18 +898,20 @@ impl Fair {
         let local = g == 0;
         let mut s = SgStats::default();
         if ctx.line_reads_free() {
-            self.sg_sums_free(ctx, env, group, &mut s, overloaded);
+            let mut over = false;
+            self.sg_sums_free(ctx, env, group, &mut s, &mut over);
             #[cfg(debug_assertions)]
             {
                 // The charged loop without the coherence model moves no clock: the same sums.
-                let (mut c, mut o) = (SgStats::default(), *overloaded);
+                let (mut c, mut o) = (SgStats::default(), false);
                 self.sg_sums_charged(ctx, env, group, &mut c, &mut o);
                 assert_eq!(
                     (c, o),
-                    (s, *overloaded),
+                    (s, over),
                     "fair: free and charged group sums differ"
                 );
             }
+            *overloaded |= over;
         } else {
             self.sg_sums_charged(ctx, env, group, &mut s, overloaded);
         }

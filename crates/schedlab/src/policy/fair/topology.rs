@@ -170,8 +170,9 @@ pub struct Domain {
 /// own allocations were 512 pointer chases there.
 ///
 /// Invariant: `bounds` starts at 0, ascends and ends at `cpus.len()`; group `g` is
-/// `cpus[bounds[g]..bounds[g + 1]]`, `cores[g]` its distinct cores.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// `cpus[bounds[g]..bounds[g + 1]]`, `cores[g]` its cores as `sg->cores` counts them
+/// ([`Topology::cores_in`]).
+#[derive(Clone, Debug)]
 pub struct Groups {
     cpus: Vec<CpuId>,
     bounds: Vec<u32>,
@@ -188,7 +189,7 @@ impl Groups {
         }
     }
 
-    /// Append the group `group` of `cores` distinct cores.
+    /// Append the group `group` of `cores` cores.
     fn push(&mut self, group: &[CpuId], cores: usize) {
         self.cpus.extend_from_slice(group);
         self.bounds.push(self.cpus.len() as u32);
@@ -211,7 +212,7 @@ impl Groups {
         &self.cpus[self.bounds[g] as usize..self.bounds[g + 1] as usize]
     }
 
-    /// Group `g`'s distinct cores (`sg->cores`, [`Topology::cores_in`]).
+    /// Group `g`'s cores (`sg->cores`, [`Topology::cores_in`]).
     #[inline]
     pub fn cores(&self, g: usize) -> usize {
         self.cores[g] as usize
