@@ -898,8 +898,7 @@ impl Fair {
         let local = g == 0;
         let mut s = SgStats::default();
         if ctx.line_reads_free() {
-            let mut over = false;
-            self.sg_sums_free(ctx, env, group, &mut s, &mut over);
+            let over = self.sg_sums_free(ctx, env, group, &mut s);
             #[cfg(debug_assertions)]
             {
                 // The charged loop without the coherence model moves no clock: the same sums.
@@ -965,14 +964,14 @@ impl Fair {
     /// model): the clock stands still through the loop, so each queue's `nr_running` and
     /// each CPU's `curr` are read once, at one moment, with no line charge. At 1 024 CPUs
     /// a newly idle CPU's balance reads every queue: this loop is most of such a run.
+    /// Returns whether some queue runs more than one task (the root's overload flag).
     fn sg_sums_free(
         &self,
         ctx: &SchedCtx<'_>,
         env: &LbEnv,
         group: &[CpuId],
         s: &mut SgStats,
-        overloaded: &mut bool,
-    ) {
+    ) -> bool {
         let (me, now) = (ctx.cpu(), ctx.now());
         let (mut over, mut idle) = (false, 0);
         for &i in group {
@@ -994,7 +993,7 @@ impl Fair {
         }
         s.sum_h_nr_running = s.sum_nr_running;
         s.idle_cpus = idle;
-        *overloaded |= over;
+        over
     }
 
     /// `update_sd_pick_busiest` (the types this model has).
