@@ -612,6 +612,8 @@ fn limits() -> Limits {
         nproc: rl.rlim_cur.min(max_threads),
         file_max: num("/proc/sys/fs/file-max").unwrap_or(1 << 20).min(1 << 24),
         pid_max: schedlab::kernel::limits::PID_MAX,
+        nproc_binds_root: true,
+        kmem_kb: None,
     }
 }
 

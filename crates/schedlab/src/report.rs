@@ -323,7 +323,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             mhz: preset.costs.cpu_mhz,
             l2_kb: preset.costs.l2_bytes / 1024,
             model: k.machine.model,
-            limits: (k.machine.limits != preset.limits).then(|| k.machine.limits.clone()),
+            limits: (!k.machine.limit_options.is_empty()).then(|| k.machine.limits.clone()),
         },
         cpus: k.cpus.len(),
         policy: Named {

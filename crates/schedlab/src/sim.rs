@@ -112,10 +112,11 @@ impl Simulation {
 
     fn with_parts(
         config: RunConfig,
-        machine: Machine,
+        mut machine: Machine,
         class: Box<dyn SchedClass>,
         policy_spec: Spec,
     ) -> Result<Simulation, SimError> {
+        machine.boot_release(class.release());
         let workload_spec = Spec::parse("workload", &config.workload).map_err(input)?;
         let (workload, params) = workload::build(&workload_spec, &machine).map_err(input)?;
         // A run the kernel would certainly refuse stops here, naming the limit.
@@ -147,13 +148,14 @@ impl Simulation {
     }
 
     fn boot(
-        machine: Machine,
+        mut machine: Machine,
         class: Box<dyn SchedClass>,
         workload: Box<dyn Workload>,
         config: RunConfig,
         policy_spec: Spec,
         workload_spec: Spec,
     ) -> Simulation {
+        machine.boot_release(class.release());
         let k = Kernel::boot(machine, class, workload.root(), config.seed);
         Simulation {
             k,

@@ -30,6 +30,7 @@ impl Kernel {
         let hz = class.hz();
         let hrtimers = class.hrtimers();
         let tick_ns = Machine::tick_ns(hz);
+        let kmem_sizes = class.release().kmem();
         let mut k = Kernel {
             now: 0,
             hz,
@@ -63,6 +64,8 @@ impl Kernel {
             programs: Vec::new(),
             rec: Record::default(),
             limit_hit: None,
+            kmem: Default::default(),
+            kmem_sizes,
             stopped: false,
             stop_at: None,
             trace: None,

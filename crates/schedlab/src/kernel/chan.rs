@@ -103,6 +103,8 @@ pub struct Skb {
     pub cpu: CpuId,
     /// That CPU's count of skb bytes written ([`Ageing`]) once this one was.
     pub stamp: u64,
+    /// Low memory it holds (head and `kmalloc`ed data: [`crate::kernel::release::Kmem::skb`]).
+    pub kmem: u64,
 }
 
 /// Where an skb's lines are when it is read: per CPU, the skb bytes written there so far.
@@ -158,8 +160,14 @@ impl Stream {
     /// the bytes taken and the truesize of the skbs emptied (their owner decides when
     /// that space returns to the sender: AF_UNIX at once, TCP at the ACK).
     /// With `ageing`, also counts the emptied skbs that had been evicted from their
-    /// writer's cache (third value).
-    pub fn take_skbs(&mut self, len: u64, ageing: Option<&Ageing<'_>>) -> (u64, u64, u64) {
+    /// writer's cache (third value). The low memory of the emptied skbs is added to
+    /// `kmem_freed`.
+    pub fn take_skbs(
+        &mut self,
+        len: u64,
+        ageing: Option<&Ageing<'_>>,
+        kmem_freed: &mut u64,
+    ) -> (u64, u64, u64) {
         let (mut copied, mut emptied, mut cold) = (0, 0, 0);
         while copied < len {
             let Some(front) = self.skbs.front_mut() else {
@@ -171,6 +179,7 @@ impl Stream {
             if front.data == 0 {
                 let skb = self.skbs.pop_front().expect("front exists");
                 emptied += skb.truesize;
+                *kmem_freed += skb.kmem;
                 if let Some(a) = ageing {
                     if a.written[skb.cpu] - skb.stamp > a.capacity {
                         cold += 1;
@@ -246,6 +255,7 @@ mod tests {
                 truesize: 800,
                 cpu,
                 stamp,
+                kmem: 0,
             });
             s.len += 100;
         }
@@ -264,15 +274,15 @@ mod tests {
         // CPU 0 wrote 10 000 bytes in all: the skb stamped 5 000 has 5 000 after it (cold),
         // the one stamped 7 000 has 3 000 (warm); CPU 1's skb at 0 has 1 000 (warm).
         let mut s = queued(&[(0, 5_000), (0, 7_000), (1, 0)]);
-        assert_eq!(s.take_skbs(300, Some(&a)), (300, 2_400, 1));
+        assert_eq!(s.take_skbs(300, Some(&a), &mut 0), (300, 2_400, 1));
         let mut s = queued(&[(0, 5_000)]);
         assert_eq!(
-            s.take_skbs(50, Some(&a)),
+            s.take_skbs(50, Some(&a), &mut 0),
             (50, 0, 0),
             "a part-read skb is not freed"
         );
         assert_eq!(
-            s.take_skbs(50, None),
+            s.take_skbs(50, None, &mut 0),
             (50, 800, 0),
             "no ageing: nothing is cold"
         );

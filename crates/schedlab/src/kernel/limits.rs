@@ -22,6 +22,8 @@ pub enum Limit {
     MaxThreads,
     /// `PID_MAX`: the model never reuses a pid, so it bounds every task ever created.
     PidMax,
+    /// Low memory (`ZONE_NORMAL`): the kernel loops in the page allocator ([`super::kmem`]).
+    Lowmem,
 }
 
 impl Limit {
@@ -35,12 +37,16 @@ impl Limit {
                     "the system-wide open-file limit fs.file-max = {}",
                     l.file_max
                 ),
-                "2.4.16 NR_FILE".into(),
+                if l.file_max == crate::kernel::release::NR_FILE {
+                    "NR_FILE of 2.4 before 2.4.20".into()
+                } else {
+                    "files_init: 10 % of RAM at 1 KB a file, or set".into()
+                },
                 raise("file_max"),
             ),
             Limit::Nproc => (
                 format!("the per-user task limit RLIMIT_NPROC = {}", l.nproc),
-                "2.4: max_threads / 2".into(),
+                "fork_init: max_threads / 2, binding root before 2.4.18".into(),
                 raise("nproc"),
             ),
             Limit::MaxThreads => (
@@ -52,6 +58,21 @@ impl Limit {
                 format!("PID_MAX = {PID_MAX}"),
                 "fixed in 2.4, and the model never reuses a pid".into(),
                 "no option raises it: create fewer tasks in one run".into(),
+            ),
+            Limit::Lowmem => (
+                format!(
+                    "low memory: {} MB left for tasks, sockets and skbs",
+                    l.kmem_kb.unwrap_or(0) / 1024
+                ),
+                format!(
+                    "{} MB of RAM, mem_map and the kernel taken from the directly mapped \
+                     memory; 2.4 and 2.6.0 retry such an allocation for ever while swap is \
+                     free, so the box hangs",
+                    l.ram_mb
+                ),
+                "no option raises it: fewer tasks or less data in flight (or less RAM, for \
+                 a smaller mem_map)"
+                    .into(),
             ),
             Limit::PidMax => (
                 format!("PID_MAX = kernel.pid_max = {}", l.pid_max),
@@ -72,7 +93,7 @@ impl Limit {
         let l = &m.limits;
         let (limit, need) = if needs.files > l.file_max {
             (Limit::FileMax, format!("{} open files", needs.files))
-        } else if needs.tasks > l.nproc {
+        } else if needs.tasks > l.nproc && l.nproc_binds_root {
             (Limit::Nproc, format!("{} tasks", needs.tasks))
         } else if needs.tasks > l.max_threads {
             (Limit::MaxThreads, format!("{} tasks", needs.tasks))
@@ -91,7 +112,7 @@ impl Limit {
     /// The limit a fork would hit with `live` tasks alive and `next_pid` the next pid.
     pub fn for_fork(m: &Machine, live: u64, next_pid: u64) -> Option<Limit> {
         let l = &m.limits;
-        if live >= l.nproc {
+        if live >= l.nproc && l.nproc_binds_root {
             Some(Limit::Nproc)
         } else if live >= l.max_threads {
             Some(Limit::MaxThreads)

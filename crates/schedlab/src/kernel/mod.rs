@@ -47,9 +47,11 @@ mod cpu;
 pub mod events;
 pub(crate) mod frame;
 pub mod initial;
+pub mod kmem;
 pub mod limits;
 mod pipe;
 mod process;
+pub mod release;
 pub mod sched;
 mod socket;
 mod syscall;
@@ -284,6 +286,10 @@ pub struct Kernel {
     pub rec: Record,
     /// The first resource limit that refused a call, to name it in the run's error.
     pub limit_hit: Option<limits::Limit>,
+    /// Low memory the workload holds ([`kmem`]).
+    pub kmem: kmem::KmemUse,
+    /// The sizes of what the policy's release allocates ([`release::Kmem`]).
+    pub(crate) kmem_sizes: release::Kmem,
     /// The workload asked to stop, or failed: no more frames run.
     pub(crate) stopped: bool,
     /// When the last task left its CPU (or the workload stopped): the run ends there.

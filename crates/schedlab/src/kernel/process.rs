@@ -75,6 +75,7 @@ impl Kernel {
         let (nice, allowed) = (p.nice, p.cpus_allowed);
         let comm = self.trace.as_ref().and_then(|_| child.comm());
         let id = self.create_task(Some(parent), child, mm, nice, allowed, cpu);
+        self.kmem_fork(id, thread);
         if let Some(t) = self.trace.as_mut() {
             t.event(&crate::kernel::events::KEvent::Fork {
                 cpu,
@@ -232,6 +233,7 @@ impl Kernel {
         t.state = TaskState::Dead;
         t.kstack.clear();
         self.nr_threads -= 1;
+        self.kmem_release(p);
         self.programs[p as usize] = None;
         self.cache.forget(p);
         self.ic.forget_task(p);

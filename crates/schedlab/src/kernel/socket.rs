@@ -36,7 +36,10 @@ impl Kernel {
             capacity: costs.l2_bytes,
         });
         let st = &mut self.streams[s];
-        let (copied, freed, cold) = st.take_skbs(len, ageing.as_ref());
+        let mut kmem = 0;
+        let (copied, freed, cold) = st.take_skbs(len, ageing.as_ref(), &mut kmem);
+        self.kmem_free(super::kmem::KmemKind::Skbs, kmem);
+        let st = &mut self.streams[s];
         st.wmem -= freed;
         let writable = freed > 0 && st.wmem * 4 <= st.cap;
         let write_wq = st.write_wq;
@@ -110,6 +113,8 @@ impl Kernel {
             // The skb is fresh memory: no remote lines to pull.
             self.streams[s].last_cpu = None;
             self.copy(cpu, s, size);
+            let kmem = self.kmem_sizes.skb(size);
+            self.kmem_alloc(super::kmem::KmemKind::Skbs, kmem, "an AF_UNIX skb");
             self.skb_written[cpu] += size + costs.skb_overhead_bytes;
             let stamp = self.skb_written[cpu];
             let st = &mut self.streams[s];
@@ -118,6 +123,7 @@ impl Kernel {
                 truesize: size + costs.skb_overhead_bytes,
                 cpu,
                 stamp,
+                kmem,
             });
             st.wmem += size + costs.skb_overhead_bytes;
             st.len += size;

@@ -345,6 +345,11 @@ impl Kernel {
             }
         }
         self.open_files += 2;
+        let (bytes, what) = match kind {
+            StreamKind::Pipe => (self.kmem_sizes.pipe, "a pipe"),
+            _ => (2 * self.kmem_sizes.socket, "a socket pair"),
+        };
+        self.kmem_alloc(super::kmem::KmemKind::Files, bytes, what);
         Outcome::Done(fd as i64)
     }
 
@@ -358,6 +363,12 @@ impl Kernel {
         };
         self.files[fd as usize].open = false;
         self.open_files -= 1;
+        // Each end gives back half a pipe or one socket.
+        let end = match f.kind {
+            FileKind::Sock { .. } => self.kmem_sizes.socket,
+            _ => self.kmem_sizes.pipe / 2,
+        };
+        self.kmem_free(super::kmem::KmemKind::Files, end);
         if let Some(rx) = f.rx() {
             let st = &mut self.streams[rx as usize];
             st.readers -= 1;

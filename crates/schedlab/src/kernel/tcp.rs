@@ -184,6 +184,7 @@ impl Kernel {
             truesize: size + costs.skb_overhead_bytes,
             cpu,
             stamp: 0,
+            kmem: 0,
         });
         st.len += size;
         st.tcp.held = 0;
@@ -225,7 +226,7 @@ impl Kernel {
             return out;
         }
         let st = &mut self.streams[s];
-        let (copied, emptied, _) = st.take_skbs(len, None);
+        let (copied, emptied, _) = st.take_skbs(len, None, &mut 0);
         st.tcp.read_unacked += emptied;
         let drained = st.len == 0;
         self.copy(cpu, s, copied);

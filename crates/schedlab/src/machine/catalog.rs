@@ -45,7 +45,13 @@ pub fn manycore() -> &'static Preset {
                 nproc: 1_000_000,
                 file_max: 1 << 24,
                 pid_max: super::preset::PID_MAX,
+                nproc_binds_root: true,
+                kmem_kb: None,
             },
+            lowmem_mb: None,
+            limits_measured: false,
+            pid_max_sysctl: None,
+            file_max_sysctl: None,
         }
     })
 }
@@ -98,6 +104,12 @@ pub fn numa1024() -> &'static Preset {
                 file_max: 1 << 24,
                 ..Limits::for_ram(2 * 1024 * 1024)
             },
+            lowmem_mb: None,
+            limits_measured: false,
+            // Large SGI systems raised kernel.pid_max for their thousands of tasks (a
+            // run of 100 000 tasks needs it under 2.6.0's PID_MAX_DEFAULT).
+            pid_max_sysctl: Some(4 * 1024 * 1024),
+            file_max_sysctl: Some(1 << 24),
         }
     })
 }

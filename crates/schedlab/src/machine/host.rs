@@ -140,6 +140,10 @@ impl HostFile {
             topology: Some(self.topology.clone()),
             costs: self.costs.clone(),
             limits: self.limits.clone(),
+            lowmem_mb: None,
+            limits_measured: true,
+            pid_max_sysctl: None,
+            file_max_sysctl: None,
         }
     }
 }

@@ -44,31 +44,25 @@ crate::options! {
             .help("scheduler lines, pipe and socket state, and a thread group's files_struct and cpu_vm_mask lines written by another CPU cost cache-to-cache transfers; a line's transfers queue")
             .source("benchmarks.md §6.3");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
-            .help("RAM, which sets max_threads (and RLIMIT_NPROC's default); auto: the preset's")
+            .help("RAM, which sets max_threads, RLIMIT_NPROC's default, file-max (2.4.20, 2.6) and mem_map's share of low memory; auto: the preset's")
             .source("the preset (schedlab list machines)");
         nproc: Option<u64> = int("auto", 1, 1 << 20).unit("tasks")
-            .help("RLIMIT_NPROC (ulimit -u); auto: max_threads / 2, as 2.4.16 set it")
+            .help("RLIMIT_NPROC (ulimit -u); auto: max_threads / 2, as fork_init set it")
             .source("benchmarks.md §1.4");
         file_max: Option<u64> = int("auto", 16, 1 << 24).unit("files")
-            .help("fs.file-max, open files system-wide; auto: NR_FILE = 8192 of 2.4.16")
+            .help("fs.file-max, open files system-wide; auto: the policy's kernel's (NR_FILE = 8192 in 2.4 before 2.4.20, files_init's 10 % of RAM after)")
             .source("benchmarks.md §1.4");
     }
 }
 
 impl ModelOptions {
-    /// The kernel limits these options select on `preset` (the preset's unless raised).
-    pub fn limits(&self, preset: &Preset) -> Limits {
-        let mut l = match self.ram_mb {
-            Some(mb) => Limits::for_ram(mb),
-            None => preset.limits.clone(),
-        };
-        if let Some(n) = self.nproc {
-            l.nproc = n;
+    /// The limits these options set by hand, over the release's.
+    pub fn limit_options(&self) -> LimitOptions {
+        LimitOptions {
+            ram_mb: self.ram_mb,
+            nproc: self.nproc,
+            file_max: self.file_max,
         }
-        if let Some(f) = self.file_max {
-            l.file_max = f;
-        }
-        l
     }
 
     /// The model these options select.
@@ -99,9 +93,30 @@ pub struct Machine {
     pub cpus: usize,
     /// The mechanisms switched on.
     pub model: Model,
-    /// The kernel's resource limits: the preset's, unless raised on the command line
+    /// The kernel's resource limits: the policy's release's on the preset's RAM
+    /// ([`Machine::boot_release`]), unless raised on the command line
     /// (`--machine piii700-1m:file_max=16384,nproc=16384`).
     pub limits: Limits,
+    /// The limits given on the command line.
+    pub limit_options: LimitOptions,
+}
+
+/// Limits set by hand on the command line (`ram_mb=`, `nproc=`, `file_max=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LimitOptions {
+    /// RAM in MB.
+    pub ram_mb: Option<u64>,
+    /// `RLIMIT_NPROC`.
+    pub nproc: Option<u64>,
+    /// `fs.file-max`.
+    pub file_max: Option<u64>,
+}
+
+impl LimitOptions {
+    /// True when nothing was set by hand.
+    pub fn is_empty(&self) -> bool {
+        *self == LimitOptions::default()
+    }
 }
 
 impl Machine {
@@ -115,7 +130,8 @@ impl Machine {
         let opts = ModelOptions::from_params(&params);
         m.model = opts.model();
         m.model.bus &= preset.shared_bus;
-        m.limits = opts.limits(preset);
+        m.limit_options = opts.limit_options();
+        m.limits = m.release_limits(crate::kernel::release::Release::V2_4(16));
         Ok(m)
     }
 
@@ -142,7 +158,39 @@ impl Machine {
                 ..Model::default()
             },
             limits: preset.limits.clone(),
+            limit_options: LimitOptions::default(),
         })
+    }
+
+    /// Boot `release`'s limits: its formulas on the preset's RAM (or `ram_mb=`), the
+    /// preset's `sysctl` settings over them, then what the command line set by hand. A
+    /// preset whose limits were measured keeps them.
+    pub fn boot_release(&mut self, release: crate::kernel::release::Release) {
+        self.limits = self.release_limits(release);
+    }
+
+    fn release_limits(&self, release: crate::kernel::release::Release) -> Limits {
+        let (p, o) = (self.preset, self.limit_options);
+        let mut l = match (p.limits_measured, o.ram_mb) {
+            (true, None) => p.limits.clone(),
+            (_, ram) => {
+                let ram = ram.unwrap_or(p.limits.ram_mb);
+                release.limits(ram, p.lowmem_mb, self.cpus)
+            }
+        };
+        if let Some(n) = p.pid_max_sysctl {
+            l.pid_max = n;
+        }
+        if let Some(n) = p.file_max_sysctl {
+            l.file_max = n;
+        }
+        if let Some(n) = o.nproc {
+            l.nproc = n;
+        }
+        if let Some(f) = o.file_max {
+            l.file_max = f;
+        }
+        l
     }
 
     /// The cost table.

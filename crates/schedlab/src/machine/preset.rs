@@ -188,7 +188,8 @@ pub struct Costs {
     pub idle_poll: bool,
 }
 
-/// Kernel resource limits of the preset's 2.4 kernel (B§1.4).
+/// Kernel resource limits: what a release's formulas give on the preset's RAM
+/// ([`crate::kernel::release::Release::limits`]), or what a running kernel reported (`host`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
@@ -209,6 +210,23 @@ pub struct Limits {
         skip_serializing_if = "Limits::is_pid_max_24"
     )]
     pub pid_max: u64,
+    /// `RLIMIT_NPROC` refuses root's forks too (2.4 before 2.4.18; the workloads run as
+    /// root). Written out only when false.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub nproc_binds_root: bool,
+    /// Low memory left for the workload's kernel objects, in KB (tasks, page tables,
+    /// sockets, skbs: [`crate::kernel::release::Kmem`]); `None`: not accounted (a 64-bit
+    /// kernel maps all memory). Written out only when accounted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kmem_kb: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(v: &bool) -> bool {
+    *v
 }
 
 /// `PID_MAX` of 2.4 (`0x8000`): fixed at compile time. A preset whose kernel raised
@@ -226,6 +244,8 @@ impl Limits {
             nproc: max_threads / 2,
             file_max: 8192,
             pid_max: PID_MAX,
+            nproc_binds_root: true,
+            kmem_kb: None,
         }
     }
 
@@ -259,8 +279,20 @@ pub struct Preset {
     pub topology: Option<CpuIds>,
     /// The cost table.
     pub costs: Costs,
-    /// Kernel resource limits.
+    /// Kernel resource limits of the preset's own kernel: the RAM every release's
+    /// formulas read, and the limits a policy naming no release boots with.
     pub limits: Limits,
+    /// Directly mapped (low) memory of a 32-bit kernel: i386's 896 MB; `None` on a 64-bit
+    /// machine. Sets [`Limits::kmem_kb`] with the release's `mem_map`.
+    pub lowmem_mb: Option<u64>,
+    /// True when `limits` were read from a running kernel (`host`): they stand whatever
+    /// release the policy names.
+    pub limits_measured: bool,
+    /// `kernel.pid_max` as the machine's administrators set it (`sysctl`), over any
+    /// release's default.
+    pub pid_max_sysctl: Option<u64>,
+    /// `fs.file-max` as the machine's administrators set it, likewise.
+    pub file_max_sysctl: Option<u64>,
 }
 
 /// Per CPU, the ids of its core, last-level cache and NUMA node (from
@@ -338,6 +370,8 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
     }
 }
 
+use crate::kernel::release::I386_LOWMEM_MB;
+
 /// The presets, in `schedlab list machines` order.
 pub static PRESETS: &[Preset] = &[
     Preset {
@@ -350,6 +384,10 @@ pub static PRESETS: &[Preset] = &[
         topology: None,
         costs: piii700(1024 * 1024),
         limits: Limits::for_ram(1024),
+        lowmem_mb: Some(I386_LOWMEM_MB),
+        limits_measured: false,
+        pid_max_sysctl: None,
+        file_max_sysctl: None,
     },
     Preset {
         name: "piii700-2m",
@@ -361,6 +399,10 @@ pub static PRESETS: &[Preset] = &[
         topology: None,
         costs: piii700(2 * 1024 * 1024),
         limits: Limits::for_ram(2560),
+        lowmem_mb: Some(I386_LOWMEM_MB),
+        limits_measured: false,
+        pid_max_sysctl: None,
+        file_max_sysctl: None,
     },
     Preset {
         name: "piii700-4way-1m",
@@ -371,5 +413,9 @@ pub static PRESETS: &[Preset] = &[
         topology: None,
         costs: piii700(1024 * 1024),
         limits: Limits::for_ram(4096),
+        lowmem_mb: Some(I386_LOWMEM_MB),
+        limits_measured: false,
+        pid_max_sysctl: None,
+        file_max_sysctl: None,
     },
 ];

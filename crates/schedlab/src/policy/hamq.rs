@@ -398,6 +398,11 @@ impl SchedClass for Hamq {
         self.core.hz
     }
 
+    /// Kravetz's haMQ was a patch against 2.5.2-pre9 (schedulers.md §3).
+    fn release(&self) -> crate::kernel::release::Release {
+        crate::kernel::release::Release::V2_5(2)
+    }
+
     fn uses_idle_index(&self) -> bool {
         true
     }

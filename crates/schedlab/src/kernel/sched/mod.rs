@@ -113,6 +113,13 @@ pub trait SchedClass {
     /// Timer frequency of this class's kernel.
     fn hz(&self) -> u32;
 
+    /// The kernel release this class stands for: its resource limits and the sizes of
+    /// what it allocates ([`crate::kernel::release`]). Default: 2.4.16, the kernel layer
+    /// the P6 presets were built from.
+    fn release(&self) -> crate::kernel::release::Release {
+        crate::kernel::release::Release::V2_4(16)
+    }
+
     /// Whether this class's kernel has high-resolution timers (Linux ≥ 2.6.16): sleeps
     /// then end at their instant (plus the timer slack), not at the next tick.
     fn hrtimers(&self) -> bool {
@@ -269,6 +276,9 @@ impl<T: SchedClass + ?Sized> SchedClass for Box<T> {
     }
     fn hz(&self) -> u32 {
         (**self).hz()
+    }
+    fn release(&self) -> crate::kernel::release::Release {
+        (**self).release()
     }
     fn hrtimers(&self) -> bool {
         (**self).hrtimers()

@@ -897,6 +897,10 @@ impl SchedClass for Fair {
         self.t.hz
     }
 
+    fn release(&self) -> crate::kernel::release::Release {
+        crate::kernel::release::Release::V6(if self.name() == "eevdf" { 12 } else { 1 })
+    }
+
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
         assert_eq!(

@@ -101,7 +101,7 @@ crate::options! {
     /// Options of `linux-2.4`.
     pub struct Options in PARAMS {
         /// Which 2.4 to follow.
-        version: Version = choice("2.4.17", &["2.4.7", "2.4.14", "2.4.16", "2.4.17", "2.4.20"])
+        version: Version = choice("2.4.17", &["2.4.7", "2.4.14", "2.4.16", "2.4.17", "2.4.18", "2.4.20"])
             .help("kernel version whose behaviour to follow")
             .source("schedulers.md §1.14 (2.4.17: the 2002 benchmarks' kernel)");
         /// PROC_CHANGE_PENALTY.
@@ -129,6 +129,9 @@ pub enum Version {
     V2416,
     /// 2.4.17.
     V2417,
+    /// 2.4.18: 2.4.17's scheduler (schedulers.md: "for a 2.4.18 profile use the 2.4.17
+    /// column"); its limits differ (`crate::kernel::release`).
+    V2418,
     /// 2.4.20.
     V2420,
 }
@@ -139,6 +142,7 @@ impl crate::spec::FromParam for Version {
             "2.4.7" => Version::V247,
             "2.4.14" => Version::V2414,
             "2.4.16" => Version::V2416,
+            "2.4.18" => Version::V2418,
             "2.4.20" => Version::V2420,
             _ => Version::V2417,
         }
@@ -492,6 +496,17 @@ impl SchedClass for Linux24 {
 
     fn hz(&self) -> u32 {
         self.core.hz
+    }
+
+    fn release(&self) -> crate::kernel::release::Release {
+        crate::kernel::release::Release::V2_4(match self.version {
+            Version::V247 => 7,
+            Version::V2414 => 14,
+            Version::V2416 => 16,
+            Version::V2417 => 17,
+            Version::V2418 => 18,
+            Version::V2420 => 20,
+        })
     }
 
     fn uses_idle_index(&self) -> bool {

@@ -1107,6 +1107,15 @@ impl SchedClass for Mq {
         self.cfg.hz
     }
 
+    fn release(&self) -> crate::kernel::release::Release {
+        use crate::kernel::release::Release;
+        match self.cfg.version {
+            MqVersion::V247 => Release::V2_4(7),
+            MqVersion::V2414 => Release::V2_4(14),
+            MqVersion::V250 => Release::V2_5(0),
+        }
+    }
+
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
         self.rq = (0..n)

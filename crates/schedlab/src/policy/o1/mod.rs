@@ -624,6 +624,17 @@ impl SchedClass for O1 {
         self.c.hz as u32
     }
 
+    /// -D1 and -G1 were posted against 2.5.2-pre and 2.4.17 (schedulers.md S7); the
+    /// tables that ran them used the 2.4.17 port. `o1-2.6` is 2.6.0.
+    fn release(&self) -> crate::kernel::release::Release {
+        use crate::kernel::release::Release;
+        if self.v.name == "o1-2.6" {
+            Release::V2_6_0
+        } else {
+            Release::V2_4(17)
+        }
+    }
+
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
         self.rqs = (0..n)
