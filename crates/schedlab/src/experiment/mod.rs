@@ -84,6 +84,28 @@ pub struct Cell {
     /// JSON path of the compared quantity in the run report (default `result.value`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<String>,
+    /// The cell's own machine preset, where a table's cells ran on different boxes
+    /// (default: the table's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// The value is not one run's but the largest setting of a workload parameter that
+    /// completes ([`Search`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<Search>,
+}
+
+/// "The most groups that completed": the largest multiple of `step` (up to `max`) for
+/// which a run with `param` set to it completes. Runs that fail do so at a limit of the
+/// kernel (a refused call, or low memory spent); completing is taken as monotone in the
+/// parameter, so the steps are bisected.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct Search {
+    /// The workload parameter searched, e.g. `groups`.
+    pub param: String,
+    /// The step, e.g. 25 as OSDL stepped.
+    pub step: u64,
+    /// The largest value tried.
+    pub max: u64,
 }
 
 /// Load every table: the published ones, then ours.
@@ -145,6 +167,9 @@ pub struct CellResult {
     /// The run's full report (JSON), when it ran.
     #[serde(skip)]
     pub report: Option<serde_json::Value>,
+    /// What the report says under the table for this cell (a search's failing step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Cells of at most this many events (with seed 1) run with a second seed.
@@ -155,7 +180,7 @@ pub const REPEAT_SPREAD: f64 = 0.02;
 /// The run configuration of a cell (seed 1).
 pub fn config(table: &Table, cell: &Cell) -> RunConfig {
     RunConfig {
-        machine: table.machine.clone(),
+        machine: machine_of(table, cell).to_string(),
         cpus: Some(cell.cpus),
         policy: cell.policy.clone(),
         workload: cell.workload.clone(),
@@ -176,12 +201,18 @@ pub fn run_cell_seeded(table: &Table, index: usize, seed: u64) -> CellResult {
 /// The run a cell names: its machine, CPUs, policy and workload. Cells with the same key
 /// (a table that reads several counters of one run) share one simulation per seed.
 pub fn run_key(table: &Table, cell: &Cell) -> (String, usize, String, String) {
+    let search = cell.search.as_ref().map(|s| format!(" search {}", s.param));
     (
-        table.machine.clone(),
+        format!("{}{}", machine_of(table, cell), search.unwrap_or_default()),
         cell.cpus,
         cell.policy.clone(),
         cell.workload.clone(),
     )
+}
+
+/// The machine preset a cell runs on.
+pub fn machine_of<'a>(table: &'a Table, cell: &'a Cell) -> &'a str {
+    cell.machine.as_deref().unwrap_or(&table.machine)
 }
 
 /// One simulation with one seed, before any cell has read its metric from it.
@@ -189,16 +220,75 @@ pub struct Run {
     /// The report as JSON with the simulated time and events, or the error.
     outcome: Result<(serde_json::Value, u64, u64), String>,
     wall_ms: u64,
+    note: Option<String>,
 }
 
-/// Simulate `cell`'s configuration with seed `seed`.
+/// Simulate `cell`'s configuration with seed `seed` (a search: every step it tries).
 pub fn run_seeded(table: &Table, cell: &Cell, seed: u64) -> Run {
-    let t0 = std::time::Instant::now();
-    let res = Simulation::new(RunConfig {
+    if let Some(s) = &cell.search {
+        return run_search(table, cell, s, seed);
+    }
+    one_run(RunConfig {
         seed,
         ..config(table, cell)
     })
-    .and_then(|mut sim| {
+}
+
+/// The largest step that completes: bisect the multiples of `s.step` in `0..=s.max`
+/// (0 completes by definition), then report it with the first failing step's error.
+fn run_search(table: &Table, cell: &Cell, s: &Search, seed: u64) -> Run {
+    let t0 = std::time::Instant::now();
+    let base = config(table, cell);
+    let (mut ns, mut events) = (0, 0);
+    let mut try_step = |k: u64| {
+        let sep = if base.workload.contains(':') {
+            ','
+        } else {
+            ':'
+        };
+        let run = one_run(RunConfig {
+            seed,
+            workload: format!("{}{sep}{}={}", base.workload, s.param, k * s.step),
+            ..base.clone()
+        });
+        match run.outcome {
+            Ok((_, n, e)) => {
+                ns += n;
+                events += e;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    };
+    let (mut pass, mut fail) = (0, s.max / s.step + 1);
+    let mut fail_error = None;
+    while fail - pass > 1 {
+        let mid = (pass + fail) / 2;
+        match try_step(mid) {
+            Ok(()) => pass = mid,
+            Err(e) => {
+                fail = mid;
+                fail_error = Some(e);
+            }
+        }
+    }
+    let largest = pass * s.step;
+    let note = fail_error.map(|e| format!("{} = {}: {e}", s.param, fail * s.step));
+    let value = serde_json::json!({
+        "result": {"metric": format!("largest {} that completes", s.param), "value": largest},
+        "search": {"param": s.param, "step": s.step, "largest_completing": largest,
+                   "first_failing": (fail * s.step <= s.max).then_some(fail * s.step)},
+    });
+    Run {
+        outcome: Ok((value, ns, events)),
+        wall_ms: t0.elapsed().as_millis() as u64,
+        note,
+    }
+}
+
+fn one_run(config: RunConfig) -> Run {
+    let t0 = std::time::Instant::now();
+    let res = Simulation::new(config).and_then(|mut sim| {
         sim.run(&mut |_, _| {})?;
         sim.report()
     });
@@ -213,6 +303,7 @@ pub fn run_seeded(table: &Table, cell: &Cell, seed: u64) -> Run {
     Run {
         outcome,
         wall_ms: t0.elapsed().as_millis() as u64,
+        note: None,
     }
 }
 
@@ -228,6 +319,7 @@ impl Run {
             events: 0,
             wall_ms: self.wall_ms,
             report: None,
+            note: self.note.clone(),
         };
         out.simulated = match &self.outcome {
             Ok((v, ns, events)) => {
@@ -251,7 +343,11 @@ impl Run {
 impl CellResult {
     /// True when this cell (run once, with seed 1) is small enough to run with seed 2.
     pub fn wants_second_seed(&self) -> bool {
-        self.simulated.is_ok() && self.repeats.len() == 1 && self.events <= REPEAT_EVENTS
+        // A search's steps are already many runs: it is not repeated.
+        self.simulated.is_ok()
+            && self.repeats.len() == 1
+            && self.events <= REPEAT_EVENTS
+            && self.note.is_none()
     }
 
     /// True when seeds 1 and 2 disagree by more than [`REPEAT_SPREAD`]: run seed 3.

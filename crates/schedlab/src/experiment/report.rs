@@ -309,6 +309,25 @@ impl Reproduction {
                     .map(|e| format!("cell {}: {e}", r.index))
             })
             .collect();
+        let notes: Vec<String> = rs
+            .iter()
+            .filter_map(|r| {
+                let c = &t.cells[r.index];
+                r.note
+                    .as_ref()
+                    .map(|n| format!("{} {} ({} CPUs): {n}", c.row, c.policy, c.cpus))
+            })
+            .collect();
+        if md && !notes.is_empty() {
+            let _ = writeln!(o, "\nWhat stopped the next step:\n");
+            for n in &notes {
+                let _ = writeln!(o, "- {n}");
+            }
+        } else {
+            for n in &notes {
+                let _ = writeln!(o, "  next step: {n}");
+            }
+        }
         if md {
             let _ = writeln!(o, "\n**Scores:** {scores}.");
             if !targets.is_empty() {

@@ -372,6 +372,57 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
 
 use crate::kernel::release::I386_LOWMEM_MB;
 
+/// The P6 cost table at another clock: the kernel paths' CPU work scales with the clock
+/// (their cycle counts are the 700 MHz part's); memory, bus and cache-line costs do not.
+/// *Inferred*, as [`crate::machine::catalog::numa1024_costs`] does for the Itanium.
+pub const fn piii_at(mhz: u64, l2_bytes: u64) -> Costs {
+    let p = piii700(l2_bytes);
+    Costs {
+        cpu_mhz: mhz,
+        syscall_ns: p.syscall_ns * 700 / mhz,
+        switch_ns: p.switch_ns * 700 / mhz,
+        switch_mm_ns: p.switch_mm_ns * 700 / mhz,
+        schedule_ns: p.schedule_ns * 700 / mhz,
+        wakeup_ns: p.wakeup_ns * 700 / mhz,
+        pipe_call_ns: p.pipe_call_ns * 700 / mhz,
+        unix_call_ns: p.unix_call_ns * 700 / mhz,
+        fork_ns: p.fork_ns * 700 / mhz,
+        clone_ns: p.clone_ns * 700 / mhz,
+        file_create_ns: p.file_create_ns * 700 / mhz,
+        exit_ns: p.exit_ns * 700 / mhz,
+        wait_ns: p.wait_ns * 700 / mhz,
+        poll_ns: p.poll_ns * 700 / mhz,
+        tick_ns: p.tick_ns * 700 / mhz,
+        ..p
+    }
+}
+
+/// One of OSDL's Scalable Test Platform boxes (docs/calibration.md, "OSDL STP"), on
+/// which Craig Thomas ran hackbench to resource exhaustion (LKML, 5 Dec 2003).
+const fn stp(
+    name: &'static str,
+    description: &'static str,
+    cpus: usize,
+    cpus_per_bus: usize,
+    costs: Costs,
+    ram_mb: u64,
+) -> Preset {
+    Preset {
+        name,
+        description,
+        cpus,
+        cpus_per_bus,
+        shared_bus: true,
+        topology: None,
+        costs,
+        limits: Limits::for_ram(ram_mb),
+        lowmem_mb: Some(I386_LOWMEM_MB),
+        limits_measured: false,
+        pid_max_sysctl: None,
+        file_max_sysctl: None,
+    }
+}
+
 /// The presets, in `schedlab list machines` order.
 pub static PRESETS: &[Preset] = &[
     Preset {
@@ -418,4 +469,45 @@ pub static PRESETS: &[Preset] = &[
         pid_max_sysctl: None,
         file_max_sysctl: None,
     },
+    // Clocks: lmbench's "Mhz 1000" for stp1-00x and stp2-00x (Cliff White, LKML, 25 Feb
+    // 2003); stp4 is a 4-way PIII (Spraul, via Hemminger, 20 Dec 2003; clock not found:
+    // the project's 4-way PIII Xeon 700 taken); stp8 is 8 x PIII 700 (Kolivas, 19 Feb 2004)
+    // on ProFusion ("8-way Profusion Xeon 700MHz", White, 17 Jan 2003). RAM: stp1 "1GB"
+    // (White, 8 Feb 2005); stp2 1 GB inferred (bonnie++'s 2 GB file, twice RAM, Tosatti
+    // 9 Aug 2004); stp4 not found, 4 GB taken as piii700-4way-1m; stp8 8 GB ("an 8 way /
+    // 8gb OSDL STP machine", Haverkamp, 22 Dec 2003, the month of the test; LWN 2002:
+    // "eight processors and 8GB"). L2: not found; 256 KB for the 1 GHz Coppermines, 1 MB
+    // for the Xeons.
+    stp(
+        "osdl-stp1",
+        "OSDL STP 1-way: Pentium III 1 GHz, 256 KB L2, 1 GB (Dec 2003 hackbench box)",
+        1,
+        1,
+        piii_at(1000, 256 * 1024),
+        1024,
+    ),
+    stp(
+        "osdl-stp2",
+        "OSDL STP 2-way: 2 x Pentium III 1 GHz, 256 KB L2, 1 GB (RAM inferred)",
+        2,
+        2,
+        piii_at(1000, 256 * 1024),
+        1024,
+    ),
+    stp(
+        "osdl-stp4",
+        "OSDL STP 4-way: 4 x Pentium III Xeon 700 MHz, 1 MB L2, 4 GB (clock and RAM assumed)",
+        4,
+        4,
+        piii700(1024 * 1024),
+        4096,
+    ),
+    stp(
+        "osdl-stp8",
+        "OSDL STP 8-way: 8 x Pentium III Xeon 700 MHz, 1 MB L2, ProFusion, 8 GB",
+        8,
+        4,
+        piii700(1024 * 1024),
+        8192,
+    ),
 ];
