@@ -506,8 +506,8 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "workload failed: hackbench:groups=205,loops=1: it needs at least 8204 open files at \
-             once, over the system-wide open-file limit fs.file-max = 8192 on piii700-1m (2.4.16 \
-             NR_FILE); raise it with --machine piii700-1m:file_max=N"
+             once, over the system-wide open-file limit fs.file-max = 8192 on piii700-1m (NR_FILE of \
+             2.4 before 2.4.20); raise it with --machine piii700-1m:file_max=N"
         );
     }
 
