@@ -437,12 +437,15 @@ mod tests {
             value: Some(v),
             row: format!("{cpus}"),
             metric: None,
+            machine: None,
+            search: None,
         })
         .collect();
         let results = simulated
             .iter()
             .enumerate()
             .map(|(index, &v)| CellResult {
+                note: None,
                 table: "V2-chat-2002".into(),
                 index,
                 simulated: Ok(v),

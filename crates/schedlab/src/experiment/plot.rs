@@ -574,6 +574,8 @@ mod tests {
                     value: Some(v),
                     row: row.into(),
                     metric: None,
+                    machine: None,
+                    search: None,
                 })
                 .collect(),
         }

@@ -176,6 +176,8 @@ mod tests {
             value: Some(value),
             row: row.into(),
             metric: None,
+            machine: None,
+            search: None,
         }
     }
 
