@@ -465,6 +465,7 @@ mod tests {
             better: "higher".into(),
             machine: "piii700-1m".into(),
             note: String::new(),
+            on_request: false,
             cells,
         };
         (vec![t], vec![results])

@@ -64,6 +64,9 @@ pub struct Table {
     pub machine: String,
     /// Free text.
     pub note: String,
+    /// Run only when named (`reproduce V7`): a table whose runs take many minutes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub on_request: bool,
     /// Cells.
     pub cells: Vec<Cell>,
 }
@@ -126,10 +129,11 @@ fn names(id: &str, table_id: &str) -> bool {
         || (head.starts_with(id) && head[id.len()..].chars().all(|c| c.is_ascii_lowercase()))
 }
 
-/// Select tables by id (all when `ids` is empty); unknown ids are an error naming the ids.
+/// Select tables by id (when `ids` is empty: all but those run only on request); unknown
+/// ids are an error naming the ids.
 pub fn select(tables: Vec<Table>, ids: &[String]) -> Result<Vec<Table>, String> {
     if ids.is_empty() {
-        return Ok(tables);
+        return Ok(tables.into_iter().filter(|t| !t.on_request).collect());
     }
     for id in ids {
         if !tables.iter().any(|t| names(id, &t.id)) {
@@ -260,17 +264,37 @@ fn run_search(table: &Table, cell: &Cell, s: &Search, seed: u64) -> Run {
             Err(e) => Err(e),
         }
     };
-    let (mut pass, mut fail) = (0, s.max / s.step + 1);
+    // Gallop from the published step (or the middle) to a completing step and a failing
+    // one, then bisect between them. With completion monotone in the parameter, where the
+    // search starts changes only how many runs it takes, never the answer.
+    let top = s.max / s.step + 1;
+    let start = cell
+        .value
+        .map(|v| (v / s.step as f64).round() as u64)
+        .unwrap_or(top / 2)
+        .clamp(1, top - 1);
+    let (mut pass, mut fail) = (0, top);
     let mut fail_error = None;
-    while fail - pass > 1 {
-        let mid = (pass + fail) / 2;
-        match try_step(mid) {
-            Ok(()) => pass = mid,
-            Err(e) => {
-                fail = mid;
-                fail_error = Some(e);
-            }
+    let mut probe = |k: u64, pass: &mut u64, fail: &mut u64| match try_step(k) {
+        Ok(()) => *pass = k,
+        Err(e) => {
+            *fail = k;
+            fail_error = Some(e);
         }
+    };
+    probe(start, &mut pass, &mut fail);
+    let mut reach = 1;
+    while fail == top && pass + reach < top {
+        probe(pass + reach, &mut pass, &mut fail);
+        reach *= 2;
+    }
+    let mut reach = 1;
+    while pass == 0 && fail > reach {
+        probe(fail - reach, &mut pass, &mut fail);
+        reach *= 2;
+    }
+    while fail - pass > 1 {
+        probe((pass + fail) / 2, &mut pass, &mut fail);
     }
     let largest = pass * s.step;
     let note = fail_error.map(|e| format!("{} = {}: {e}", s.param, fail * s.step));

@@ -565,6 +565,7 @@ mod tests {
             better: "lower".into(),
             machine: "piii700-1m".into(),
             note: String::new(),
+            on_request: false,
             cells: cells
                 .iter()
                 .map(|&(row, policy, v)| Cell {

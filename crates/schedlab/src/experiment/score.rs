@@ -191,6 +191,7 @@ mod tests {
             better: "lower".into(),
             machine: "piii700-1m".into(),
             note: String::new(),
+            on_request: false,
             cells,
         }
     }
