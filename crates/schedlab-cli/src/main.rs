@@ -671,6 +671,34 @@ pub(crate) fn progress_bar() -> Option<indicatif::ProgressBar> {
     Some(b)
 }
 
+/// What a preset's kernels allow: the measured limits, or 2.4.17's and 2.6.0's on its RAM.
+fn limits_line(p: &'static schedlab::machine::Preset) -> String {
+    use schedlab::kernel::release::Release;
+    if p.limits_measured {
+        let l = &p.limits;
+        return format!(
+            "limits as measured: nproc {}, file-max {}",
+            l.nproc, l.file_max
+        );
+    }
+    let mut m = schedlab::machine::Machine::boot(p, None).expect("a preset boots whole");
+    let mut one = |r: Release| {
+        m.boot_release(r);
+        let l = &m.limits;
+        let low = l
+            .kmem_kb
+            .map(|kb| format!(", low memory {} MB", kb / 1024))
+            .unwrap_or_default();
+        format!(
+            "{}: nproc {}, file-max {}{low}",
+            r.name(),
+            l.nproc,
+            l.file_max
+        )
+    };
+    format!("{}; {}", one(Release::V2_4(17)), one(Release::V2_6_0))
+}
+
 fn list(what: ListWhat) -> String {
     let mut o = String::new();
     match what {
@@ -678,14 +706,13 @@ fn list(what: ListWhat) -> String {
             let host = schedlab::machine::host::preset();
             for p in schedlab::machine::catalog::all() {
                 o += &format!(
-                    "{:<16} {}\n                 {} CPUs, L2 {} KB, {} MB RAM (nproc {}, file-max {})\n",
+                    "{:<16} {}\n                 {} CPUs, L2 {} KB, {} MB RAM; {}\n",
                     p.name,
                     p.description,
                     p.cpus,
                     p.costs.l2_bytes / 1024,
                     p.limits.ram_mb,
-                    p.limits.nproc,
-                    p.limits.file_max
+                    limits_line(p)
                 );
             }
             if let Err(e) = host {

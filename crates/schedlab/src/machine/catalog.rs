@@ -51,7 +51,9 @@ pub fn manycore() -> &'static Preset {
             lowmem_mb: None,
             limits_measured: false,
             pid_max_sysctl: None,
-            file_max_sysctl: None,
+            // A scale-study machine: tuned, as such boxes are, so that no release's
+            // default file table stops a large run (its limits before releases existed).
+            file_max_sysctl: Some(1 << 24),
         }
     })
 }
