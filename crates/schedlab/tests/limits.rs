@@ -69,8 +69,8 @@ fn a_search_cell_finds_the_largest_completing_step_and_names_the_next() {
     use schedlab::experiment::{run_cell, Cell, Search, Table};
     // fifo with file-max 400: 4 files a group (fds=2) and 4 for the barriers fit 99
     // groups; steps of 25 → 75 completes, 100 is refused naming the limit. The published
-    // value only seeds the search: from below, above or far above, the same answer.
-    for seed_value in [25.0, 150.0, 900.0] {
+    // value plays no part in the search.
+    for seed_value in [25.0, 900.0] {
         let t = Table {
             id: "T-search".into(),
             title: "search".into(),

@@ -264,15 +264,11 @@ fn run_search(table: &Table, cell: &Cell, s: &Search, seed: u64) -> Run {
             Err(e) => Err(e),
         }
     };
-    // Gallop from the published step (or the middle) to a completing step and a failing
-    // one, then bisect between them. With completion monotone in the parameter, where the
-    // search starts changes only how many runs it takes, never the answer.
+    // Gallop up from the first step (1, 2, 4, 8 … steps) to a failing one, then bisect:
+    // the runs below the limit are the cheap ones, and the published value is not looked
+    // at. With completion monotone in the parameter, the answer is the largest step that
+    // completes.
     let top = s.max / s.step + 1;
-    let start = cell
-        .value
-        .map(|v| (v / s.step as f64).round() as u64)
-        .unwrap_or(top / 2)
-        .clamp(1, top - 1);
     let (mut pass, mut fail) = (0, top);
     let mut fail_error = None;
     let mut probe = |k: u64, pass: &mut u64, fail: &mut u64| match try_step(k) {
@@ -282,16 +278,10 @@ fn run_search(table: &Table, cell: &Cell, s: &Search, seed: u64) -> Run {
             fail_error = Some(e);
         }
     };
-    probe(start, &mut pass, &mut fail);
-    let mut reach = 1;
-    while fail == top && pass + reach < top {
-        probe(pass + reach, &mut pass, &mut fail);
-        reach *= 2;
-    }
-    let mut reach = 1;
-    while pass == 0 && fail > reach {
-        probe(fail - reach, &mut pass, &mut fail);
-        reach *= 2;
+    let mut k = 1;
+    while fail == top && k < top {
+        probe(k, &mut pass, &mut fail);
+        k *= 2;
     }
     while fail - pass > 1 {
         probe((pass + fail) / 2, &mut pass, &mut fail);
