@@ -683,7 +683,7 @@ fn limits_line(p: &'static schedlab::machine::Preset) -> String {
     }
     let mut m = schedlab::machine::Machine::boot(p, None).expect("a preset boots whole");
     let mut one = |r: Release| {
-        m.boot_release(r);
+        schedlab::kernel::release::boot_limits(&mut m, r);
         let l = &m.limits;
         let low = l
             .kmem_kb

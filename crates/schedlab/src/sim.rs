@@ -116,7 +116,7 @@ impl Simulation {
         class: Box<dyn SchedClass>,
         policy_spec: Spec,
     ) -> Result<Simulation, SimError> {
-        machine.boot_release(class.release());
+        crate::kernel::release::boot_limits(&mut machine, class.release());
         let workload_spec = Spec::parse("workload", &config.workload).map_err(input)?;
         let (workload, params) = workload::build(&workload_spec, &machine).map_err(input)?;
         // A run the kernel would certainly refuse stops here, naming the limit.
@@ -155,7 +155,7 @@ impl Simulation {
         policy_spec: Spec,
         workload_spec: Spec,
     ) -> Simulation {
-        machine.boot_release(class.release());
+        crate::kernel::release::boot_limits(&mut machine, class.release());
         let k = Kernel::boot(machine, class, workload.root(), config.seed);
         Simulation {
             k,

@@ -18,7 +18,22 @@
 //! 2.4.17), [`Release::limits`] equals the preset's 2.4.16 limits ([`Limits::for_ram`]),
 //! so runs that fit are unchanged.
 
-use crate::machine::Limits;
+use crate::machine::{Limits, Machine};
+
+#[cfg(test)]
+use crate::machine::I386_LOWMEM_MB;
+
+/// Boot `release`'s limits on `m`: its formulas on the preset's RAM (or `ram_mb=`), tuned
+/// by the preset's `sysctl` settings and the command line ([`Machine::tuned`]). A preset
+/// whose limits were measured keeps them.
+pub fn boot_limits(m: &mut Machine, release: Release) {
+    let (p, ram) = (m.preset, m.limit_options.ram_mb);
+    let base = match (p.limits_measured, ram) {
+        (true, None) => p.limits.clone(),
+        (_, ram) => release.limits(ram.unwrap_or(p.limits.ram_mb), p.lowmem_mb, m.cpus),
+    };
+    m.limits = m.tuned(base);
+}
 
 /// A Linux release, as far as limits and kernel memory tell releases apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -40,10 +55,6 @@ pub const NR_FILE: u64 = 8192;
 
 /// `PID_MAX_LIMIT` of 64-bit 6.x kernels (`include/linux/threads.h`: 4 M).
 pub const PID_MAX_LIMIT_64: u64 = 4 * 1024 * 1024;
-
-/// i386's low memory with the 3 GB/1 GB split: 896 MB (`max_low_pfn` stops 128 MB under the
-/// 1 GB of kernel address space, kept for `vmalloc` and fixmaps).
-pub const I386_LOWMEM_MB: u64 = 896;
 
 impl Release {
     /// The release's name as `uname -r` printed it.

@@ -29,7 +29,7 @@ pub mod tasklist;
 pub use cache::CacheModel;
 pub use cpumask::{CpuMask, MAX_CPUS};
 pub use interconnect::{Interconnect, LineId, LockKind, Model};
-pub use preset::{Costs, CpuIds, Limits, Preset, PID_MAX, PRESETS};
+pub use preset::{Costs, CpuIds, Limits, Preset, I386_LOWMEM_MB, PID_MAX, PRESETS};
 pub use spinlock::{LockId, LockStats, SpinLock};
 
 crate::options! {
@@ -131,7 +131,11 @@ impl Machine {
         m.model = opts.model();
         m.model.bus &= preset.shared_bus;
         m.limit_options = opts.limit_options();
-        m.limits = m.release_limits(crate::kernel::release::Release::V2_4(16));
+        // Until a kernel boots its release's (`Simulation` always does): the preset's.
+        let base = opts
+            .ram_mb
+            .map_or_else(|| preset.limits.clone(), Limits::for_ram);
+        m.limits = m.tuned(base);
         Ok(m)
     }
 
@@ -162,22 +166,12 @@ impl Machine {
         })
     }
 
-    /// Boot `release`'s limits: its formulas on the preset's RAM (or `ram_mb=`), the
-    /// preset's `sysctl` settings over them, then what the command line set by hand. A
-    /// preset whose limits were measured keeps them.
-    pub fn boot_release(&mut self, release: crate::kernel::release::Release) {
-        self.limits = self.release_limits(release);
-    }
-
-    fn release_limits(&self, release: crate::kernel::release::Release) -> Limits {
+    /// `base` limits with the preset's `sysctl` settings over them, then what the command
+    /// line set by hand. The kernel derives `base` from its release
+    /// ([`crate::kernel::release::boot_limits`]).
+    pub fn tuned(&self, base: Limits) -> Limits {
         let (p, o) = (self.preset, self.limit_options);
-        let mut l = match (p.limits_measured, o.ram_mb) {
-            (true, None) => p.limits.clone(),
-            (_, ram) => {
-                let ram = ram.unwrap_or(p.limits.ram_mb);
-                release.limits(ram, p.lowmem_mb, self.cpus)
-            }
-        };
+        let mut l = base;
         if let Some(n) = p.pid_max_sysctl {
             l.pid_max = n;
         }

@@ -370,7 +370,9 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
     }
 }
 
-use crate::kernel::release::I386_LOWMEM_MB;
+/// i386's low memory with the 3 GB/1 GB split: 896 MB (`max_low_pfn` stops 128 MB under the
+/// 1 GB of kernel address space, kept for `vmalloc` and fixmaps).
+pub const I386_LOWMEM_MB: u64 = 896;
 
 /// The P6 cost table at another clock: the kernel paths' CPU work scales with the clock
 /// (their cycle counts are the 700 MHz part's); memory, bus and cache-line costs do not.
