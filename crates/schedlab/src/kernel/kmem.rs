@@ -15,8 +15,8 @@
 //! TCP's skbs are not counted (the retransmit queue's clones and their ACK timing are
 //! not modelled); no workload that reaches the budget uses TCP.
 //!
-//! Invariant: `used` is the sum of what is held (`held()`), and never exceeds the
-//! budget while a run goes on.
+//! Invariant: every free matches a charge (`held` never underflows); `used()` passes the
+//! budget only once the run has failed.
 
 use super::limits::Limit;
 use super::task::TaskId;
@@ -38,8 +38,6 @@ pub enum KmemKind {
 pub struct KmemUse {
     /// Bytes held, per [`KmemKind`].
     pub held: [u64; 3],
-    /// The most held at once.
-    pub peak: u64,
     /// What each task's fork charged (freed when it is released).
     per_task: Vec<u64>,
 }
@@ -52,28 +50,23 @@ impl KmemUse {
 }
 
 impl Kernel {
-    /// Charge `bytes` of low memory for `kind`; false (and the run failing) when the
-    /// budget is spent. `what` names the allocation for the run's error.
-    pub(super) fn kmem_alloc(&mut self, kind: KmemKind, bytes: u64, what: &str) -> bool {
+    /// Charge `bytes` of low memory for `kind`; past the budget the run fails (the box
+    /// hangs there). The bytes are held either way, so that every free matches a charge
+    /// while the run winds down. `what` names the allocation for the run's error.
+    pub(super) fn kmem_alloc(&mut self, kind: KmemKind, bytes: u64, what: &str) {
         let Some(kb) = self.machine.limits.kmem_kb else {
-            return true;
+            return;
         };
-        let used = self.kmem.used() + bytes;
-        if used > kb * 1024 {
-            if self.rec.error.is_none() {
-                let [t, f, s] = self.kmem.held.map(|b| b / 1024);
-                self.rec.error = Some(format!(
-                    "the kernel hung allocating {what}: {} KB of low memory held (tasks {t} KB, \
-                     sockets and pipes {f} KB, skbs in flight {s} KB)",
-                    self.kmem.used() / 1024
-                ));
-                self.limit_hit = Some(Limit::Lowmem);
-            }
-            return false;
+        if self.kmem.used() + bytes > kb * 1024 && self.rec.error.is_none() {
+            let [t, f, s] = self.kmem.held.map(|b| b / 1024);
+            self.rec.error = Some(format!(
+                "the kernel hung allocating {what}: {} KB of low memory held (tasks {t} KB, \
+                 sockets and pipes {f} KB, skbs in flight {s} KB)",
+                self.kmem.used() / 1024
+            ));
+            self.limit_hit = Some(Limit::Lowmem);
         }
         self.kmem.held[kind as usize] += bytes;
-        self.kmem.peak = self.kmem.peak.max(used);
-        true
     }
 
     /// Return `bytes` of `kind`.
@@ -92,9 +85,8 @@ impl Kernel {
         if self.kmem.per_task.len() <= i {
             self.kmem.per_task.resize(i + 1, 0);
         }
-        if self.kmem_alloc(KmemKind::Tasks, bytes, "a forked task's stack and mm") {
-            self.kmem.per_task[i] = bytes;
-        }
+        self.kmem_alloc(KmemKind::Tasks, bytes, "a forked task's stack and mm");
+        self.kmem.per_task[i] = bytes;
     }
 
     /// A released task gives back what its fork charged.
