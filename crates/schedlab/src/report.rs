@@ -190,6 +190,59 @@ pub struct Counters {
     /// Wake-up latency over the whole run: from a wake-up (or a new task's first one) to
     /// the task's switch-in.
     pub wakeup_latency: WakeupLatency,
+    /// What TCP packets over loopback shared ([`crate::kernel::net`]); absent when no
+    /// packet took the shared path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net: Option<NetReport>,
+}
+
+/// The loopback path's shared locks and lines over a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct NetReport {
+    /// Packets through `dev_queue_xmit` (segments and ACKs).
+    pub packets: u64,
+    /// `mod_timer` calls under the global `timerlist_lock`.
+    pub mod_timers: u64,
+    /// Shared lines pulled from another CPU's cache, per packet.
+    pub line_transfers_per_packet: f64,
+    /// Time pulling them per packet, ns.
+    pub line_ns_per_packet: f64,
+    /// % of all CPU time spent waiting for the path's locks.
+    pub lock_wait_pct: f64,
+    /// lo's `queue_lock`, lo's `xmit_lock` and `timerlist_lock` (the last absent from
+    /// 2.5.40).
+    pub locks: BTreeMap<String, LockReport>,
+}
+
+fn net_report(n: &crate::kernel::net::NetStats, cpu_total_ns: u64) -> NetReport {
+    let lock = |l: &crate::kernel::net::NetLockStats| {
+        let a = l.acquisitions.max(1) as f64;
+        LockReport {
+            acquisitions: l.acquisitions,
+            contended_pct: pct(l.contended as f64, l.acquisitions as f64),
+            hold_ns_mean: round(l.hold_ns as f64 / a),
+            wait_ns_mean: round(l.wait_ns as f64 / a),
+            trylock_failures: 0,
+            spinners_mean: 0.0,
+            handoff_ns_mean: 0.0,
+        }
+    };
+    let mut locks = BTreeMap::new();
+    locks.insert("lo queue_lock".to_string(), lock(&n.queue_lock));
+    locks.insert("lo xmit_lock".to_string(), lock(&n.xmit_lock));
+    if n.timerlist_lock.acquisitions > 0 {
+        locks.insert("timerlist_lock".to_string(), lock(&n.timerlist_lock));
+    }
+    let wait = n.queue_lock.wait_ns + n.xmit_lock.wait_ns + n.timerlist_lock.wait_ns;
+    let p = n.packets.max(1) as f64;
+    NetReport {
+        packets: n.packets,
+        mod_timers: n.mod_timers,
+        line_transfers_per_packet: round(n.line_transfers as f64 / p),
+        line_ns_per_packet: round(n.line_ns as f64 / p),
+        lock_wait_pct: pct(wait as f64, cpu_total_ns as f64),
+        locks,
+    }
 }
 
 /// Wake-up latency percentiles (within 0.8 %; the maximum is exact).
@@ -382,6 +435,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
                 p99_ns: round(s.wakeup_latency.quantile(0.99)),
                 max_ns: s.wakeup_latency.max(),
             },
+            net: k.net_stats().map(|n| net_report(&n, total)),
         },
         sim: SimInfo {
             simulated_ns: k.now,
@@ -485,6 +539,20 @@ impl RunReport {
                     o,
                     "              hand-off {:.0} ns with {:.2} CPUs spinning",
                     l.handoff_ns_mean, l.spinners_mean
+                );
+            }
+        }
+        if let Some(n) = &c.net {
+            let _ = writeln!(
+                o,
+                "  net path    {} packets over lo, {:.2} shared lines pulled per packet ({:.0} ns), {} mod_timers; waiting for its locks {:.1}% of CPU time",
+                n.packets, n.line_transfers_per_packet, n.line_ns_per_packet, n.mod_timers, n.lock_wait_pct
+            );
+            for (name, l) in &n.locks {
+                let _ = writeln!(
+                    o,
+                    "              {name}: {} acquisitions, {:.1}% contended, hold {:.0} ns, wait {:.0} ns",
+                    l.acquisitions, l.contended_pct, l.hold_ns_mean, l.wait_ns_mean
                 );
             }
         }

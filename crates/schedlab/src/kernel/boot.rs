@@ -69,6 +69,7 @@ impl Kernel {
             stopped: false,
             stop_at: None,
             trace: None,
+            net: None,
         };
         for c in 0..n {
             let phase = k.initial.tick_phase(tick_ns);

@@ -132,6 +132,15 @@ pub struct TcpSend {
     /// A writer found the send buffer full (`SOCK_NOSPACE`): the next ACK that frees
     /// space expands `sndbuf` (`tcp_new_space`).
     pub nospace: bool,
+    /// Segments transmitted and not yet acknowledged (`packets_out`).
+    pub packets_out: u32,
+    /// Of those, segments the reader has consumed: the next ACK acknowledges them.
+    pub read_unacked_segs: u32,
+    /// ACKs the reader's side has sent: the first [`TCP_MAX_QUICKACKS`] are quick, then a
+    /// received segment arms the delayed-ACK timer.
+    ///
+    /// [`TCP_MAX_QUICKACKS`]: crate::kernel::net
+    pub acks_sent: u32,
 }
 
 impl Stream {

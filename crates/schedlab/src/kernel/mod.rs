@@ -49,6 +49,7 @@ pub(crate) mod frame;
 pub mod initial;
 pub mod kmem;
 pub mod limits;
+pub mod net;
 mod pipe;
 mod process;
 pub mod release;
@@ -296,6 +297,8 @@ pub struct Kernel {
     pub(crate) stop_at: Option<Time>,
     /// The trace observer, if a trace was asked for (`None`: one check per event point).
     pub(crate) trace: Option<Box<dyn crate::kernel::events::TraceSink>>,
+    /// The loopback path's shared locks and lines ([`net`]), made at the first packet.
+    pub(crate) net: Option<Box<net::NetShared>>,
 }
 
 /// Charge `ns` of work in category `cat` to `cpu`, advancing its clock (and, for running
@@ -558,7 +561,7 @@ pub(crate) struct MmLines {
 /// A line written with locked operations: the CPU that wrote it last, and its transfers
 /// in time (they queue behind each other).
 #[derive(Clone, Debug, Default)]
-struct SharedLine {
+pub(crate) struct SharedLine {
     owner: Option<CpuId>,
     transit: HotLine,
 }
@@ -588,16 +591,42 @@ impl Kernel {
             MmLine::VmMask => &mut l.vm_mask,
             MmLine::Files => &mut l.files,
         };
-        let last = line.owner.replace(cpu);
-        let Some(from) = last.filter(|&o| o != cpu) else {
+        let t = self.cpus[cpu].clock;
+        let Some((wait, ns)) = line.pull_from(cpu, t, &self.machine, &mut self.ic) else {
             return 0;
         };
-        let t = self.cpus[cpu].clock;
-        let wait = line
-            .transit
-            .transfer(t, self.machine.line_transfer_ns(from, cpu));
         self.stats.mm_line_wait_ns += wait;
         self.stats.mm_line_pulls += 1;
-        wait + self.ic.transfer_run(t + wait, from, cpu, 1)
+        ns
+    }
+}
+
+impl SharedLine {
+    /// `cpu` writes the line at `t`: `None` when it wrote it last (or nobody did), else
+    /// the wait for the transfers under way and the whole time, that wait included.
+    fn pull_from(
+        &mut self,
+        cpu: CpuId,
+        t: Time,
+        machine: &Machine,
+        ic: &mut Interconnect,
+    ) -> Option<(Time, Time)> {
+        let last = self.owner.replace(cpu);
+        let from = last.filter(|&o| o != cpu)?;
+        let wait = self
+            .transit
+            .transfer(t, machine.line_transfer_ns(from, cpu));
+        Some((wait, wait + ic.transfer_run(t + wait, from, cpu, 1)))
+    }
+
+    /// As [`SharedLine::pull_from`], the whole time only (0 for a hit).
+    pub(crate) fn pull(
+        &mut self,
+        cpu: CpuId,
+        t: Time,
+        machine: &Machine,
+        ic: &mut Interconnect,
+    ) -> Time {
+        self.pull_from(cpu, t, machine, ic).map_or(0, |(_, ns)| ns)
     }
 }

@@ -75,6 +75,36 @@ impl Release {
         }
     }
 
+    /// Timers are kept in one wheel under the global `timerlist_lock` (kernel/timer.c),
+    /// which every `mod_timer` takes: 2.4 and 2.5 before Molnar's per-CPU timer bases
+    /// (`timer-2.5.40-F7`, merged for 2.5.40; LKML Oct 2002).
+    pub fn global_timerlist(self) -> bool {
+        match self {
+            Release::V2_4(_) => true,
+            Release::V2_5(n) => n < 40,
+            Release::V2_6_0 | Release::V6(_) => false,
+        }
+    }
+
+    /// `do_gettimeofday` takes `xtime_lock` as a reader-writer spinlock, a locked write of
+    /// its line even for readers: 2.4 and 2.5 before the seqlock (2.5.60).
+    pub fn xtime_rwlock(self) -> bool {
+        match self {
+            Release::V2_4(_) => true,
+            Release::V2_5(n) => n < 60,
+            Release::V2_6_0 | Release::V6(_) => false,
+        }
+    }
+
+    /// Loopback transmits as a device shared by every CPU: `dev_queue_xmit` takes lo's
+    /// `queue_lock` and `xmit_lock`, `loopback_xmit` writes one `net_device_stats`,
+    /// `netif_rx` holds the device (`dev_hold`), each skb holds the route (`dst_clone`)
+    /// and `ip_finish_output2` read-locks the neighbour's `hh_lock` (2.4 to 2.6.0; 6.x's
+    /// lo is lockless (`NETIF_F_LLTX`) with per-CPU statistics and no qdisc lock).
+    pub fn shared_loopback(self) -> bool {
+        !matches!(self, Release::V6(_))
+    }
+
     /// `fork_init(num_physpages)`: `max_threads = mempages / (THREAD_SIZE/PAGE_SIZE) / 8`
     /// — "the thread structures can take up at most half of memory" — in 2.4.7 and later
     /// (Rik van Riel's change of 2.4.6-pre3; 2.4.17, 2.4.18-RH and 2.4.19 trees), 2.5

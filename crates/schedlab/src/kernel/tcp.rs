@@ -175,8 +175,15 @@ impl Kernel {
         let costs = self.machine.costs();
         self.charge(cpu, costs.tcp_segment_ns, Acct::Running);
         self.stats.tcp_segments += 1;
+        self.lo_xmit(cpu);
         let st = &mut self.streams[s];
         let size = st.tcp.held;
+        // `update_send_head`: the first segment in flight arms the retransmit timer; the
+        // receiving softirq (on this CPU) arms the delayed-ACK timer once its quick ACKs
+        // are spent (`__tcp_ack_snd_check`).
+        let arm_rto = st.tcp.packets_out == 0;
+        let arm_delack = st.tcp.acks_sent >= super::net::TCP_MAX_QUICKACKS;
+        st.tcp.packets_out += 1;
         // The truesize was charged to wmem as the skb filled; the receive queue keeps the
         // data and the truesize of its first fill.
         st.skbs.push_back(crate::kernel::chan::Skb {
@@ -190,6 +197,12 @@ impl Kernel {
         st.tcp.held = 0;
         st.tcp.small_unacked = size < costs.tcp_mss_bytes;
         let rq = st.read_wq;
+        if arm_rto {
+            self.tcp_mod_timer(cpu);
+        }
+        if arm_delack {
+            self.tcp_mod_timer(cpu);
+        }
         wakes.push((self.take_waiters(cpu, rq, 0), false));
     }
 
@@ -226,9 +239,13 @@ impl Kernel {
             return out;
         }
         let st = &mut self.streams[s];
+        let queued = st.skbs.len();
         let (copied, emptied, _) = st.take_skbs(len, None, &mut 0);
+        let freed = (queued - st.skbs.len()) as u64;
         st.tcp.read_unacked += emptied;
+        st.tcp.read_unacked_segs += freed as u32;
         let drained = st.len == 0;
+        self.lo_free_skbs(cpu, freed);
         self.copy(cpu, s, copied);
         if drained {
             self.tcp_ack(cpu, s, wakes);
@@ -244,9 +261,18 @@ impl Kernel {
         let costs = self.machine.costs();
         self.charge(cpu, costs.tcp_ack_ns, Acct::Running);
         self.stats.tcp_acks += 1;
+        // The ACK's own trip through lo, and its skb freed by the sender's `tcp_v4_rcv`
+        // in the same softirq.
+        self.lo_xmit(cpu);
+        self.lo_free_skbs(cpu, 1);
         let st = &mut self.streams[s];
         st.wmem -= st.tcp.read_unacked;
         st.tcp.read_unacked = 0;
+        st.tcp.acks_sent += 1;
+        st.tcp.packets_out -= st.tcp.read_unacked_segs;
+        st.tcp.read_unacked_segs = 0;
+        // `tcp_ack_packets_out`: data still in flight re-arms the retransmit timer.
+        let rearm = st.tcp.packets_out > 0;
         st.tcp.small_unacked = false;
         if st.tcp.nospace {
             st.tcp.nospace = false;
@@ -254,6 +280,9 @@ impl Kernel {
         }
         let writable = st.cap.saturating_sub(st.wmem) >= st.wmem / 2;
         let write_wq = st.write_wq;
+        if rearm {
+            self.tcp_mod_timer(cpu);
+        }
         self.tcp_push(cpu, s, wakes);
         if writable {
             wakes.push((self.take_waiters(cpu, write_wq, 0), false));

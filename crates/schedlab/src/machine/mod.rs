@@ -43,6 +43,9 @@ crate::options! {
         coherence: bool = flag("on")
             .help("scheduler lines, pipe and socket state, and a thread group's files_struct and cpu_vm_mask lines written by another CPU cost cache-to-cache transfers; a line's transfers queue")
             .source("benchmarks.md §6.3");
+        net: bool = flag("on")
+            .help("what every TCP packet over loopback shares whatever its socket (kernels before 6.x): lo's queue_lock and xmit_lock, its statistics and refcount lines, the route's refcount, hh_lock, xtime_lock (before 2.6) and the global timerlist_lock (before 2.5.40)")
+            .source("2.4 net/core/dev.c dev_queue_xmit, netif_rx; drivers/net/loopback.c; kernel/timer.c");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
             .help("RAM, which sets max_threads, RLIMIT_NPROC's default, file-max (2.4.20, 2.6) and mem_map's share of low memory; auto: the preset's")
             .source("the preset (schedlab list machines)");
@@ -99,6 +102,9 @@ pub struct Machine {
     pub limits: Limits,
     /// The limits given on the command line.
     pub limit_options: LimitOptions,
+    /// The loopback path's shared locks and lines are priced (`net=on`,
+    /// [`crate::kernel::net`]).
+    pub net_shared: bool,
 }
 
 /// Limits set by hand on the command line (`ram_mb=`, `nproc=`, `file_max=`).
@@ -131,6 +137,7 @@ impl Machine {
         m.model = opts.model();
         m.model.bus &= preset.shared_bus;
         m.limit_options = opts.limit_options();
+        m.net_shared = opts.net;
         // Until a kernel boots its release's (`Simulation` always does): the preset's.
         let base = opts
             .ram_mb
@@ -163,6 +170,7 @@ impl Machine {
             },
             limits: preset.limits.clone(),
             limit_options: LimitOptions::default(),
+            net_shared: true,
         })
     }
 
