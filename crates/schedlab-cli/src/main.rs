@@ -53,6 +53,11 @@ enum Cmd {
         /// (e.g. `bus=off,lock=ticket,coherence=off`; see `schedlab list machines`).
         #[arg(long)]
         model: Option<String>,
+        /// Policy options added to every cell of that policy, for ablation:
+        /// `NAME:key=value,...` (e.g. `o1-d1:estimator=jsleep`); repeatable. An option a
+        /// cell already sets is replaced.
+        #[arg(long, value_name = "NAME:OPTIONS")]
+        policy_set: Vec<String>,
         /// Output format on stdout.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -270,16 +275,17 @@ fn main() -> ExitCode {
             out,
             jobs,
             model,
+            policy_set,
             format,
             trace_dir,
             trace_cell,
             trace_format,
         } => match trace_dir {
-            None => reproduce(ids, out, jobs, model, format),
+            None => reproduce(ids, out, jobs, model, &policy_set, format),
             // Cells and directory are checked before any work starts.
             Some(dir) => {
                 chosen_cells(&ids, model.as_deref(), &trace_cell, &dir).and_then(|cells| {
-                    reproduce(ids, out, jobs, model, format)?;
+                    reproduce(ids, out, jobs, model, &policy_set, format)?;
                     trace_cells(&dir, &cells, trace_format)
                 })
             }
@@ -418,10 +424,14 @@ fn reproduce(
     out_dir: Option<std::path::PathBuf>,
     jobs: Option<usize>,
     model: Option<String>,
+    policy_set: &[String],
     format: Format,
 ) -> Result<(), CliError> {
     use schedlab::experiment;
     let mut tables = experiment::select(experiment::all_tables(), &ids).map_err(CliError::Input)?;
+    for set in policy_set {
+        experiment::set_policy_options(&mut tables, set).map_err(CliError::Input)?;
+    }
     if let Some(m) = model {
         for t in &mut tables {
             t.machine = format!("{}:{m}", t.machine);

@@ -120,6 +120,39 @@ pub fn all_tables() -> Vec<Table> {
     t.tables
 }
 
+/// Add `set` (`NAME:key=value,...`) to the policy of every cell whose policy is `NAME`,
+/// replacing an option the cell already sets (ablation of a policy's mechanism). An
+/// option the policy does not take is refused when the cells are booted.
+pub fn set_policy_options(tables: &mut [Table], set: &str) -> Result<(), String> {
+    let spec = crate::spec::Spec::parse("policy", set).map_err(|e| e.to_string())?;
+    if spec.args.is_empty() {
+        return Err(format!(
+            "--policy-set {set}: no options given (accepted: NAME:key=value,...)"
+        ));
+    }
+    let mut found = false;
+    for c in tables.iter_mut().flat_map(|t| t.cells.iter_mut()) {
+        let mut cell = crate::spec::Spec::parse("policy", &c.policy).map_err(|e| e.to_string())?;
+        if cell.name != spec.name {
+            continue;
+        }
+        found = true;
+        for (k, v) in &spec.args {
+            cell.args.retain(|(ck, _)| ck != k);
+            cell.args.push((k.clone(), v.clone()));
+        }
+        c.policy = cell.to_string();
+    }
+    if found {
+        Ok(())
+    } else {
+        Err(format!(
+            "--policy-set {set}: no cell of the selected tables runs policy {}",
+            spec.name
+        ))
+    }
+}
+
 /// True when `id` names `table_id`: the full id, its first segment (`V1`), or the first
 /// segment without its letter suffix (`V3` for `V3a` and `V3b`).
 fn names(id: &str, table_id: &str) -> bool {

@@ -134,6 +134,7 @@ impl O1 {
         let now = ctx.now();
         self.nr_running.add(src, now, -1);
         ctx.set_task_cpu(p, this);
+        self.ts[p as usize].pulled = true;
         let act = self.rqs[this].active;
         self.rqs[this].arrays[act].enqueue(p, prio);
         self.ts[p as usize].array = Some(act);

@@ -1,4 +1,20 @@
-//! Interactivity estimators: the early sleep-time boost and 2.6.0's Kolivas `sleep_avg`.
+//! Interactivity estimators: -D2's `sleep_hist` load estimator, the stock 2.5.2 sleep-time
+//! boost and 2.6.0's Kolivas `sleep_avg`.
+//!
+//! `sleep_hist` (-D1/-D2 as merged into 2.5.2-pre10 and kept by -G1; recovered from the
+//! removed side of Libenzi's patch against `linux-2.5.2-pre10.vanilla`, LKML 9 Jan 2002,
+//! "Re: [patch] O(1) scheduler, -D1, 2.5.2-pre9, 2.4.17", Message-ID
+//! `Pine.LNX.4.40.0201082057560.936-100000@blue1.dev.mcafeelabs.com`): a 4-entry ring of
+//! the jiffies slept in each of the last four seconds (`sleep_hist`, current second at
+//! `sleep_idx`). Leaving the runqueue stamps `sleep_timestamp` and clears the seconds
+//! that passed since `run_timestamp`; joining it adds the sleep to the ring (whole
+//! seconds as `HZ`) and, unless the task already joined this jiffy, sets
+//! `prio = NICE_TO_PRIO(nice) + MAX_PENALTY·(HZ − sleep_avg)/HZ` with
+//! `sleep_avg = Σ sleep_hist·HZ / (3·HZ + jiffies % HZ)` and `MAX_PENALTY = 40/3 = 13`:
+//! a penalty, never a boost. Each tick re-runs the pair on the current task (so its
+//! penalty follows its load and it goes to the tail of its list); an expired slice
+//! goes back to the active array only when `prio ≤ MAX_RT_PRIO + MAX_PENALTY/2` (106:
+//! nice −14 or better), else to the expired array.
 //!
 //! Early (stock 2.5.2, schedulers.md §2.3; used for `o1-d1` and `o1-g1`, see versions.rs
 //! for why): on activation a task's priority improves by `JSLEEP_TO_PRIO(slept) =
@@ -14,12 +30,89 @@
 //! truncation). Sleep credits `sleep_avg` (scaled by `MAX_BONUS − CURRENT_BONUS`), run
 //! time debits it in `schedule()`; `interactive_credit` saturates at ±`CREDIT_LIMIT`.
 
-use super::prio_array::MAX_RT_PRIO;
+use super::prio_array::{MAX_PRIO, MAX_RT_PRIO};
 use super::versions::{Consts, MAX_BONUS};
 use super::TaskSched;
 
 /// 2.6 `CREDIT_LIMIT`.
 pub const CREDIT_LIMIT: i64 = 100;
+
+// ---- -D2 sleep_hist ----
+
+/// `SLEEP_HIST_SIZE`.
+pub const SLEEP_HIST_SIZE: usize = 4;
+
+/// `MAX_PENALTY = MAX_USER_PRIO/3`.
+pub const MAX_PENALTY: i32 = 40 / 3;
+
+/// `update_sleep_avg_deactivate(p)`: the task leaves the runqueue at jiffy `j`.
+pub fn hist_deactivate(ts: &mut TaskSched, j: u64, hz: u64) {
+    let delta = j / hz - ts.run_timestamp / hz;
+    if delta > 0 {
+        if delta < SLEEP_HIST_SIZE as u64 {
+            for _ in 0..delta {
+                ts.sleep_idx = (ts.sleep_idx + 1) % SLEEP_HIST_SIZE;
+                ts.sleep_hist[ts.sleep_idx] = 0;
+            }
+        } else {
+            ts.sleep_hist = [0; SLEEP_HIST_SIZE];
+            ts.sleep_idx = 0;
+        }
+    }
+    ts.sleep_timestamp = j;
+}
+
+/// `update_sleep_avg_activate(p, j)`: add the sleep since `sleep_timestamp`.
+fn hist_add_sleep(ts: &mut TaskSched, j: u64, hz: u64) {
+    let delta = j / hz - ts.sleep_timestamp / hz;
+    let delta_ticks = if delta > 0 {
+        if delta < SLEEP_HIST_SIZE as u64 {
+            ts.sleep_hist[ts.sleep_idx] += hz - ts.sleep_timestamp % hz;
+            ts.sleep_idx = (ts.sleep_idx + 1) % SLEEP_HIST_SIZE;
+            for _ in 1..delta {
+                ts.sleep_idx = (ts.sleep_idx + 1) % SLEEP_HIST_SIZE;
+                ts.sleep_hist[ts.sleep_idx] = hz;
+            }
+        } else {
+            ts.sleep_hist = [hz; SLEEP_HIST_SIZE];
+            ts.sleep_idx = 0;
+        }
+        ts.sleep_hist[ts.sleep_idx] = 0;
+        j % hz
+    } else {
+        j - ts.sleep_timestamp
+    };
+    ts.sleep_hist[ts.sleep_idx] += delta_ticks;
+    ts.run_timestamp = j;
+}
+
+/// `get_sleep_avg(p, j)`: jiffies slept per second over the ring.
+pub fn hist_sleep_avg(ts: &TaskSched, j: u64, hz: u64) -> u64 {
+    let sum: u64 = ts.sleep_hist.iter().sum();
+    sum * hz / ((SLEEP_HIST_SIZE as u64 - 1) * hz + j % hz)
+}
+
+/// -D2 `activate_task`'s estimator step at jiffy `j`: nothing when the task already
+/// joined this jiffy; else the sleep is added and a non-RT task's priority becomes its
+/// nice level plus the load penalty. The C arithmetic is unsigned 32-bit (`load =
+/// HZ − sleep`), kept as such.
+pub fn hist_activate(ts: &mut TaskSched, j: u64, hz: u64) {
+    if ts.run_timestamp == j {
+        return;
+    }
+    hist_add_sleep(ts, j, hz);
+    let sleep = hist_sleep_avg(ts, j, hz) as u32;
+    let load = (hz as u32).wrapping_sub(sleep);
+    let penalty = ((MAX_PENALTY as u32).wrapping_mul(load) / hz as u32) as i32;
+    if !ts.rt {
+        ts.prio = (ts.static_prio + penalty).min(MAX_PRIO as i32 - 1);
+    }
+}
+
+/// -D2's test at slice expiry: back into the active array.
+pub fn hist_task_interactive(ts: &TaskSched) -> bool {
+    ts.prio <= MAX_RT_PRIO + MAX_PENALTY / 2
+}
 
 // ---- early ----
 
@@ -188,6 +281,46 @@ mod tests {
         recalc_task_prio(&mut s, &c, 2 * crate::engine::SEC);
         assert_eq!(s.sleep_avg, c.jiffies_to_ns(1020 - 102));
         assert_eq!(s.interactive_credit, 1);
+    }
+
+    #[test]
+    fn sleep_hist_penalises_a_runner_and_spares_a_sleeper() {
+        let hz = 100;
+        // A task that never sleeps: every activation finds no sleep, full penalty.
+        let mut hog = task(0);
+        hist_deactivate(&mut hog, 1_000, hz);
+        hist_activate(&mut hog, 1_000, hz);
+        assert_eq!(hog.prio, 120 + MAX_PENALTY);
+        // Joining again within the same jiffy changes nothing.
+        hog.prio = 120;
+        hist_activate(&mut hog, 1_000, hz);
+        assert_eq!(hog.prio, 120);
+        // A task asleep for 5 s: the ring is full of whole seconds, no penalty.
+        let mut sleeper = task(0);
+        hist_deactivate(&mut sleeper, 1_000, hz);
+        hist_activate(&mut sleeper, 1_500, hz);
+        assert_eq!(sleeper.sleep_hist, [0, 100, 100, 100]);
+        assert_eq!(sleeper.prio, 120);
+        let mut s2 = task(0);
+        s2.run_timestamp = 1_000;
+        hist_deactivate(&mut s2, 1_000, hz);
+        hist_activate(&mut s2, 1_350, hz); // 3.5 s asleep, ending 50 ticks into a second
+                                           // 3 whole seconds (idx 1, 2, 3) then the current one (idx 3 rewritten): slept
+                                           // HZ in the first partial second, HZ, HZ, and 50 ticks now.
+        assert_eq!(hist_sleep_avg(&s2, 1_350, hz), (100 + 100 + 50) * 100 / 350);
+        // Half asleep over the ring: about half the penalty.
+        let mut half = task(0);
+        half.sleep_hist = [50, 50, 50, 0];
+        half.sleep_idx = 3;
+        half.run_timestamp = 1_200;
+        half.sleep_timestamp = 1_200;
+        hist_activate(&mut half, 1_250, hz);
+        // sum = 150 + 50 = 200 over 300 + 50 → sleep 57, load 43, penalty 13·43/100 = 5.
+        assert_eq!(half.prio, 125);
+        assert!(!hist_task_interactive(&half));
+        let mut rich = task(-20);
+        rich.prio = 100 + MAX_PENALTY / 2;
+        assert!(hist_task_interactive(&rich));
     }
 
     #[test]

@@ -39,7 +39,10 @@
 //! balancer's own O(CPUs) work); `pulled_by_idle` / `pulled_by_busy`: tasks moved by idle (empty queue, idle
 //! tick) and busy (fairness tick) balancing; `array_switches`; `sync_migrations`: sync
 //! wake-ups that moved the wakee to the waker's CPU; `expired_inserts` /
-//! `interactive_reinserts`: where expired slices went; `cache_decay_ticks` (2.6).
+//! `interactive_reinserts`: where expired slices went; `cache_decay_ticks` (2.6);
+//! `unaffine_by_balance` / `unaffine_other`: switch-ins of a task that last ran on another
+//! CPU, moved by the balancer or by anything else (Molnar's count of CPU-unaffine
+//! reschedules before and after -G1).
 //! Balancer moves are kernel migrations, so they show in `migrations` and
 //! `unaffine_switch_pct`.
 //!
@@ -108,6 +111,15 @@ crate::options! {
         sync_wakeups: bool = sync_wakeups("off")
             .help("a sync wake-up moves the wakee to the waker's runqueue without preempting")
             .source("versions.rs: -D1 had lost __wake_up_sync");
+        /// Interactivity estimator.
+        estimator: String = choice("sleep_hist", &["sleep_hist", "jsleep"])
+            .help("sleep_hist: -D2's 4-second load history and activation penalty; jsleep: stock 2.5.2's sleep-time boost (Libenzi), merged five days later")
+            .source("interactivity.rs: the removed side of Libenzi's patch against 2.5.2-pre10 (LKML, 9 Jan 2002)");
+        /// Busy-tick rebalance period.
+        busy_rebalance_ms: u64 = int("10", 0, 100_000)
+            .unit("ms")
+            .help("busy-tick rebalance period (at least one tick); 0: none")
+            .source("the pre-G1 expire_task ends with load_balance(rq) at every tick: \"a runqueue balance done at every timer tick\" (Libenzi, LKML 4 Jan 2002, quoting the O(1) patch; also the context of his 9 Jan patch against 2.5.2-pre10)");
         /// Idle-tick rebalance period.
         idle_rebalance_ms: u64 = int("10", 0, 100_000)
             .unit("ms")
@@ -125,6 +137,10 @@ crate::options! {
         sync_wakeups: bool = sync_wakeups("off")
             .help("a sync wake-up moves the wakee to the waker's runqueue without preempting")
             .source("versions.rs: -G1 still ignored the flag");
+        /// Interactivity estimator.
+        estimator: String = choice("sleep_hist", &["sleep_hist", "jsleep"])
+            .help("sleep_hist: -D2's 4-second load history and activation penalty; jsleep: stock 2.5.2's sleep-time boost (Libenzi), merged five days later")
+            .source("interactivity.rs: the removed side of Libenzi's patch against 2.5.2-pre10 (LKML, 9 Jan 2002)");
         /// Fairness rebalance period.
         busy_rebalance_ms: u64 = int("250", 0, 100_000)
             .unit("ms")
@@ -174,6 +190,8 @@ struct Tunables {
     idle_rebalance_ms: u64,
     /// `None`: the version has none; `Some(None)`: auto.
     cache_decay_ticks: Option<Option<u64>>,
+    /// The early versions: -D2's `sleep_hist` estimator (else stock 2.5.2's boost).
+    sleep_hist: bool,
 }
 
 impl Tunables {
@@ -187,6 +205,7 @@ impl Tunables {
                     busy_rebalance_ms: o.busy_rebalance_ms,
                     idle_rebalance_ms: o.idle_rebalance_ms,
                     cache_decay_ticks: Some(o.cache_decay_ticks),
+                    sleep_hist: false,
                 }
             }
             Gen::Early if v.balancer == balance::Balancer::G1 => {
@@ -197,6 +216,7 @@ impl Tunables {
                     busy_rebalance_ms: o.busy_rebalance_ms,
                     idle_rebalance_ms: o.idle_rebalance_ms,
                     cache_decay_ticks: None,
+                    sleep_hist: o.estimator == "sleep_hist",
                 }
             }
             Gen::Early => {
@@ -204,9 +224,10 @@ impl Tunables {
                 Tunables {
                     hz: o.hz,
                     sync_wakeups: o.sync_wakeups,
-                    busy_rebalance_ms: 0,
+                    busy_rebalance_ms: o.busy_rebalance_ms,
                     idle_rebalance_ms: o.idle_rebalance_ms,
                     cache_decay_ticks: None,
+                    sleep_hist: o.estimator == "sleep_hist",
                 }
             }
         }
@@ -253,6 +274,14 @@ pub struct TaskSched {
     pub first_time_slice: bool,
     /// Early: jiffies when the task last left the runqueue (`p->sleep_jtime`).
     pub sleep_jtime: u64,
+    /// -D2: jiffy the task last left the runqueue (`p->sleep_timestamp`).
+    pub sleep_timestamp: u64,
+    /// -D2: jiffy of its last estimator update on joining it (`p->run_timestamp`).
+    pub run_timestamp: u64,
+    /// -D2: jiffies slept in each of the last four seconds (`p->sleep_hist`).
+    pub sleep_hist: [u64; est::SLEEP_HIST_SIZE],
+    /// -D2: the current second's entry (`p->sleep_idx`).
+    pub sleep_idx: usize,
     /// 2.6: `p->sleep_avg` in ns.
     pub sleep_avg: u64,
     /// 2.6: `p->interactive_credit`.
@@ -261,6 +290,8 @@ pub struct TaskSched {
     pub timestamp: u64,
     /// 2.6: `p->activated` (−1, 0, 1, 2).
     pub activated: i8,
+    /// Moved by the balancer since it last ran.
+    pub pulled: bool,
     /// SCHED_FIFO or SCHED_RR.
     pub rt: bool,
     /// SCHED_FIFO.
@@ -277,10 +308,15 @@ impl TaskSched {
             time_slice: 1,
             first_time_slice: false,
             sleep_jtime: 0,
+            sleep_timestamp: 0,
+            run_timestamp: 0,
+            sleep_hist: [0; est::SLEEP_HIST_SIZE],
+            sleep_idx: 0,
             sleep_avg: 0,
             interactive_credit: 0,
             timestamp: 0,
             activated: 0,
+            pulled: false,
             rt,
             fifo: false,
         }
@@ -318,6 +354,10 @@ struct Stats {
     sync_migrations: u64,
     expired_inserts: u64,
     interactive_reinserts: u64,
+    /// Switch-ins of a task that last ran on another CPU, moved here by the balancer.
+    unaffine_by_balance: u64,
+    /// The same, moved by anything else (a sync wake-up, an affinity change).
+    unaffine_other: u64,
 }
 
 /// The O(1) scheduler, one version.
@@ -331,6 +371,8 @@ pub struct O1 {
     idle_period: u64,
     /// `cache_decay_ticks` where the version has it.
     cache_decay_ticks: Option<u64>,
+    /// -D2's `sleep_hist` estimator (early versions only).
+    sleep_hist: bool,
     options: BTreeMap<String, String>,
     /// The tick that just ran found its task expired but not yet switched out: the early
     /// versions returned from `scheduler_tick` before the busy rebalance.
@@ -375,6 +417,7 @@ impl O1 {
             busy_period,
             idle_period,
             cache_decay_ticks,
+            sleep_hist: t.sleep_hist && v.gen == Gen::Early,
             options,
             tick_skips_balance: false,
             rqs: Vec::new(),
@@ -400,6 +443,7 @@ impl O1 {
     fn task_interactive(&self, p: TaskId) -> bool {
         let ts = &self.ts[p as usize];
         match self.v.gen {
+            Gen::Early if self.sleep_hist => est::hist_task_interactive(ts),
             Gen::Early => est::early_task_interactive(ts, &self.c),
             Gen::V26 => est::task_interactive(ts),
         }
@@ -429,6 +473,7 @@ impl O1 {
     fn activate_task(&mut self, ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) {
         let ts = &mut self.ts[p as usize];
         match self.v.gen {
+            Gen::Early if self.sleep_hist => est::hist_activate(ts, ctx.jiffies(), self.c.hz),
             Gen::Early => est::early_wake_bonus(ts, &self.c, ctx.jiffies()),
             Gen::V26 => {
                 let now = ctx.now();
@@ -446,7 +491,11 @@ impl O1 {
     fn deactivate_task(&mut self, ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) {
         self.nr_running.add(cpu, ctx.now(), -1);
         self.dequeue(p, cpu);
-        self.ts[p as usize].sleep_jtime = ctx.jiffies();
+        let ts = &mut self.ts[p as usize];
+        ts.sleep_jtime = ctx.jiffies();
+        if self.sleep_hist {
+            est::hist_deactivate(ts, ctx.jiffies(), self.c.hz);
+        }
     }
 
     /// `EXPIRED_STARVING(rq)`, written as the kernel's `≥ … + 1`.
@@ -495,7 +544,8 @@ impl O1 {
                     } else {
                         self.c.prio_to_timeslice(ts.prio)
                     };
-                    if !ts.rt {
+                    // -D2 keeps the priority its estimator set; stock 2.5.2 costs a level.
+                    if !ts.rt && !self.sleep_hist {
                         ts.prio = (ts.prio + 1).min(MAX_PRIO as i32 - 1);
                     }
                 }
@@ -517,6 +567,12 @@ impl O1 {
                 self.enqueue(p, cpu, act);
                 self.stats.interactive_reinserts += 1;
             }
+        } else if self.sleep_hist && !self.ts[pi].rt {
+            // -D2: "deactivate + activate the task so that the load estimator gets
+            // updated properly" — its penalty follows its load, and it goes to the tail
+            // of its list.
+            self.deactivate_task(ctx, p, cpu);
+            self.activate_task(ctx, p, cpu);
         } else if self.v.gen == Gen::V26 && self.task_interactive(p) {
             // 2.6.0: round-robin interactive tasks every TIMESLICE_GRANULARITY.
             let ts = &self.ts[pi];
@@ -542,9 +598,10 @@ impl O1 {
         match self.v.gen {
             Gen::Early => {
                 // Stock 2.5.2 wake_up_forked_process: the child starts MAX_USER_PRIO/10
-                // levels worse than the parent.
+                // levels worse than the parent. -D2 wakes it with the parent's priority
+                // (its first activation, in the jiffy of the fork, skips the estimator).
                 let ts = &mut self.ts[p as usize];
-                if !ts.rt {
+                if !ts.rt && !self.sleep_hist {
                     ts.prio = (ts.prio + 40 / 10).min(MAX_PRIO as i32 - 1);
                 }
                 self.activate_task(ctx, p, cpu);
@@ -603,6 +660,11 @@ impl O1 {
                 "interactive_reinserts".to_string(),
                 s.interactive_reinserts as f64,
             ),
+            (
+                "unaffine_by_balance".to_string(),
+                s.unaffine_by_balance as f64,
+            ),
+            ("unaffine_other".to_string(), s.unaffine_other as f64),
         ]);
         if let Some(d) = self.cache_decay_ticks {
             m.insert("cache_decay_ticks".into(), d as f64);
@@ -684,6 +746,9 @@ impl SchedClass for O1 {
         let jiffies = ctx.jiffies();
         ts.timestamp = now;
         ts.sleep_jtime = jiffies;
+        // -D2 do_fork: "p->sleep_timestamp = p->run_timestamp = jiffies", an empty ring.
+        ts.sleep_timestamp = jiffies;
+        ts.run_timestamp = jiffies;
         match parent {
             None => {
                 ts.time_slice = match self.v.gen {
@@ -855,7 +920,17 @@ impl SchedClass for O1 {
         }
     }
 
-    fn set_next_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, next: TaskId, prev: TaskId) {
+    fn set_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, next: TaskId, prev: TaskId) {
+        // Molnar's count of CPU-unaffine reschedules, split by what moved the task.
+        let t = ctx.task(next);
+        if next != prev && !t.is_idle && t.last_ran.is_some_and(|l| l != cpu) {
+            if self.ts[next as usize].pulled {
+                self.stats.unaffine_by_balance += 1;
+            } else {
+                self.stats.unaffine_other += 1;
+            }
+        }
+        self.ts[next as usize].pulled = false;
         if self.v.gen == Gen::V26 {
             let ts = &mut self.ts[next as usize];
             ts.activated = 0;

@@ -81,7 +81,7 @@ fn schedule_switches_arrays_when_active_is_empty() {
 
 #[test]
 fn expiry_sends_cpu_hogs_to_expired_and_interactive_tasks_back_to_active() {
-    let mut b = bed("o1-g1");
+    let mut b = bed("o1-g1:estimator=jsleep");
     let hog = b.queued(0, 0, 120);
     b.switch_to(0, hog);
     b.class.ts[hog as usize].time_slice = 1;
@@ -95,7 +95,7 @@ fn expiry_sends_cpu_hogs_to_expired_and_interactive_tasks_back_to_active() {
     );
     assert!(b.need_resched(0));
 
-    let mut b = bed("o1-g1");
+    let mut b = bed("o1-g1:estimator=jsleep");
     let ia = b.queued(0, 0, 105);
     b.switch_to(0, ia);
     b.class.ts[ia as usize].time_slice = 1;
@@ -106,6 +106,53 @@ fn expiry_sends_cpu_hogs_to_expired_and_interactive_tasks_back_to_active() {
         "interactive: back to active"
     );
     assert_eq!(b.class.ts[ia as usize].prio, 106);
+    b.check().unwrap();
+}
+
+#[test]
+fn sleep_hist_expiry_keeps_the_penalty_and_only_nice_minus_14_returns_to_active() {
+    // -D2: the slice's expiry does not move the priority, and the test for the active
+    // array is prio ≤ 106.
+    let mut b = bed("o1-d1");
+    let hog = b.queued(0, 0, 133);
+    b.switch_to(0, hog);
+    b.class.ts[hog as usize].time_slice = 1;
+    b.tick(0, true);
+    let ts = &b.class.ts[hog as usize];
+    assert_eq!(ts.array, Some(1), "expired");
+    assert_eq!(ts.prio, 133, "no level lost at expiry");
+    assert!(b.need_resched(0));
+
+    let mut b = bed("o1-d1");
+    let rich = b.queued(0, 0, 106);
+    b.switch_to(0, rich);
+    b.class.ts[rich as usize].time_slice = 1;
+    b.tick(0, true);
+    assert_eq!(
+        b.class.ts[rich as usize].array,
+        Some(0),
+        "106: back to active"
+    );
+    b.check().unwrap();
+}
+
+#[test]
+fn sleep_hist_tick_reprices_the_running_task_and_sends_it_to_its_list_tail() {
+    // A nice-0 task that has not slept for a second: the tick's deactivate + activate
+    // sets the full penalty and puts it behind an equal task.
+    let mut b = bed("o1-d1");
+    let cur = b.queued(0, 0, 120);
+    let other = b.queued(0, 0, 133);
+    b.switch_to(0, cur);
+    b.class.ts[cur as usize].time_slice = 5;
+    b.at(2 * SEC);
+    b.tick(0, true);
+    let ts = &b.class.ts[cur as usize];
+    assert_eq!(ts.prio, 133, "MAX_PENALTY for a task that never slept");
+    assert_eq!(ts.array, Some(0));
+    assert!(!b.need_resched(0), "the tick alone does not preempt");
+    let list: Vec<TaskId> = b.class.rqs[0].arrays[0].list(133).iter().copied().collect();
+    assert_eq!(list, vec![other, cur], "behind the task already at 133");
     b.check().unwrap();
 }
 

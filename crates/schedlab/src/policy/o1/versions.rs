@@ -7,8 +7,8 @@
 //! | HZ | 100 | 100 | 1000 |
 //! | MIN / MAX timeslice | 10 / 150 ms | 20 / 150 ms | 10 / 200 ms |
 //! | timeslice | `PRIO_TO_TIMESLICE(prio)` | same | `task_timeslice(static_prio)` |
-//! | estimator | sleep-time boost (`JSLEEP_TO_PRIO`), +1 per slice | same | Kolivas `sleep_avg` |
-//! | TASK_INTERACTIVE | `100 ≤ prio ≤ 110` | same | `prio ≤ static_prio − DELTA` |
+//! | estimator | -D2 `sleep_hist` load penalty (`estimator=jsleep`: stock 2.5.2's boost, +1 per slice) | same | Kolivas `sleep_avg` |
+//! | TASK_INTERACTIVE | `prio ≤ 106` at expiry (jsleep: `100 ≤ prio ≤ 110`) | same | `prio ≤ static_prio − DELTA` |
 //! | EXPIRED_STARVING | — | — | `STARVATION_LIMIT = MAX_SLEEP_AVG` |
 //! | balancer | early (pull on idle, ≈10 %) | G1 (one task on idle, 250 ms) | 2.6 (1 / 200 ms, 25 %, cache-hot) |
 //! | sync wake-ups | off (lost) | off | on |
@@ -19,9 +19,12 @@
 //!   (schedulers.md §2.4 end, code-index file 12276944425: stock 2.5.2 with Libenzi's
 //!   follow-up diff, which still carries `rq->cpu` and the runqueue padding that -G1
 //!   removed, so its balancer is the pre-G1 one merged as -D2 into 2.5.2-pre10) and the
-//!   stock 2.5.2 constants of §2.3. \[INFERRED\] -D1's own estimator (the -B "time on the
-//!   runqueue" estimator, cleaned in -E1) is not recoverable; the sleep-time boost of stock
-//!   2.5.2 is the nearest one that is, and is used for both early versions.
+//!   stock 2.5.2 constants of §2.3. The estimator is -D2's, as merged into 2.5.2-pre10
+//!   (7 Jan 2002) and carried by -G1 (9 Jan, against pre10): its code survives as the
+//!   removed side of Libenzi's patch against `linux-2.5.2-pre10.vanilla` (LKML, 9 Jan 2002;
+//!   interactivity.rs). -D1 was posted the same day as -D2, which fixed its fork and RT
+//!   mappings, not the estimator. Stock 2.5.2's sleep-time boost (Libenzi's, merged by
+//!   Linus on 14 Jan) stays as `estimator=jsleep`.
 //! * Timeslices: stock 2.5.2 has 20/150 ms; -G1 "increased the minimum timeslice by
 //!   10 msec", so -D1 had 10 ms \[INFERRED, §2.2\].
 //! * `o1-g1` sync wake-ups: the stored pre-G1 `try_to_wake_up(p, synchronous)` ignores its
