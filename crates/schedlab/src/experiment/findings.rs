@@ -117,7 +117,7 @@ impl<'a> Lookup<'a> {
                 continue;
             }
             for (c, r) in t.cells.iter().zip(rs) {
-                if c.policy == policy && c.workload == workload && c.cpus == cpus {
+                if policy_matches(&c.policy, policy) && c.workload == workload && c.cpus == cpus {
                     return (
                         c.value,
                         r.simulated.as_ref().ok().copied(),
@@ -127,6 +127,19 @@ impl<'a> Lookup<'a> {
             }
         }
         (None, None, None)
+    }
+}
+
+/// The cell's policy is `wanted`, perhaps with more options (`reproduce --policy-set`
+/// adds some): same name, and every option `wanted` sets set alike.
+fn policy_matches(cell: &str, wanted: &str) -> bool {
+    if cell == wanted {
+        return true;
+    }
+    let parse = |s: &str| crate::spec::Spec::parse("policy", s).ok();
+    match (parse(cell), parse(wanted)) {
+        (Some(c), Some(w)) => c.name == w.name && w.args.iter().all(|a| c.args.contains(a)),
+        _ => false,
     }
 }
 
@@ -373,7 +386,7 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             t.cells
                 .iter()
                 .find(|c| {
-                    c.policy == format!("mq:pcp={pcp}")
+                    policy_matches(&c.policy, &format!("mq:pcp={pcp}"))
                         && c.workload == wa
                         && c.row.ends_with("remote_still_better_pct")
                 })
@@ -548,6 +561,14 @@ mod tests {
             o_n_direction(Some(6.34), Some(25.0), Some(1.50), Some(6.0)),
             Some(false)
         );
+    }
+
+    #[test]
+    fn a_cell_with_more_options_still_answers_for_its_policy() {
+        assert!(policy_matches("o1-d1:estimator=jsleep", "o1-d1"));
+        assert!(policy_matches("mq:pcp=6,hz=100", "mq:pcp=6"));
+        assert!(!policy_matches("mq:pcp=40", "mq:pcp=6"));
+        assert!(!policy_matches("o1-g1", "o1-d1"));
     }
 
     /// See: issue 17 item 9. Direction alone is not enough: the verdict names the

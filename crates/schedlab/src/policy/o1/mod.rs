@@ -42,7 +42,8 @@
 //! `interactive_reinserts`: where expired slices went; `cache_decay_ticks` (2.6);
 //! `unaffine_by_balance` / `unaffine_other`: switch-ins of a task that last ran on another
 //! CPU, moved by the balancer or by anything else (Molnar's count of CPU-unaffine
-//! reschedules before and after -G1).
+//! reschedules before and after -G1); `wakeup_preemptions`: wake-ups that preempted a
+//! running task.
 //! Balancer moves are kernel migrations, so they show in `migrations` and
 //! `unaffine_switch_pct`.
 //!
@@ -354,6 +355,8 @@ struct Stats {
     sync_migrations: u64,
     expired_inserts: u64,
     interactive_reinserts: u64,
+    /// Wake-ups whose task beat the running (non-idle) task of its CPU.
+    wakeup_preemptions: u64,
     /// Switch-ins of a task that last ran on another CPU, moved here by the balancer.
     unaffine_by_balance: u64,
     /// The same, moved by anything else (a sync wake-up, an affinity change).
@@ -665,6 +668,10 @@ impl O1 {
                 s.unaffine_by_balance as f64,
             ),
             ("unaffine_other".to_string(), s.unaffine_other as f64),
+            (
+                "wakeup_preemptions".to_string(),
+                s.wakeup_preemptions as f64,
+            ),
         ]);
         if let Some(d) = self.cache_decay_ticks {
             m.insert("cache_decay_ticks".into(), d as f64);
@@ -834,6 +841,9 @@ impl SchedClass for O1 {
         }
         let sync_here = wake.sync && self.sync_wakeups && cpu == ctx.cpu();
         if !sync_here && self.preempts(ctx, p, cpu) {
+            if !ctx.task(ctx.curr(cpu)).is_idle {
+                self.stats.wakeup_preemptions += 1;
+            }
             ctx.resched_cpu(cpu);
         }
     }
