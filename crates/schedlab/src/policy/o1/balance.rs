@@ -8,7 +8,10 @@
 //! footprint and working set are refilled by the cache model when it runs.
 //!
 //! 1. **Early** (`o1-d1`; the stored pre-G1 `load_balance`, §2.4 end): called when a
-//!    queue empties in `schedule()` and on idle ticks every `REBALANCE_TICK`. Takes the
+//!    queue empties in `schedule()`, on idle ticks every `REBALANCE_TICK`, and at the end
+//!    of every busy tick (the pre-G1 `expire_task`/`scheduler_tick` ends with
+//!    `load_balance(rq)`: "a runqueue balance done at every timer tick", Libenzi, LKML
+//!    4 Jan 2002; `busy_rebalance_ms`). Takes the
 //!    longest queue length `L` over all CPUs; needs `L − own > 1 + L/8` (≈10 %); wants to
 //!    move the *whole* difference (`nr_tasks = L − own`), one busiest queue at a time
 //!    (lengths below the last one's), re-checking `busiest > own + 1` only when it changes
@@ -45,7 +48,7 @@ use super::O1;
 /// Which balancer a version has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Balancer {
-    /// Pre-G1 (2.5.2-pre10 / stock 2.5.2).
+    /// Pre-G1 (the -A…-D2 code of 2.5.2-pre6 to pre10).
     Early,
     /// -G1.
     G1,
