@@ -9,6 +9,7 @@
 //! Invariant: for every stream, `written == read + len + tcp.held` (no byte lost or
 //! invented; TCP bytes held by Nagle are written but not yet readable).
 
+use crate::kernel::release::Release;
 use std::collections::VecDeque;
 
 use crate::machine::CpuId;
@@ -43,15 +44,26 @@ impl StreamKind {
     ///   `skb_dequeue`: lock, list, length), its `sleep` wait queue head, the sender's
     ///   `wmem_alloc` (`skb_set_owner_w`, `sock_wfree`), and the `unix_sock` state lock
     ///   the sender takes on its peer: 4 lines.
-    /// - **TCP** (net/ipv4/tcp*.c): the `sk->lock` both sides take, the write and receive
-    ///   queues' heads, `wmem_queued`/`rmem_alloc`, the sequence state of `tcp_opt`
-    ///   (`snd_nxt`, `snd_una`, `rcv_nxt`, `copied_seq`, `ack.pending`) and the `sleep`
-    ///   wait queue head: 6 lines.
-    pub fn state_lines(self) -> u64 {
+    /// - **TCP** (net/ipv4/tcp*.c, `struct sock` of 2.4.16 laid out for i386 SMP, 32-byte
+    ///   aligned by its slab): the lines of the two sockets that both the writer's CPU and
+    ///   the reader's CPU write on every message. The receiving socket: `refcnt` with
+    ///   `sk->lock`, the receive queue with `rmem_alloc`, `forward_alloc`, and the line of
+    ///   `rcv_nxt`/`snd_una`/`ack.*` (written by the NET_RX softirq on the writer's CPU and
+    ///   by `tcp_recvmsg`/`cleanup_rbuf` on the reader's): 4 lines. The sending socket:
+    ///   `sk->lock`, the write queue with `wmem_queued`, `forward_alloc`, the sequence line,
+    ///   `packets_out` and `tp->pending` (written by `tcp_sendmsg` and by `tcp_ack`, which
+    ///   loopback runs on the reader's CPU): 6 lines. And the receiving `struct socket`'s
+    ///   `sleep` wait queue head (the wake-up's lock word): 11 lines, for the kernels
+    ///   whose `struct sock` embeds 2.4's `tcp_opt` (2.4 to 2.6.0). 6.x's `tcp_sock` groups
+    ///   its fast-path fields by cache line (6.8) and has not been counted: it keeps the
+    ///   earlier hand count of 6 (the lock, both queue heads, the memory counters, the
+    ///   sequence state, the wait queue head).
+    pub fn state_lines(self, release: Release) -> u64 {
         match self {
             StreamKind::Pipe => 3,
             StreamKind::Unix => 4,
-            StreamKind::Tcp => 6,
+            StreamKind::Tcp if matches!(release, Release::V6(_)) => 6,
+            StreamKind::Tcp => 11,
         }
     }
 }

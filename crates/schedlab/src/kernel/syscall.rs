@@ -171,7 +171,7 @@ impl Kernel {
         if !self.ic.model().coherence {
             return;
         }
-        let lines = st.kind.state_lines();
+        let lines = st.kind.state_lines(self.class.release());
         let ns = self.ic.transfer_run(self.cpus[cpu].clock, from, cpu, lines);
         self.stats.stream_state_transfers += lines;
         self.charge(cpu, ns, Acct::Running);
