@@ -308,4 +308,15 @@ mod tests {
             "no ageing: nothing is cold"
         );
     }
+
+    #[test]
+    fn tcp_shares_the_2_4_layouts_lines_until_6_x() {
+        use crate::kernel::release::Release;
+        // 4 lines of the receiving sock, 6 of the sending sock, 1 wait-queue head.
+        assert_eq!(StreamKind::Tcp.state_lines(Release::V2_4(17)), 11);
+        assert_eq!(StreamKind::Tcp.state_lines(Release::V2_6_0), 11);
+        assert_eq!(StreamKind::Tcp.state_lines(Release::V6(12)), 6);
+        assert_eq!(StreamKind::Pipe.state_lines(Release::V6(12)), 3);
+        assert_eq!(StreamKind::Unix.state_lines(Release::V2_4(17)), 4);
+    }
 }
