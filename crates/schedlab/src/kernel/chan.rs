@@ -9,9 +9,9 @@
 //! Invariant: for every stream, `written == read + len + tcp.held` (no byte lost or
 //! invented; TCP bytes held by Nagle are written but not yet readable).
 
-use crate::kernel::release::Release;
 use std::collections::VecDeque;
 
+use crate::kernel::release::Release;
 use crate::machine::CpuId;
 
 pub use super::types::Fd;
@@ -148,10 +148,8 @@ pub struct TcpSend {
     pub packets_out: u32,
     /// Of those, segments the reader has consumed: the next ACK acknowledges them.
     pub read_unacked_segs: u32,
-    /// ACKs the reader's side has sent: the first [`TCP_MAX_QUICKACKS`] are quick, then a
-    /// received segment arms the delayed-ACK timer.
-    ///
-    /// [`TCP_MAX_QUICKACKS`]: crate::kernel::net
+    /// ACKs the reader's side has sent: the first `TCP_MAX_QUICKACKS` (16, kernel/net.rs)
+    /// are quick, then a received segment arms the delayed-ACK timer.
     pub acks_sent: u32,
 }
 

@@ -97,7 +97,8 @@ pub(crate) struct NetShared {
     xtime: Option<SharedLine>,
     /// The timer wheel's slot heads and the list entries next to a re-inserted timer.
     timer_vec: SharedLine,
-    pub(crate) stats: NetStats,
+    /// Packets, timers and lines; the locks' counters are in the locks.
+    stats: NetStats,
 }
 
 /// Whole-run counters of the loopback path's shared state (`counters.net`).
@@ -117,6 +118,16 @@ pub struct NetStats {
     pub xmit_lock: NetLockStats,
     /// The global `timerlist_lock`.
     pub timerlist_lock: NetLockStats,
+}
+
+impl NetStats {
+    /// Count a shared line's pull of `ns` (0: it was here).
+    fn pulled(&mut self, ns: Time) {
+        if ns > 0 {
+            self.line_transfers += 1;
+            self.line_ns += ns;
+        }
+    }
 }
 
 impl NetShared {
@@ -224,10 +235,7 @@ impl Kernel {
             Line::TimerVec => &mut net.timer_vec,
         };
         let ns = line.pull(cpu, at, &self.machine, &mut self.ic);
-        if ns > 0 {
-            net.stats.line_transfers += 1;
-            net.stats.line_ns += ns;
-        }
+        net.stats.pulled(ns);
         ns
     }
 
@@ -255,10 +263,7 @@ impl Kernel {
                 .expect("net state made by the caller");
             let l = net.lock(lock);
             let ns = l.line.pull(cpu, t, &self.machine, &mut self.ic);
-            if ns > 0 {
-                net.stats.line_transfers += 1;
-                net.stats.line_ns += ns;
-            }
+            net.stats.pulled(ns);
             work += ns;
         }
         for &which in lines {
@@ -276,19 +281,21 @@ impl Kernel {
             l.stats.contended += 1;
             l.stats.wait_ns += wait;
         }
-        let s = l.stats;
-        match lock {
-            Lock::Queue => net.stats.queue_lock = s,
-            Lock::Xmit => net.stats.xmit_lock = s,
-            Lock::Timerlist => net.stats.timerlist_lock = s,
-        }
         self.charge(cpu, wait, Acct::Spin);
         self.charge(cpu, work, Acct::Running);
     }
 
     /// The path's counters, when a packet went through it.
     pub fn net_stats(&self) -> Option<NetStats> {
-        self.net.as_deref().map(|n| n.stats)
+        self.net.as_deref().map(|n| NetStats {
+            queue_lock: n.queue_lock.stats,
+            xmit_lock: n.xmit_lock.stats,
+            timerlist_lock: n
+                .timerlist_lock
+                .as_ref()
+                .map_or_else(Default::default, |l| l.stats),
+            ..n.stats
+        })
     }
 }
 
