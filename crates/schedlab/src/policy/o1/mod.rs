@@ -103,6 +103,12 @@ pub const INFO_26: PolicyInfo = PolicyInfo {
     build: build_26,
 };
 
+/// The early versions' estimators (`estimator=`), declared once for both.
+const ESTIMATORS: &[&str] = &["sleep_hist", "jsleep"];
+const ESTIMATOR_HELP: &str = "sleep_hist: -D2's 4-second load history and activation penalty; jsleep: stock 2.5.2's sleep-time boost (Libenzi), merged five days later";
+const ESTIMATOR_SOURCE: &str =
+    "interactivity.rs: the removed side of Libenzi's patch against 2.5.2-pre10 (LKML, 9 Jan 2002)";
+
 crate::options! {
     /// Options of `o1-d1`.
     pub struct D1Options in PARAMS_D1 {
@@ -113,9 +119,9 @@ crate::options! {
             .help("a sync wake-up moves the wakee to the waker's runqueue without preempting")
             .source("versions.rs: -D1 had lost __wake_up_sync");
         /// Interactivity estimator.
-        estimator: String = choice("sleep_hist", &["sleep_hist", "jsleep"])
-            .help("sleep_hist: -D2's 4-second load history and activation penalty; jsleep: stock 2.5.2's sleep-time boost (Libenzi), merged five days later")
-            .source("interactivity.rs: the removed side of Libenzi's patch against 2.5.2-pre10 (LKML, 9 Jan 2002)");
+        estimator: String = choice("sleep_hist", ESTIMATORS)
+            .help(ESTIMATOR_HELP)
+            .source(ESTIMATOR_SOURCE);
         /// Busy-tick rebalance period.
         busy_rebalance_ms: u64 = int("10", 0, 100_000)
             .unit("ms")
@@ -139,9 +145,9 @@ crate::options! {
             .help("a sync wake-up moves the wakee to the waker's runqueue without preempting")
             .source("versions.rs: -G1 still ignored the flag");
         /// Interactivity estimator.
-        estimator: String = choice("sleep_hist", &["sleep_hist", "jsleep"])
-            .help("sleep_hist: -D2's 4-second load history and activation penalty; jsleep: stock 2.5.2's sleep-time boost (Libenzi), merged five days later")
-            .source("interactivity.rs: the removed side of Libenzi's patch against 2.5.2-pre10 (LKML, 9 Jan 2002)");
+        estimator: String = choice("sleep_hist", ESTIMATORS)
+            .help(ESTIMATOR_HELP)
+            .source(ESTIMATOR_SOURCE);
         /// Fairness rebalance period.
         busy_rebalance_ms: u64 = int("250", 0, 100_000)
             .unit("ms")
@@ -374,7 +380,7 @@ pub struct O1 {
     idle_period: u64,
     /// `cache_decay_ticks` where the version has it.
     cache_decay_ticks: Option<u64>,
-    /// -D2's `sleep_hist` estimator (early versions only).
+    /// -D2's `sleep_hist` estimator (early versions only; `Tunables::of` gives 2.6 none).
     sleep_hist: bool,
     options: BTreeMap<String, String>,
     /// The tick that just ran found its task expired but not yet switched out: the early
@@ -420,7 +426,7 @@ impl O1 {
             busy_period,
             idle_period,
             cache_decay_ticks,
-            sleep_hist: t.sleep_hist && v.gen == Gen::Early,
+            sleep_hist: t.sleep_hist,
             options,
             tick_skips_balance: false,
             rqs: Vec::new(),
