@@ -1,0 +1,418 @@
+//! The micro-benchmarks: each times one kernel path from user space, per operation.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::host::set_affinity;
+use crate::sys::{self, now_ns, Res};
+
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Time `body(n)` for `n` operations, `reps` times; median ns per operation.
+pub(super) fn per_op(reps: usize, n: u64, mut body: impl FnMut(u64) -> Res<()>) -> Res<f64> {
+    body(n / 10 + 1)?; // warm caches and the branch predictor
+    let mut v = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t0 = now_ns();
+        body(n)?;
+        v.push((now_ns() - t0) as f64 / n as f64);
+    }
+    Ok(median(v))
+}
+
+pub(super) fn pin_self(cpu: usize) -> Res<()> {
+    set_affinity(&[cpu]).map_err(Into::into)
+}
+
+pub(super) fn null_syscall(n: u64) -> Res<()> {
+    for _ in 0..n {
+        // SAFETY: getppid has no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_getppid) };
+    }
+    Ok(())
+}
+
+/// Write then read `len` bytes through one descriptor pair, `n` times, in this thread.
+pub(super) fn pair(w: RawFd, r: RawFd, len: usize, n: u64) -> Res<()> {
+    let mut buf = vec![7u8; len];
+    for _ in 0..n {
+        sys::write_full(w, &buf)?;
+        sys::read_full(r, &mut buf, "measure pair")?;
+    }
+    Ok(())
+}
+
+pub(super) fn yield_loop(n: u64) -> Res<()> {
+    for _ in 0..n {
+        // SAFETY: sched_yield has no arguments.
+        unsafe { libc::sched_yield() };
+    }
+    Ok(())
+}
+
+/// `threads` threads pinned to `cpu` yielding `n` times each; ns per yield.
+pub(super) fn yielders(cpu: usize, threads: usize, n: u64) -> Res<f64> {
+    let t0 = now_ns();
+    let hs: Vec<_> = (0..threads)
+        .map(|_| {
+            std::thread::spawn(move || -> Res<()> {
+                pin_self(cpu)?;
+                yield_loop(n)
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join()
+            .map_err(|_| "a yielding thread panicked".to_string())??;
+    }
+    Ok((now_ns() - t0) as f64 / (threads as u64 * n) as f64)
+}
+
+/// The peer of a ping-pong: on CPU `cpu`, read a byte from `from` and write it to `to`,
+/// `n` times.
+pub(super) fn echo(cpu: usize, from: RawFd, to: RawFd, n: u64) -> impl FnOnce() -> Res<()> + Send {
+    move || {
+        pin_self(cpu)?;
+        let mut t = [0u8; 1];
+        for _ in 0..n {
+            sys::read_full(from, &mut t, "measure echo")?;
+            sys::write_full(to, &t)?;
+        }
+        Ok(())
+    }
+}
+
+/// A 1-byte ping-pong between this thread (on `a`) and a peer on `b`: a thread or a
+/// forked process. ns per hop (half a round trip).
+pub(super) fn ping_pong(a: usize, b: usize, process: bool, n: u64) -> Res<f64> {
+    let (r1, w1) = sys::pipe()?;
+    let (r2, w2) = sys::pipe()?;
+    let echo = echo(b, r1, w2, n);
+    pin_self(a)?;
+    let peer = if process {
+        // SAFETY: the child runs only `echo` (reads, writes, exit), then _exit.
+        match unsafe { libc::fork() } {
+            -1 => return Err(format!("fork failed ({})", sys::strerror(sys::errno())).into()),
+            0 => {
+                let code = i32::from(echo().is_err());
+                // SAFETY: leaving the forked child without running the parent's atexit.
+                unsafe { libc::_exit(code) }
+            }
+            pid => Err(pid),
+        }
+    } else {
+        Ok(std::thread::spawn(echo))
+    };
+    let mut t = [1u8; 1];
+    let t0 = now_ns();
+    for _ in 0..n {
+        sys::write_full(w1, &t)?;
+        sys::read_full(r2, &mut t, "measure ping")?;
+    }
+    let ns = (now_ns() - t0) as f64 / (2 * n) as f64;
+    match peer {
+        Ok(h) => h
+            .join()
+            .map_err(|_| "the echo thread panicked".to_string())??,
+        Err(pid) => {
+            let mut st = 0;
+            // SAFETY: reaping our own child.
+            unsafe { libc::waitpid(pid, &mut st, 0) };
+        }
+    }
+    for fd in [r1, w1, r2, w2] {
+        sys::close(fd);
+    }
+    Ok(ns)
+}
+
+/// ns of a 1-byte `write()` that wakes a reader sleeping on CPU `b` (this thread on `a`).
+pub(super) fn waking_write(a: usize, b: usize, n: u64) -> Res<f64> {
+    let (r1, w1) = sys::pipe()?;
+    let (r2, w2) = sys::pipe()?;
+    let h = std::thread::spawn(echo(b, r1, w2, n));
+    pin_self(a)?;
+    let mut t = [1u8; 1];
+    let mut v = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        // Let the reader fall asleep in read() first.
+        let spin = now_ns();
+        while now_ns() - spin < 20_000 {
+            std::hint::spin_loop();
+        }
+        let t0 = now_ns();
+        sys::write_full(w1, &t)?;
+        v.push((now_ns() - t0) as f64);
+        sys::read_full(r2, &mut t, "measure waking writer")?;
+    }
+    h.join().map_err(|_| "the reader panicked".to_string())??;
+    for fd in [r1, w1, r2, w2] {
+        sys::close(fd);
+    }
+    Ok(median(v))
+}
+
+/// fork() as the parent sees it, waitpid() of a zombie, and the whole fork+exit+wait.
+pub(super) fn fork_costs(n: u64) -> Res<(f64, f64, f64)> {
+    let (mut fork, mut wait, mut whole) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..n {
+        let t0 = now_ns();
+        // SAFETY: the child exits at once.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: leaving the child at once.
+            unsafe { libc::_exit(0) }
+        }
+        if pid < 0 {
+            return Err(format!("fork failed ({})", sys::strerror(sys::errno())).into());
+        }
+        let t1 = now_ns();
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: wait for the child to become a zombie without reaping it.
+        unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as u32,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        let t2 = now_ns();
+        let mut st = 0;
+        // SAFETY: reaping our own zombie child.
+        unsafe { libc::waitpid(pid, &mut st, 0) };
+        let t3 = now_ns();
+        fork.push((t1 - t0) as f64);
+        wait.push((t3 - t2) as f64);
+        whole.push((t3 - t0) as f64);
+    }
+    Ok((median(fork), median(wait), median(whole)))
+}
+
+pub(super) fn clone_cost(n: u64) -> Res<f64> {
+    let mut v = Vec::new();
+    for _ in 0..n {
+        let t0 = now_ns();
+        let h = std::thread::Builder::new()
+            .stack_size(crate::THREAD_STACK)
+            .spawn(|| ())
+            .map_err(|e| format!("thread spawn failed: {e}"))?;
+        v.push((now_ns() - t0) as f64);
+        h.join().ok();
+    }
+    Ok(median(v))
+}
+
+/// A line bounced between CPUs `a` and `b` through an atomic counter: ns per transfer.
+pub(super) fn bounce(a: usize, b: usize, n: u64) -> Res<f64> {
+    let line = Arc::new(AtomicU64::new(0));
+    let l2 = line.clone();
+    let h = std::thread::spawn(move || -> Res<()> {
+        pin_self(b)?;
+        for i in 0..n {
+            while l2.load(Ordering::Acquire) != 2 * i + 1 {
+                std::hint::spin_loop();
+            }
+            l2.store(2 * i + 2, Ordering::Release);
+        }
+        Ok(())
+    });
+    pin_self(a)?;
+    let t0 = now_ns();
+    for i in 0..n {
+        line.store(2 * i + 1, Ordering::Release);
+        while line.load(Ordering::Acquire) != 2 * i + 2 {
+            std::hint::spin_loop();
+        }
+    }
+    let ns = (now_ns() - t0) as f64 / (2 * n) as f64;
+    h.join()
+        .map_err(|_| "the bouncing thread panicked".to_string())??;
+    Ok(ns)
+}
+
+/// A 64 KB buffer written on CPU `b`, then read on `a`, `n` times: ns per line read.
+pub(super) fn stream_c2c(a: usize, b: usize, line: usize, n: u64) -> Res<f64> {
+    const BYTES: usize = 64 * 1024;
+    let buf: Arc<Vec<AtomicU64>> = Arc::new((0..BYTES / 8).map(|_| AtomicU64::new(0)).collect());
+    let turn = Arc::new(AtomicU64::new(0));
+    let (b2, t2) = (buf.clone(), turn.clone());
+    let h = std::thread::spawn(move || -> Res<()> {
+        pin_self(b)?;
+        for i in 0..n {
+            while t2.load(Ordering::Acquire) != 2 * i {
+                std::hint::spin_loop();
+            }
+            for w in b2.iter() {
+                w.store(i, Ordering::Relaxed);
+            }
+            t2.store(2 * i + 1, Ordering::Release);
+        }
+        Ok(())
+    });
+    pin_self(a)?;
+    let mut total = 0u64;
+    let mut sum = 0u64;
+    for i in 0..n {
+        while turn.load(Ordering::Acquire) != 2 * i + 1 {
+            std::hint::spin_loop();
+        }
+        let t0 = now_ns();
+        for w in buf.iter() {
+            sum = sum.wrapping_add(w.load(Ordering::Relaxed));
+        }
+        total += now_ns() - t0;
+        turn.store(2 * i + 2, Ordering::Release);
+    }
+    std::hint::black_box(sum);
+    h.join()
+        .map_err(|_| "the writing thread panicked".to_string())??;
+    Ok(total as f64 / (n as usize * BYTES / line) as f64)
+}
+
+/// Dependent loads through a random cycle of lines over `bytes`: ns per load.
+pub(super) fn chase(bytes: usize, line: usize, loads: u64) -> f64 {
+    let slots = (bytes / line).max(2);
+    let stride = line / 8;
+    let mut next = vec![0usize; slots * stride];
+    // A fixed-seed Sattolo shuffle: one cycle through every line.
+    let mut order: Vec<usize> = (0..slots).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..slots).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % i as u64) as usize);
+    }
+    for i in 0..slots {
+        next[order[i] * stride] = order[(i + 1) % slots] * stride;
+    }
+    let mut p = 0;
+    for _ in 0..slots {
+        p = next[p];
+    }
+    let t0 = now_ns();
+    for _ in 0..loads {
+        p = next[p];
+    }
+    let ns = (now_ns() - t0) as f64 / loads as f64;
+    std::hint::black_box(p);
+    ns
+}
+
+/// Streaming read of `bytes`: ns per line.
+pub(super) fn stream(bytes: usize, line: usize) -> f64 {
+    let v = vec![1u64; bytes / 8];
+    let mut s = 0u64;
+    for x in &v {
+        s = s.wrapping_add(*x);
+    }
+    let t0 = now_ns();
+    for _ in 0..4 {
+        for x in &v {
+            s = s.wrapping_add(*x);
+        }
+    }
+    std::hint::black_box(s);
+    (now_ns() - t0) as f64 / (4 * bytes / line) as f64
+}
+
+/// Summing an L1-resident int array (lmbench `sumit`): ns per KB.
+pub(super) fn sum_l1(n: u64) -> f64 {
+    let v = vec![3i32; 1024];
+    let t0 = now_ns();
+    let mut s = 0i32;
+    for _ in 0..n {
+        for x in std::hint::black_box(&v) {
+            s = s.wrapping_add(*x);
+        }
+    }
+    std::hint::black_box(s);
+    (now_ns() - t0) as f64 / (n * 4) as f64
+}
+
+pub(super) fn poll_fds(fds: &[RawFd], n: u64) -> Res<()> {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    for _ in 0..n {
+        // SAFETY: p is a valid array of p.len() pollfds.
+        unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, 0) };
+    }
+    Ok(())
+}
+
+/// 100-byte AF_UNIX writes queued `depth` deep on each of `sockets` socketpairs, then read
+/// back, in one thread: ns per write+read.
+pub(super) fn unix_queue(sockets: usize, depth: usize, messages: usize) -> Res<f64> {
+    let pairs: Vec<(RawFd, RawFd)> = (0..sockets)
+        .map(|_| sys::socketpair())
+        .collect::<Res<_>>()?;
+    let mut buf = [5u8; 100];
+    let rounds = (messages / (sockets * depth)).max(1);
+    let t0 = now_ns();
+    for _ in 0..rounds {
+        for &(a, _) in &pairs {
+            for _ in 0..depth {
+                sys::write_full(a, &buf)?;
+            }
+        }
+        for &(_, b) in &pairs {
+            for _ in 0..depth {
+                sys::read_full(b, &mut buf, "measure queue")?;
+            }
+        }
+    }
+    let ns = (now_ns() - t0) as f64 / (rounds * sockets * depth) as f64;
+    for (a, b) in pairs {
+        sys::close(a);
+        sys::close(b);
+    }
+    Ok(ns)
+}
+
+/// How many `len`-byte writes a fresh AF_UNIX stream socket takes before EAGAIN, and its
+/// SO_SNDBUF.
+pub(super) fn unix_fill(len: usize) -> Res<(u64, u64)> {
+    let (a, b) = sys::socketpair()?;
+    let mut sndbuf: libc::c_int = 0;
+    let mut sz = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: valid out-pointers of the sizes given.
+    unsafe {
+        libc::getsockopt(
+            a,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&mut sndbuf as *mut libc::c_int).cast(),
+            &mut sz,
+        );
+        libc::fcntl(a, libc::F_SETFL, libc::O_NONBLOCK);
+    }
+    let buf = vec![0u8; len];
+    let mut n = 0u64;
+    // SAFETY: writing from a valid buffer of len bytes.
+    while unsafe { libc::write(a, buf.as_ptr().cast(), len) } == len as isize {
+        n += 1;
+    }
+    sys::close(a);
+    sys::close(b);
+    Ok((n, sndbuf.max(0) as u64))
+}
+
+pub(super) fn pipe_size() -> Res<u64> {
+    let (r, w) = sys::pipe()?;
+    // SAFETY: F_GETPIPE_SZ takes no argument.
+    let n = unsafe { libc::fcntl(w, libc::F_GETPIPE_SZ) };
+    sys::close(r);
+    sys::close(w);
+    Ok(n.max(4096) as u64)
+}
