@@ -100,7 +100,7 @@ pub(crate) fn validate(a: crate::ValidateArgs) -> Result<(), CliError> {
             .chain(std::env::args().skip(1))
             .collect::<Vec<_>>()
             .join(" ");
-        let opts = measure::MeasureOptions { reps: 7, command };
+        let opts = measure::MeasureOptions { reps: 15, command };
         let mut tell = |i: usize, n: usize, name: &str| eprintln!("measure [{i}/{n}] {name}");
         let file = measure::measure(&opts, &mut tell).map_err(CliError::Failed)?;
         let text = serde_json::to_string_pretty(&file).expect("a host file serializes") + "\n";

@@ -160,6 +160,10 @@ pub struct Counters {
     /// pulled from the CPU that wrote them last (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub stream_state_transfers: u64,
+    /// AF_UNIX skbs read on another CPU than the one that wrote them, each priced
+    /// `skb_remote_ns` (shown on presets with that cost when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skb_remote: u64,
     /// `files_struct` lines `fget` pulled from the CPU that took `file_lock` last (shown
     /// when any were).
     #[serde(skip_serializing_if = "is_zero")]
@@ -417,6 +421,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             tcp_acks: s.tcp_acks,
             sock_lock_waits: s.sock_lock_waits,
             stream_state_transfers: s.stream_state_transfers,
+            skb_remote: s.skb_remote,
             files_line_transfers: s.files_line_transfers,
             vm_mask_transfers: s.vm_mask_transfers,
             mm_line_wait_ns_mean: (s.mm_line_pulls > 0)

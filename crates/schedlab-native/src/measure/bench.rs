@@ -416,3 +416,123 @@ pub(super) fn pipe_size() -> Res<u64> {
     sys::close(w);
     Ok(n.max(4096) as u64)
 }
+
+/// Streaming reads over `bytes` resident in the L2 but not the L1 (`bytes` > L1): ns per
+/// line, as a sequential pass (lat_ctx's `sumit`, a task's footprint) refills from the L2
+/// with the prefetchers running.
+pub(super) fn stream_l2(bytes: usize, line: usize, passes: u64) -> f64 {
+    let v = vec![1u64; bytes / 8];
+    let mut s = 0u64;
+    for x in &v {
+        s = s.wrapping_add(*x);
+    }
+    let t0 = now_ns();
+    for _ in 0..passes {
+        for x in std::hint::black_box(&v) {
+            s = s.wrapping_add(*x);
+        }
+    }
+    std::hint::black_box(s);
+    (now_ns() - t0) as f64 / (passes as usize * bytes / line) as f64
+}
+
+/// `Tcp: OutSegs` of /proc/net/snmp (segments this host sent, pure ACKs included).
+fn tcp_out_segs() -> Option<u64> {
+    let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (head, vals) = (tcp.next()?, tcp.next()?);
+    let i = head.split_whitespace().position(|f| f == "OutSegs")?;
+    vals.split_whitespace().nth(i)?.parse().ok()
+}
+
+/// A connected TCP pair over 127.0.0.1 with Nagle off (one thread writes and reads).
+pub(super) fn tcp_loopback() -> Res<(std::net::TcpStream, std::net::TcpStream)> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+    let addr = l
+        .local_addr()
+        .map_err(|e| format!("no local address: {e}"))?;
+    let a = std::net::TcpStream::connect(addr)
+        .map_err(|e| format!("cannot connect over loopback: {e}"))?;
+    let (b, _) = l
+        .accept()
+        .map_err(|e| format!("cannot accept over loopback: {e}"))?;
+    for s in [&a, &b] {
+        s.set_nodelay(true)
+            .map_err(|e| format!("TCP_NODELAY refused: {e}"))?;
+    }
+    Ok((a, b))
+}
+
+/// `len`-byte writes and reads through a loopback TCP pair in one thread, `n` times:
+/// ns per write+read, and the segments sent per write+read (data and pure ACKs; `None`
+/// where /proc/net/snmp is not readable).
+pub(super) fn tcp_pair(
+    pair: &(std::net::TcpStream, std::net::TcpStream),
+    len: usize,
+    n: u64,
+) -> Res<(f64, Option<f64>)> {
+    use std::os::fd::AsRawFd;
+    let (w, r) = (pair.0.as_raw_fd(), pair.1.as_raw_fd());
+    let mut buf = vec![3u8; len];
+    let segs0 = tcp_out_segs();
+    let t0 = now_ns();
+    for _ in 0..n {
+        sys::write_full(w, &buf)?;
+        sys::read_full(r, &mut buf, "measure tcp pair")?;
+    }
+    let ns = (now_ns() - t0) as f64 / n as f64;
+    let segs = match (segs0, tcp_out_segs()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / n as f64),
+        _ => None,
+    };
+    Ok((ns, segs))
+}
+
+/// 100-byte AF_UNIX messages written `depth` at a time on CPU `a` and read on CPU `b`
+/// (or `a`), the two sides taking turns: ns per message, writer and reader summed. The
+/// difference between the two placements is what an skb written on one CPU costs when
+/// read and freed on another (its lines pulled, its slab object freed remotely, the
+/// writer's `sk_wmem_alloc` line).
+pub(super) fn unix_handoff(a: usize, b: usize, depth: usize, rounds: u64) -> Res<f64> {
+    let (w, r) = sys::socketpair()?;
+    let turn = Arc::new(AtomicU64::new(0));
+    let t2 = turn.clone();
+    let reader = std::thread::spawn(move || -> Res<u64> {
+        pin_self(b)?;
+        let mut buf = [0u8; 100];
+        let mut spent = 0;
+        for i in 0..rounds {
+            while t2.load(Ordering::Acquire) != 2 * i + 1 {
+                std::thread::yield_now();
+            }
+            let t0 = now_ns();
+            for _ in 0..depth {
+                sys::read_full(r, &mut buf, "measure handoff")?;
+            }
+            spent += now_ns() - t0;
+            t2.store(2 * i + 2, Ordering::Release);
+        }
+        Ok(spent)
+    });
+    pin_self(a)?;
+    let buf = [9u8; 100];
+    let mut spent = 0;
+    for i in 0..rounds {
+        while turn.load(Ordering::Acquire) != 2 * i {
+            std::thread::yield_now();
+        }
+        let t0 = now_ns();
+        for _ in 0..depth {
+            sys::write_full(w, &buf)?;
+        }
+        spent += now_ns() - t0;
+        turn.store(2 * i + 1, Ordering::Release);
+    }
+    let read = reader
+        .join()
+        .map_err(|_| "the reading thread panicked".to_string())??;
+    sys::close(w);
+    sys::close(r);
+    Ok((spent + read) as f64 / (rounds as usize * depth) as f64)
+}

@@ -123,7 +123,7 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
     };
     let r = run_benchmarks(o, a, b, progress).map_err(|e| e.to_string());
     let _ = set_affinity(&allowed);
-    let (bench, costs, mut src) = r?;
+    let (bench, spread, costs, mut src) = r?;
     let (cpu_model, _, virtualized) = cpu_model_and_mhz();
     // SAFETY: sysconf has no preconditions.
     let cpus = (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize).min(64);
@@ -147,6 +147,7 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
         limits: limits(),
         sources: src,
         benchmarks: bench,
+        benchmark_spread: spread,
     };
     let target = 2.0 * file.benchmarks["hop_split_process"] / 1e3;
     let (lat, got) = fit_ipi_latency(&file, target)?;
@@ -161,181 +162,252 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
     Ok(file)
 }
 
-type Measured3 = (
+/// Medians, spreads (first and third quartile), costs and their sources.
+type Measured4 = (
     BTreeMap<String, f64>,
+    BTreeMap<String, [f64; 2]>,
     schedlab::machine::Costs,
     BTreeMap<String, String>,
 );
 
+/// One micro-benchmark: each call times one sample and returns its figures by name.
+type Sample<'a> = Box<dyn FnMut() -> Res<Vec<(&'static str, f64)>> + 'a>;
+
+/// Quartiles of `v`: (first, median, third).
+fn quartiles(v: &[f64]) -> (f64, f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+    (at(0.25), at(0.5), at(0.75))
+}
+
+fn tenth(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// Every micro-benchmark, `reps` rounds of one sample each, interleaved: round `k` of
+/// every benchmark runs before round `k + 1` of any, so a slow spell of the host (another
+/// guest on the same core, a frequency step) lands in one sample of many benchmarks
+/// rather than in every sample of one, and the median drops it.
 fn run_benchmarks(
     o: &MeasureOptions,
     a: usize,
     b: usize,
     progress: Progress<'_>,
-) -> Res<Measured3> {
-    let reps = o.reps.max(3);
-    let mut bench = BTreeMap::new();
-    let steps = 17;
-    let mut step = 0;
-    let mut tick = |name: &str, v: f64, bench: &mut BTreeMap<String, f64>| {
-        step += 1;
-        bench.insert(name.to_string(), (v * 10.0).round() / 10.0);
-        progress(step, steps, name);
-    };
-    pin_self(a)?;
-    tick("getppid", per_op(reps, 200_000, null_syscall)?, &mut bench);
-    let (pr, pw) = sys::pipe()?;
-    tick(
-        "pipe_pair_1",
-        per_op(reps, 100_000, |n| pair(pw, pr, 1, n))?,
-        &mut bench,
-    );
-    tick(
-        "pipe_pair_65536",
-        per_op(reps, 5_000, |n| pair(pw, pr, 65536, n))?,
-        &mut bench,
-    );
-    sys::close(pr);
-    sys::close(pw);
-    let (ua, ub) = sys::socketpair()?;
-    tick(
-        "unix_pair_100",
-        per_op(reps, 50_000, |n| pair(ua, ub, 100, n))?,
-        &mut bench,
-    );
-    sys::close(ua);
-    sys::close(ub);
-    tick(
-        "yield_alone",
-        per_op(reps, 200_000, yield_loop)?,
-        &mut bench,
-    );
-    let two = median(
-        (0..reps)
-            .map(|_| yielders(a, 2, 50_000))
-            .collect::<Res<Vec<_>>>()?,
-    );
-    tick("yield_two_threads", two, &mut bench);
-    let hop = |a2, b2, p| -> Res<f64> {
-        Ok(median(
-            (0..reps)
-                .map(|_| ping_pong(a2, b2, p, 20_000))
-                .collect::<Res<Vec<_>>>()?,
-        ))
-    };
-    tick("hop_same_thread", hop(a, a, false)?, &mut bench);
-    tick("hop_same_process", hop(a, a, true)?, &mut bench);
-    tick("hop_split_process", hop(a, b, true)?, &mut bench);
-    let ww = |c| -> Res<f64> {
-        Ok(median(
-            (0..reps)
-                .map(|_| waking_write(a, c, 2_000))
-                .collect::<Res<Vec<_>>>()?,
-        ))
-    };
-    tick("write_waking_remote", ww(b)?, &mut bench);
-    pin_self(a)?;
-    let (f, w, whole) = fork_costs(300)?;
-    bench.insert("fork_parent".into(), f.round());
-    bench.insert("waitpid_zombie".into(), w.round());
-    tick("fork_exit_wait", whole, &mut bench);
-    tick("thread_create", clone_cost(300)?, &mut bench);
-    tick(
-        "line_bounce",
-        median(
-            (0..reps)
-                .map(|_| bounce(a, b, 200_000))
-                .collect::<Res<Vec<_>>>()?,
-        ),
-        &mut bench,
-    );
-    let line_guess = cache(1).map_or(64, |c| c.2) as usize;
-    let st = median(
-        (0..reps)
-            .map(|_| stream_c2c(a, b, line_guess, 200))
-            .collect::<Res<Vec<_>>>()?,
-    );
-    bench.insert(
-        "stream_c2c_64kb_per_line".into(),
-        (st * 10.0).round() / 10.0,
-    );
+) -> Res<Measured4> {
+    let reps = o.reps.max(5);
     pin_self(a)?;
     let (line, l1, l1_ways, l2, l2_ways) = match (cache(1), cache(2)) {
         (Some((l1, w1, line)), Some((l2, w2, _))) => (line, l1, w1, l2, w2),
         _ => (64, 32 * 1024, 8, 512 * 1024, 8),
     };
-    let l2_hit = median(
-        (0..reps)
-            .map(|_| chase(l2 as usize / 2, line as usize, 2_000_000))
-            .collect(),
-    );
-    let l1_hit = median(
-        (0..reps)
-            .map(|_| chase(l1 as usize / 2, line as usize, 2_000_000))
-            .collect(),
-    );
-    bench.insert("chase_l1".into(), (l1_hit * 10.0).round() / 10.0);
-    bench.insert("chase_half_l2".into(), (l2_hit * 10.0).round() / 10.0);
-    let miss = median(
-        (0..reps)
-            .map(|_| chase(64 << 20, line as usize, 2_000_000))
-            .collect(),
-    );
-    tick("chase_64mb", miss, &mut bench);
-    let beyond = median(
-        (0..reps)
-            .map(|_| chase(4 * l2 as usize, line as usize, 2_000_000))
-            .collect(),
-    );
-    bench.insert("chase_4x_l2".into(), (beyond * 10.0).round() / 10.0);
-    bench.insert(
-        "stream_64mb_per_line".into(),
-        (stream(64 << 20, line as usize) * 10.0).round() / 10.0,
-    );
-    bench.insert(
-        "sum_l1_per_kb".into(),
-        (sum_l1(20_000) * 10.0).round() / 10.0,
-    );
-    let fds: Vec<(RawFd, RawFd)> = (0..100).map(|_| sys::pipe()).collect::<Res<_>>()?;
-    let rd: Vec<RawFd> = fds.iter().map(|p| p.0).collect();
-    let p10 = per_op(reps, 50_000, |n| poll_fds(&rd[..10], n))?;
-    let p100 = per_op(reps, 20_000, |n| poll_fds(&rd, n))?;
-    for (r, w) in fds {
-        sys::close(r);
-        sys::close(w);
-    }
-    bench.insert("poll_10".into(), (p10 * 10.0).round() / 10.0);
-    tick("poll_100", p100, &mut bench);
-    let pipe_pairs = per_op(reps, 20_000, |n| {
-        for _ in 0..n {
-            let (r, w) = sys::pipe()?;
-            sys::close(r);
-            sys::close(w);
-        }
-        Ok(())
-    })?;
-    tick("pipe_create_close", pipe_pairs, &mut bench);
     let (msgs, sndbuf) = unix_fill(100)?;
-    bench.insert("unix_fill_100_msgs".into(), msgs as f64);
     // Deep enough that the queued truesize is 4 x L2 (and within SO_SNDBUF).
     let truesize = (sndbuf / msgs.max(1)).max(128) as usize;
     let deep = (4 * l2 as usize / (80 * truesize)).clamp(2, msgs.max(2) as usize - 1);
-    let q = |d| -> Res<f64> {
-        Ok(median(
-            (0..reps)
-                .map(|_| unix_queue(80, d, 200_000))
-                .collect::<Res<Vec<_>>>()?,
-        ))
-    };
-    bench.insert("unix_queue_80x1".into(), (q(1)? * 10.0).round() / 10.0);
-    bench.insert(
-        format!("unix_queue_80x{deep}"),
-        (q(deep)? * 10.0).round() / 10.0,
-    );
+    let deep_name: &'static str = Box::leak(format!("unix_queue_80x{deep}").into_boxed_str());
+    let (pr, pw) = sys::pipe()?;
+    let (ua, ub) = sys::socketpair()?;
+    let tcp = tcp_loopback()?;
+    let polled: Vec<(RawFd, RawFd)> = (0..100).map(|_| sys::pipe()).collect::<Res<_>>()?;
+    let rd: Vec<RawFd> = polled.iter().map(|p| p.0).collect();
+    let (lu, l1u, l2u) = (line as usize, l1 as usize, l2 as usize);
+    let one = |name: &'static str, v: f64| Ok(vec![(name, v)]);
+    let mut set: Vec<(&'static str, Sample<'_>)> = vec![
+        (
+            "getppid",
+            Box::new(|| one("getppid", per_op(1, 50_000, null_syscall)?)),
+        ),
+        (
+            "pipe_pair_1",
+            Box::new(|| one("pipe_pair_1", per_op(1, 20_000, |n| pair(pw, pr, 1, n))?)),
+        ),
+        (
+            "pipe_pair_65536",
+            Box::new(|| {
+                one(
+                    "pipe_pair_65536",
+                    per_op(1, 1_000, |n| pair(pw, pr, 65536, n))?,
+                )
+            }),
+        ),
+        (
+            "unix_pair_100",
+            Box::new(|| {
+                one(
+                    "unix_pair_100",
+                    per_op(1, 10_000, |n| pair(ua, ub, 100, n))?,
+                )
+            }),
+        ),
+        (
+            "yield_alone",
+            Box::new(|| one("yield_alone", per_op(1, 40_000, yield_loop)?)),
+        ),
+        (
+            "yield_two_threads",
+            Box::new(move || one("yield_two_threads", yielders(a, 2, 10_000)?)),
+        ),
+        (
+            "hop_same_thread",
+            Box::new(move || one("hop_same_thread", ping_pong(a, a, false, 5_000)?)),
+        ),
+        (
+            "hop_same_process",
+            Box::new(move || one("hop_same_process", ping_pong(a, a, true, 5_000)?)),
+        ),
+        (
+            "hop_split_process",
+            Box::new(move || one("hop_split_process", ping_pong(a, b, true, 5_000)?)),
+        ),
+        (
+            "write_waking_remote",
+            Box::new(move || one("write_waking_remote", waking_write(a, b, 400)?)),
+        ),
+        (
+            "fork",
+            Box::new(move || {
+                pin_self(a)?;
+                let (f, w, whole) = fork_costs(60)?;
+                Ok(vec![
+                    ("fork_parent", f),
+                    ("waitpid_zombie", w),
+                    ("fork_exit_wait", whole),
+                ])
+            }),
+        ),
+        (
+            "thread_create",
+            Box::new(|| one("thread_create", clone_cost(60)?)),
+        ),
+        (
+            "line_bounce",
+            Box::new(move || one("line_bounce", bounce(a, b, 50_000)?)),
+        ),
+        (
+            "stream_c2c",
+            Box::new(move || one("stream_c2c_64kb_per_line", stream_c2c(a, b, lu, 50)?)),
+        ),
+        (
+            "chase",
+            Box::new(move || {
+                pin_self(a)?;
+                Ok(vec![
+                    ("chase_l1", chase(l1u / 2, lu, 500_000)),
+                    ("chase_half_l2", chase(l2u / 2, lu, 500_000)),
+                    ("chase_4x_l2", chase(4 * l2u, lu, 500_000)),
+                    ("chase_64mb", chase(64 << 20, lu, 500_000)),
+                ])
+            }),
+        ),
+        (
+            "stream",
+            Box::new(move || {
+                Ok(vec![
+                    ("stream_64mb_per_line", stream(64 << 20, lu)),
+                    (
+                        "stream_half_l2_per_line",
+                        stream_l2((l2u / 2).max(2 * l1u), lu, 8),
+                    ),
+                    ("sum_l1_per_kb", sum_l1(5_000)),
+                ])
+            }),
+        ),
+        (
+            "poll",
+            Box::new(|| {
+                Ok(vec![
+                    ("poll_10", per_op(1, 10_000, |n| poll_fds(&rd[..10], n))?),
+                    ("poll_100", per_op(1, 4_000, |n| poll_fds(&rd, n))?),
+                ])
+            }),
+        ),
+        (
+            "pipe_create_close",
+            Box::new(|| {
+                one(
+                    "pipe_create_close",
+                    per_op(1, 4_000, |n| {
+                        for _ in 0..n {
+                            let (r, w) = sys::pipe()?;
+                            sys::close(r);
+                            sys::close(w);
+                        }
+                        Ok(())
+                    })?,
+                )
+            }),
+        ),
+        (
+            "unix_queue",
+            Box::new(move || {
+                pin_self(a)?;
+                Ok(vec![
+                    ("unix_queue_80x1", unix_queue(80, 1, 50_000)?),
+                    (deep_name, unix_queue(80, deep, 50_000)?),
+                ])
+            }),
+        ),
+        (
+            "unix_handoff",
+            Box::new(move || {
+                Ok(vec![
+                    ("unix_handoff_same", unix_handoff(a, a, 64, 100)?),
+                    ("unix_handoff_split", unix_handoff(a, b, 64, 100)?),
+                ])
+            }),
+        ),
+        (
+            "tcp_pair_100",
+            Box::new(|| {
+                pin_self(a)?;
+                let (ns, segs) = tcp_pair(&tcp, 100, 5_000)?;
+                let mut v = vec![("tcp_pair_100", ns)];
+                v.extend(segs.map(|s| ("tcp_pair_100_segments", s)));
+                Ok(v)
+            }),
+        ),
+        (
+            "tcp_pair_16384",
+            Box::new(|| {
+                pin_self(a)?;
+                one("tcp_pair_16384", tcp_pair(&tcp, 16384, 1_000)?.0)
+            }),
+        ),
+    ];
+    let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let per_round = set.len();
+    let total = reps * per_round;
+    for k in 0..reps {
+        for (i, (name, sample)) in set.iter_mut().enumerate() {
+            pin_self(a)?;
+            for (figure, v) in sample()? {
+                samples.entry(figure.to_string()).or_default().push(v);
+            }
+            progress(k * per_round + i + 1, total, name);
+        }
+    }
+    drop(set);
+    for fd in [pr, pw, ua, ub]
+        .into_iter()
+        .chain(polled.iter().flat_map(|p| [p.0, p.1]))
+    {
+        sys::close(fd);
+    }
+    let mut bench = BTreeMap::new();
+    let mut spread = BTreeMap::new();
+    for (name, v) in &samples {
+        let (q1, m, q3) = quartiles(v);
+        bench.insert(name.clone(), tenth(m));
+        spread.insert(name.clone(), [tenth(q1), tenth(q3)]);
+    }
+    bench.insert("unix_fill_100_msgs".into(), msgs as f64);
     bench.insert("unix_queue_deep".into(), deep as f64);
+    bench.insert("rounds".into(), reps as f64);
     let pipe_bytes = pipe_size()?;
     let (costs, src) = solve(
         &bench,
+        &spread,
         Geometry {
             line,
             l1,
@@ -348,7 +420,5 @@ fn run_benchmarks(
             mhz: cpu_model_and_mhz().1.max(1),
         },
     );
-    tick("solve", 0.0, &mut bench);
-    bench.remove("solve");
-    Ok((bench, costs, src))
+    Ok((bench, spread, costs, src))
 }

@@ -175,6 +175,20 @@ impl Stream {
         }
     }
 
+    /// Of the skbs a read of `len` bytes empties, how many another CPU than `cpu` wrote.
+    pub fn foreign_skbs(&self, len: u64, cpu: usize) -> u64 {
+        let mut left = len;
+        let mut n = 0;
+        for skb in &self.skbs {
+            if left < skb.data {
+                break;
+            }
+            left -= skb.data;
+            n += u64::from(skb.cpu != cpu);
+        }
+        n
+    }
+
     /// Sockets: copy out up to `len` bytes across the queued skbs, oldest first. Returns
     /// the bytes taken and the truesize of the skbs emptied (their owner decides when
     /// that space returns to the sender: AF_UNIX at once, TCP at the ACK).

@@ -191,6 +191,9 @@ pub struct KernelStats {
     pub sock_lock_waits: u64,
     /// Lines of pipe and socket state pulled from the CPU that wrote them last.
     pub stream_state_transfers: u64,
+    /// AF_UNIX skbs read on another CPU than their writer's, priced by `skb_remote_ns`
+    /// (counted only where the preset has that cost).
+    pub skb_remote: u64,
     /// `files_struct` lines pulled by `fget` from the CPU that took `file_lock` last.
     pub files_line_transfers: u64,
     /// `mm->cpu_vm_mask` lines pulled by `switch_mm` from the CPU that set a bit last.

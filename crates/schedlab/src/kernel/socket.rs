@@ -36,6 +36,7 @@ impl Kernel {
             capacity: costs.l2_bytes,
         });
         let st = &mut self.streams[s];
+        let foreign = st.foreign_skbs(len, cpu);
         let mut kmem = 0;
         let (copied, freed, cold) = st.take_skbs(len, ageing.as_ref(), &mut kmem);
         self.kmem_free(super::kmem::KmemKind::Skbs, kmem);
@@ -47,6 +48,12 @@ impl Kernel {
         // refill from beyond the L2 (`skb_cold_ns`, measured per skb on modern hosts).
         if let Some(ns) = costs.skb_cold_ns {
             self.charge(cpu, cold * ns, Acct::Running);
+        }
+        // Skbs another CPU wrote: their lines come from its cache and their slab objects
+        // go back to a remote slab (`skb_remote_ns`, measured per skb on modern hosts).
+        if let Some(ns) = costs.skb_remote_ns {
+            self.stats.skb_remote += foreign;
+            self.charge(cpu, foreign * ns, Acct::Running);
         }
         self.copy(cpu, s, copied);
         if writable {

@@ -66,6 +66,10 @@ pub struct HostFile {
     pub sources: std::collections::BTreeMap<String, String>,
     /// Each micro-benchmark's median figure, ns (what the costs were solved from).
     pub benchmarks: std::collections::BTreeMap<String, f64>,
+    /// Each micro-benchmark's first and third quartile over its interleaved repetitions,
+    /// ns: a difference of medians smaller than the spread of its terms is not solved.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub benchmark_spread: std::collections::BTreeMap<String, [f64; 2]>,
 }
 
 /// The schema tag.

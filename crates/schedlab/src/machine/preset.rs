@@ -98,6 +98,13 @@ pub struct Costs {
     /// sockets); `None` on the P6 presets, whose calibration does not separate it.
     #[serde(default)]
     pub skb_cold_ns: Option<Time>,
+    /// An AF_UNIX skb read (and freed) on another CPU than the one that wrote it: its
+    /// head and data lines pulled from the writer's cache, its slab object returned to
+    /// a remote slab, the writer's `sk_wmem_alloc` line written back. Measured per skb on
+    /// a host (messages handed from one CPU to another against both on one CPU); `None`
+    /// on the P6 presets, whose `unix_call_ns` was calibrated with it inside.
+    #[serde(default)]
+    pub skb_remote_ns: Option<Time>,
     /// Loopback MSS: MTU 16436 − 40 bytes of headers (2.4 drivers/net/loopback.c).
     pub tcp_mss_bytes: u64,
     /// `tcp_wmem[2]`: the send buffer `tcp_new_space` may grow to (2.4: 128 KB).
@@ -335,6 +342,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         tcp_segment_ns: 14_000,
         tcp_ack_ns: 9_000,
         skb_cold_ns: None,
+        skb_remote_ns: None,
         tcp_mss_bytes: 16_396,
         tcp_wmem_max_bytes: 128 * 1024,
         tcp_connect_ns: 85_000,
