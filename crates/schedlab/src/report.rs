@@ -164,6 +164,14 @@ pub struct Counters {
     /// `skb_remote_ns` (shown on presets with that cost when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub skb_remote: u64,
+    /// AF_UNIX skbs read after being evicted from their writer's L2, each priced
+    /// `skb_cold_ns` (shown on presets with that cost when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skb_cold: u64,
+    /// Reads that freed cold skbs after another CPU had, each priced
+    /// `skb_page_shared_ns` (shown on presets with that cost when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skb_page_pulls: u64,
     /// `files_struct` lines `fget` pulled from the CPU that took `file_lock` last (shown
     /// when any were).
     #[serde(skip_serializing_if = "is_zero")]
@@ -422,6 +430,8 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             sock_lock_waits: s.sock_lock_waits,
             stream_state_transfers: s.stream_state_transfers,
             skb_remote: s.skb_remote,
+            skb_cold: s.skb_cold,
+            skb_page_pulls: s.skb_page_pulls,
             files_line_transfers: s.files_line_transfers,
             vm_mask_transfers: s.vm_mask_transfers,
             mm_line_wait_ns_mean: (s.mm_line_pulls > 0)

@@ -351,26 +351,34 @@ pub(super) fn poll_fds(fds: &[RawFd], n: u64) -> Res<()> {
     Ok(())
 }
 
+/// One round of [`unix_queue`]: `depth` writes on each pair, then every read.
+fn unix_queue_round(pairs: &[(RawFd, RawFd)], depth: usize) -> Res<()> {
+    let mut buf = [5u8; 100];
+    for &(a, _) in pairs {
+        for _ in 0..depth {
+            sys::write_full(a, &buf)?;
+        }
+    }
+    for &(_, b) in pairs {
+        for _ in 0..depth {
+            sys::read_full(b, &mut buf, "measure queue")?;
+        }
+    }
+    Ok(())
+}
+
 /// 100-byte AF_UNIX writes queued `depth` deep on each of `sockets` socketpairs, then read
-/// back, in one thread: ns per write+read.
+/// back, in one thread: ns per write+read, over at least four rounds after an untimed
+/// one (the first round faults the slab pages in).
 pub(super) fn unix_queue(sockets: usize, depth: usize, messages: usize) -> Res<f64> {
     let pairs: Vec<(RawFd, RawFd)> = (0..sockets)
         .map(|_| sys::socketpair())
         .collect::<Res<_>>()?;
-    let mut buf = [5u8; 100];
-    let rounds = (messages / (sockets * depth)).max(1);
+    let rounds = (messages / (sockets * depth)).max(4);
+    unix_queue_round(&pairs, depth)?;
     let t0 = now_ns();
     for _ in 0..rounds {
-        for &(a, _) in &pairs {
-            for _ in 0..depth {
-                sys::write_full(a, &buf)?;
-            }
-        }
-        for &(_, b) in &pairs {
-            for _ in 0..depth {
-                sys::read_full(b, &mut buf, "measure queue")?;
-            }
-        }
+        unix_queue_round(&pairs, depth)?;
     }
     let ns = (now_ns() - t0) as f64 / (rounds * sockets * depth) as f64;
     for (a, b) in pairs {
@@ -535,4 +543,42 @@ pub(super) fn unix_handoff(a: usize, b: usize, depth: usize, rounds: u64) -> Res
     sys::close(w);
     sys::close(r);
     Ok((spent + read) as f64 / (rounds as usize * depth) as f64)
+}
+
+/// [`unix_queue`] on CPU `a` while CPU `b` runs the same loop on sockets of its own: ns
+/// per write+read on `a`. Nothing is shared between the two loops but the kernel's own
+/// state — the slab pages, the page allocator and the memory cgroup's counters that a
+/// deep queue turns over.
+pub(super) fn unix_queue_paired(
+    b: usize,
+    sockets: usize,
+    depth: usize,
+    messages: usize,
+) -> Res<f64> {
+    let stop = Arc::new(AtomicU64::new(0));
+    let s2 = stop.clone();
+    let other = std::thread::spawn(move || -> Res<()> {
+        pin_self(b)?;
+        let pairs: Vec<(RawFd, RawFd)> = (0..sockets)
+            .map(|_| sys::socketpair())
+            .collect::<Res<_>>()?;
+        s2.store(1, Ordering::Release);
+        while s2.load(Ordering::Acquire) == 1 {
+            unix_queue_round(&pairs, depth)?;
+        }
+        for (a, b) in pairs {
+            sys::close(a);
+            sys::close(b);
+        }
+        Ok(())
+    });
+    while stop.load(Ordering::Acquire) == 0 {
+        std::thread::yield_now();
+    }
+    let ns = unix_queue(sockets, depth, messages);
+    stop.store(2, Ordering::Release);
+    other
+        .join()
+        .map_err(|_| "the paired loop panicked".to_string())??;
+    ns
 }

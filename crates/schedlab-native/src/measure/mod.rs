@@ -344,7 +344,11 @@ fn run_benchmarks(
                 pin_self(a)?;
                 Ok(vec![
                     ("unix_queue_80x1", unix_queue(80, 1, 50_000)?),
-                    (deep_name, unix_queue(80, deep, 50_000)?),
+                    (deep_name, unix_queue(80, deep, 150_000)?),
+                    (
+                        "unix_queue_deep_paired",
+                        unix_queue_paired(b, 80, deep, 150_000)?,
+                    ),
                 ])
             }),
         ),

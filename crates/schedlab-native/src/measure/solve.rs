@@ -152,6 +152,12 @@ pub(super) fn solve(
     if b.contains_key("unix_queue_80x1") && b.contains_key(&deep) {
         c.skb_cold_ns = Some(set(&mut src, "skb_cold_ns", e(&deep) - e("unix_queue_80x1"), "100-byte AF_UNIX write+read over 80 socketpairs queued 4 x L2 deep, less queued 1 deep, per skb"));
     }
+    if b.contains_key("unix_queue_deep_paired") && b.contains_key(&deep) {
+        // Both loops free cold skbs at the same rate at independent moments, so half the
+        // frees find the allocator's shared state last touched by the other CPU: the
+        // price of one such pull is twice the per-skb difference.
+        c.skb_page_shared_ns = Some(set(&mut src, "skb_page_shared_ns", (e("unix_queue_deep_paired") - e(&deep)) * 2.0, "the deep 80-socketpair AF_UNIX queue while another CPU runs its own, less alone, per skb, twice (half the paired loop's frees follow the other CPU's)"));
+    }
     if b.contains_key("unix_handoff_split") {
         c.skb_remote_ns = Some(set(&mut src, "skb_remote_ns", e("unix_handoff_split") - e("unix_handoff_same"), "100-byte AF_UNIX messages written 64 at a time on one CPU and read on another, less both on one CPU, per skb (its lines pulled, its slab object freed remotely)"));
     }

@@ -49,6 +49,7 @@ impl Kernel {
             usync: Vec::new(),
             streams: Vec::new(),
             skb_written: vec![0; machine.cpus],
+            skb_pages_owner: None,
             sock_locks: Vec::new(),
             sock_taken: None,
             files: Vec::new(),

@@ -194,6 +194,11 @@ pub struct KernelStats {
     /// AF_UNIX skbs read on another CPU than their writer's, priced by `skb_remote_ns`
     /// (counted only where the preset has that cost).
     pub skb_remote: u64,
+    /// AF_UNIX skbs read after their writer's CPU had written more skb bytes than its L2
+    /// holds, priced by `skb_cold_ns` (counted only where the preset has that cost).
+    pub skb_cold: u64,
+    /// Reads that freed cold skbs after another CPU had (`skb_page_shared_ns` each).
+    pub skb_page_pulls: u64,
     /// `files_struct` lines pulled by `fget` from the CPU that took `file_lock` last.
     pub files_line_transfers: u64,
     /// `mm->cpu_vm_mask` lines pulled by `switch_mm` from the CPU that set a bit last.
@@ -261,6 +266,9 @@ pub struct Kernel {
     pub streams: Vec<Stream>,
     /// AF_UNIX skb bytes (truesize) written per CPU: the clock of [`chan::Ageing`].
     pub(crate) skb_written: Vec<u64>,
+    /// The CPU that last freed a cold AF_UNIX skb: the allocator's shared state (slab
+    /// node lists, page allocator zone, memcg page counter) is in its cache.
+    pub(crate) skb_pages_owner: Option<CpuId>,
     /// TCP socket locks (`lock_sock`), by the fd of their endpoint ([`tcp`]).
     pub(crate) sock_locks: Vec<tcp::SockLock>,
     /// The socket lock the running system call body took, released by a

@@ -47,7 +47,16 @@ impl Kernel {
         // Skbs evicted from their writer's cache while queued: slab object, head and data
         // refill from beyond the L2 (`skb_cold_ns`, measured per skb on modern hosts).
         if let Some(ns) = costs.skb_cold_ns {
+            self.stats.skb_cold += cold;
             self.charge(cpu, cold * ns, Acct::Running);
+        }
+        // Cold skbs turn their slab pages over through state all CPUs share: after
+        // another CPU did, it comes from there (`skb_page_shared_ns`, measured).
+        if let Some(ns) = costs.skb_page_shared_ns.filter(|_| cold > 0) {
+            if self.skb_pages_owner.replace(cpu).is_some_and(|o| o != cpu) {
+                self.stats.skb_page_pulls += 1;
+                self.charge(cpu, ns, Acct::Running);
+            }
         }
         // Skbs another CPU wrote: their lines come from its cache and their slab objects
         // go back to a remote slab (`skb_remote_ns`, measured per skb on modern hosts).

@@ -171,6 +171,7 @@ pub fn numa1024_costs() -> Costs {
         tcp_ack_ns: at_clock(p6.tcp_ack_ns),
         skb_cold_ns: None,
         skb_remote_ns: None,
+        skb_page_shared_ns: None,
         tcp_mss_bytes: p6.tcp_mss_bytes,
         tcp_wmem_max_bytes: p6.tcp_wmem_max_bytes,
         tcp_connect_ns: at_clock(p6.tcp_connect_ns),

@@ -105,6 +105,13 @@ pub struct Costs {
     /// on the P6 presets, whose `unix_call_ns` was calibrated with it inside.
     #[serde(default)]
     pub skb_remote_ns: Option<Time>,
+    /// A cold AF_UNIX skb (see `skb_cold_ns`) freed on a CPU after another CPU freed one
+    /// last: its slab page turns over through state every CPU shares (the slab node's
+    /// partial list, the page allocator's zone, the memory cgroup's page counter), which
+    /// then comes from the other CPU. Measured on a host (a deep queue while another CPU
+    /// runs its own, against alone); `None` on the P6 presets.
+    #[serde(default)]
+    pub skb_page_shared_ns: Option<Time>,
     /// Loopback MSS: MTU 16436 − 40 bytes of headers (2.4 drivers/net/loopback.c).
     pub tcp_mss_bytes: u64,
     /// `tcp_wmem[2]`: the send buffer `tcp_new_space` may grow to (2.4: 128 KB).
@@ -343,6 +350,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         tcp_ack_ns: 9_000,
         skb_cold_ns: None,
         skb_remote_ns: None,
+        skb_page_shared_ns: None,
         tcp_mss_bytes: 16_396,
         tcp_wmem_max_bytes: 128 * 1024,
         tcp_connect_ns: 85_000,
