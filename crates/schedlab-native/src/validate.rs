@@ -12,8 +12,9 @@
 //! (`micro_benchmark`) and is not a prediction: its ratio proves only the arithmetic.
 //! The summary counts the prediction rows within the target and outside 2×.
 //!
-//! Invariants: natives run one at a time (they measure the machine); the simulation is
-//! deterministic (seed 1); a row that fails either way fails the command, naming it.
+//! Invariants: natives run one at a time (they measure the machine); the simulated figure
+//! is the median over seeds 1–9 (run in parallel), each run deterministic; a row that fails either way
+//! fails the command, naming it.
 
 use serde::Serialize;
 
@@ -124,8 +125,12 @@ pub struct Row {
     pub native_min: f64,
     /// See `native_min`.
     pub native_max: f64,
-    /// Simulated on `host`.
+    /// Simulated on `host`: the median over the seeds [`SEEDS`].
     pub simulated: f64,
+    /// Smallest and largest simulated figure over the seeds.
+    pub simulated_min: f64,
+    /// See `simulated_min`.
+    pub simulated_max: f64,
     /// simulated / native.
     pub ratio: f64,
     /// `prediction`, or `micro-benchmark` when the row's workload is one `measure` timed.
@@ -155,6 +160,11 @@ pub struct Report {
     /// Prediction rows off by more than 2× either way.
     pub predictions_outside_2x: usize,
 }
+
+/// The seeds each row is simulated with; the median is compared. One seed decides which
+/// of several near-equal placements a run falls into (which CPU a woken task lands on
+/// when two are equally idle); the native median is over as many runs.
+pub const SEEDS: std::ops::RangeInclusive<u64> = 1..=9;
 
 /// The target of issue 43: within 25 % of the native median.
 pub const TARGET: f64 = 0.25;
@@ -228,6 +238,46 @@ fn median(v: &[f64]) -> f64 {
     s[s.len() / 2]
 }
 
+/// `r` simulated on `host` once per seed of [`SEEDS`], the seeds spread over the CPUs;
+/// the reports in seed order.
+fn simulate_seeds(
+    r: &RowSpec,
+    cpus: Option<usize>,
+    policy: &str,
+) -> Result<Vec<schedlab::report::RunReport>, String> {
+    let seeds: Vec<u64> = SEEDS.collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let one = |seed: u64| {
+        schedlab::run(schedlab::RunConfig {
+            machine: schedlab::machine::host::NAME.into(),
+            cpus,
+            policy: policy.to_string(),
+            workload: r.workload.to_string(),
+            seed,
+        })
+        .map_err(|e| format!("{} simulated (seed {seed}): {e}", r.workload))
+    };
+    let mut out = Vec::with_capacity(seeds.len());
+    for chunk in seeds.chunks(threads) {
+        let done: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = chunk
+                .iter()
+                .map(|&seed| s.spawn(move || one(seed)))
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("a simulation panicked".into()))
+                })
+                .collect()
+        });
+        for d in done {
+            out.push(d?);
+        }
+    }
+    Ok(out)
+}
+
 /// Run `rows`: `runs` (at least 5) interleaved native rounds, then the simulations.
 pub fn validate(
     rows: &[RowSpec],
@@ -256,16 +306,12 @@ pub fn validate(
     let mut out = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         progress(i + 1, rows.len(), r.workload, "simulated");
-        let sim = schedlab::run(schedlab::RunConfig {
-            machine: schedlab::machine::host::NAME.into(),
-            cpus: pin_set(r)?.map(|c| c.len()),
-            policy: policy.clone(),
-            workload: r.workload.to_string(),
-            seed: 1,
-        })
-        .map_err(|e| format!("{} simulated: {e}", r.workload))?;
+        let cpus = pin_set(r)?.map(|c| c.len());
+        let sims = simulate_seeds(r, cpus, &policy)?;
+        let sim = &sims[0];
+        let simulated: Vec<f64> = sims.iter().map(|s| s.result.value).collect();
         let runs = std::mem::take(&mut natives[i]);
-        let (n, s) = (median(&runs), sim.result.value);
+        let (n, s) = (median(&runs), median(&simulated));
         out.push(Row {
             workload: r.workload.to_string(),
             pin: r.pin.map(str::to_string),
@@ -276,6 +322,8 @@ pub fn validate(
             native_max: runs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             native_runs: runs,
             simulated: s,
+            simulated_min: simulated.iter().copied().fold(f64::INFINITY, f64::min),
+            simulated_max: simulated.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             ratio: if n > 0.0 { s / n } else { f64::NAN },
             kind: if r.micro.is_empty() {
                 "prediction"
@@ -421,6 +469,8 @@ mod tests {
             native_min: 1.0,
             native_max: 1.0,
             simulated: 1.25,
+            simulated_min: 1.25,
+            simulated_max: 1.25,
             ratio: 1.25,
             kind: "prediction",
             calibrated: String::new(),

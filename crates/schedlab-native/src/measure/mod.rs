@@ -2,30 +2,39 @@
 //!
 //! Design: what the kernel tells (CPUs, core/LLC/node ids, cache geometry, HZ, preemption
 //! model, pipe and socket buffer sizes, limits) is read from sysfs, procfs and the kernel
-//! config; the costs are solved from micro-benchmarks, each the median of `reps` timed
-//! repetitions, in the order in which each equation has one unknown left:
+//! config; the costs are solved from micro-benchmarks of single kernel paths. Each
+//! micro-benchmark runs `reps` rounds of one timed sample, interleaved with the others
+//! (round `k` of every benchmark before round `k + 1` of any), and keeps the median and
+//! the quartiles (`benchmarks`, `benchmark_spread` in the file). The equations are solved
+//! in the order in which each has one unknown left, and a difference is solved only when
+//! it exceeds the spread of its terms ([`solve`]):
 //!
-//! | cost                | micro-benchmark (per operation)                               |
-//! |---------------------|---------------------------------------------------------------|
-//! | `syscall_ns`        | `getppid()`                                                   |
-//! | `pipe_call_ns`      | 1-byte pipe write + read in one thread, less two syscalls, / 2 |
-//! | `copy_ns_per_kb`    | the same with 64 KB, less the 1-byte pair, / 128 KB copied    |
-//! | `unix_call_ns`      | 100-byte AF_UNIX write + read, less syscalls and copies, / 2  |
-//! | `schedule_ns`       | `sched_yield()` alone on a CPU, less a syscall                |
-//! | `switch_ns`         | two threads yielding on one CPU, less one alone               |
-//! | `wakeup_ns`         | thread ping-pong on one CPU, per hop, less the above          |
-//! | `switch_mm_ns`      | process ping-pong on one CPU less the thread one, per hop     |
-//! | `ipi_send_ns`       | a `write()` waking a reader on another CPU, less a local one  |
-//! | `ipi_latency_ns`    | solved with the simulator: split-CPU lat_pipe's round trip    |
-//! | `fork_ns` …         | `fork()` in the parent; `waitpid()` of a zombie; the rest exit |
-//! | `c2c_line_ns`       | a line bounced between two CPUs, per transfer                 |
-//! | `mem_latency_ns` …  | dependent loads through a random cycle beyond (within) L2     |
+//! | cost                 | micro-benchmark (per operation)                              |
+//! |----------------------|--------------------------------------------------------------|
+//! | `syscall_ns`         | `getppid()`                                                  |
+//! | `pipe_call_ns`       | 1-byte pipe write + read in one thread, less two syscalls, / 2 |
+//! | `copy_ns_per_kb`     | the same with 64 KB, less the 1-byte pair, / 128 KB copied   |
+//! | `unix_call_ns`       | 100-byte AF_UNIX write + read, less syscalls and copies, / 2 |
+//! | `schedule_ns`        | `sched_yield()` alone on a CPU, less a syscall               |
+//! | `switch_ns`          | two threads yielding on one CPU, less one alone              |
+//! | `wakeup_ns`          | thread ping-pong on one CPU, per hop, less the above         |
+//! | `switch_mm_ns`       | process ping-pong on one CPU less the thread one, per hop    |
+//! | `ipi_send_ns`        | a `write()` waking a reader on another CPU, less a local one |
+//! | `ipi_latency_ns`     | solved with the simulator: the process ping-pong across CPUs |
+//! | `skb_cold_ns`        | 80 socketpairs queued 4 × L2 deep, less 1 deep, per skb      |
+//! | `skb_remote_ns`      | AF_UNIX messages written on one CPU, read on another, less both on one |
+//! | `skb_page_shared_ns` | the deep queue beside another CPU's own, less alone, × 2     |
+//! | `tcp_*_ns`           | 100-byte loopback TCP write + read in one thread, split 2:2:14:9 |
+//! | `fork_ns` …          | `fork()` in the parent; `waitpid()` of a zombie; the rest exit |
+//! | `c2c_line_ns`        | a line bounced between two CPUs, per transfer                |
+//! | `l2_line_ns`, `mem_line_ns` | streaming reads of half the L2 and of 64 MB, per line  |
+//! | `mem_latency_ns`     | dependent loads through a random cycle over 4 × L2           |
 //!
 //! Invariants: every cost the model uses has a value and a source string; a cost no
 //! micro-benchmark reaches keeps the P6 preset's value and says so; a solved cost is
-//! never negative (a difference lost in noise is clamped to 0, and the source says so).
-//! The process's CPU affinity is restored afterwards.
-
+//! never negative, and a difference within its spread is not solved (the documented rule
+//! of [`solve`] applies, and the source says so). The process's CPU affinity is restored
+//! afterwards.
 //!
 //! Layout: [`bench`] holds the micro-benchmarks, [`probe`] what the kernel tells, [`solve`]
 //! the cost equations.
