@@ -582,3 +582,72 @@ pub(super) fn unix_queue_paired(
         .map_err(|_| "the paired loop panicked".to_string())??;
     ns
 }
+
+/// A child forked before the micro-benchmarks allocate anything, that times `fork()`
+/// (with exit and wait) as its own parent on request: the process that forks is then
+/// the size a workload's leader is, not the measurer grown by 64 MB buffers, cached
+/// thread stacks and heap it kept (fork copies the page tables of whatever is mapped).
+pub(super) struct ForkServer {
+    pid: libc::pid_t,
+    request: RawFd,
+    reply: RawFd,
+}
+
+impl ForkServer {
+    pub(super) fn start() -> Res<ForkServer> {
+        let (req_r, req_w) = sys::pipe()?;
+        let (rep_r, rep_w) = sys::pipe()?;
+        // SAFETY: the measurer has no other thread yet; the child only reads, forks,
+        // waits and writes, then _exits.
+        match unsafe { libc::fork() } {
+            -1 => Err(format!("fork failed ({})", sys::strerror(sys::errno())).into()),
+            0 => {
+                sys::close(req_w);
+                sys::close(rep_r);
+                let mut b = [0u8; 1];
+                while sys::read_full(req_r, &mut b, "fork server").is_ok() {
+                    let Ok((f, w, whole)) = fork_costs(60) else {
+                        break;
+                    };
+                    let mut out = [0u8; 24];
+                    for (i, v) in [f, w, whole].into_iter().enumerate() {
+                        out[8 * i..8 * i + 8].copy_from_slice(&v.to_le_bytes());
+                    }
+                    if sys::write_full(rep_w, &out).is_err() {
+                        break;
+                    }
+                }
+                // SAFETY: leaving the forked child without the parent's atexit.
+                unsafe { libc::_exit(0) }
+            }
+            pid => {
+                sys::close(req_r);
+                sys::close(rep_w);
+                Ok(ForkServer {
+                    pid,
+                    request: req_w,
+                    reply: rep_r,
+                })
+            }
+        }
+    }
+
+    /// One sample: fork, waitpid of a zombie, and fork+exit+wait, ns (medians of 60).
+    pub(super) fn sample(&self) -> Res<(f64, f64, f64)> {
+        sys::write_full(self.request, b"f")?;
+        let mut b = [0u8; 24];
+        sys::read_full(self.reply, &mut b, "fork server reply")?;
+        let v = |i: usize| f64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        Ok((v(0), v(1), v(2)))
+    }
+}
+
+impl Drop for ForkServer {
+    fn drop(&mut self) {
+        sys::close(self.request);
+        sys::close(self.reply);
+        let mut st = 0;
+        // SAFETY: reaping our own child, which exits on end of file.
+        unsafe { libc::waitpid(self.pid, &mut st, 0) };
+    }
+}

@@ -462,6 +462,10 @@ impl Kernel {
             cost += self.switch_mm_lines(cpu, active, mm);
             let n = &self.tasks[next as usize];
             let from = n.last_ran.filter(|&o| o != cpu);
+            // The footprint's lines in the L2 are reached pointer by pointer: where the
+            // preset measured what such a load costs, that is their price. Beyond the L2
+            // the misses overlap as a stream's do (the P6's calibration, B§6.3).
+            let l2_ns = costs.l2_latency_ns.unwrap_or(costs.l2_line_ns);
             let per_line = match from {
                 Some(o) => self.machine.stream_line_ns(o, cpu),
                 None => costs.mem_line_ns,
@@ -470,7 +474,7 @@ impl Kernel {
                 .cache
                 .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
             let now = self.cpus[cpu].clock;
-            cost += miss.from_l2 * costs.l2_line_ns
+            cost += miss.from_l2 * l2_ns
                 + miss.from_outside * per_line
                 + self.ic.stream(now, miss.from_outside, from, cpu);
         }
