@@ -455,6 +455,7 @@ mod tests {
             ("unix_queue_80x1", 3000.0),
             ("unix_queue_80x27", 3800.0),
             ("unix_queue_deep", 27.0),
+            ("unix_queue_deep_paired", 4000.0),
             ("unix_handoff_same", 700.0),
             ("unix_handoff_split", 1100.0),
             ("tcp_pair_100", 200.0 + 27.0 * 100.0 + 200.0 / 1024.0 * 50.0),
@@ -497,6 +498,7 @@ mod tests {
         assert_eq!(c.c2c_stream_line_ns, Some(4));
         assert_eq!(c.skb_cold_ns, Some(800));
         assert_eq!(c.skb_remote_ns, Some(400)); // 1100 - 700
+        assert_eq!(c.skb_page_shared_ns, Some(400)); // (4000 - 3800) x 2
                                                 // Streaming refills beyond the loop's own work.
         assert_eq!((c.l2_line_ns, c.mem_line_ns), (1, 8));
         // A footprint's lines reached one pointer at a time: 6 - 1.5, rounded.
