@@ -13,8 +13,9 @@
 //!
 //! The server is a forked process (threads inside), the client is the leader (threads
 //! inside); both listen and connect on 127.0.0.1 only. `nice` is applied to every thread
-//! of both sides. \[INFERRED\]: TCP_NODELAY is set on every connection so that the figure
-//! measures scheduling and not delayed-ACK timers (the original sets no option).
+//! of both sides. TCP_NODELAY is set on every connection with `nodelay=on`; the original
+//! sets no option (the default), so Nagle holds a small message while an earlier one is
+//! unacknowledged, on the host as in the model.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -54,7 +55,7 @@ const SEM_STEP: usize = i16::MAX as usize;
 
 fn server(
     listener: TcpListener,
-    (rooms, users, nice, messages): (usize, usize, i32, u64),
+    (rooms, users, nice, messages, nodelay): (usize, usize, i32, u64, bool),
     ready: i32,
     c: Counters,
     rep: Reporter,
@@ -63,7 +64,8 @@ fn server(
     let mut conns: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
     for _ in 0..n {
         let (mut s, _) = listener.accept().map_err(|e| io_fail("accept", e))?;
-        s.set_nodelay(true).map_err(|e| io_fail("setsockopt", e))?;
+        s.set_nodelay(nodelay)
+            .map_err(|e| io_fail("setsockopt", e))?;
         let mut hello = [0u8; 8];
         s.read_exact(&mut hello).map_err(|e| io_fail("recv", e))?;
         let room = u32::from_le_bytes(hello[..4].try_into().expect("4 bytes")) as usize;
@@ -166,7 +168,7 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     // The listener moves into the child; the parent's copy is closed when the closure drops.
     let srv = ctx.fork(move || {
         sys::close(ready_r);
-        server(listener, (rooms, users, nice, messages), ready_w, c, rep)
+        server(listener, (rooms, users, nice, messages, o.nodelay), ready_w, c, rep)
     })?;
     sys::close(ready_w);
 
@@ -177,7 +179,8 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let mut workers: Vec<Task> = Vec::with_capacity(2 * n);
     for k in 0..n {
         let mut s = TcpStream::connect(addr).map_err(|e| io_fail("connect 127.0.0.1", e))?;
-        s.set_nodelay(true).map_err(|e| io_fail("setsockopt", e))?;
+        s.set_nodelay(o.nodelay)
+            .map_err(|e| io_fail("setsockopt", e))?;
         let mut hello = [0u8; 8];
         hello[..4].copy_from_slice(&((k / users) as u32).to_le_bytes());
         hello[4..].copy_from_slice(&((k % users) as u32).to_le_bytes());

@@ -42,8 +42,8 @@ pub enum Op {
     /// `socketpair(AF_UNIX, SOCK_STREAM)`: returns fd `a`; the other end is `a + 1`.
     SocketPair,
     /// A connected TCP loopback pair (`connect` + `accept`): returns the client fd; the
-    /// server's is `ret + 1`.
-    TcpPair,
+    /// server's is `ret + 1`. `nodelay`: both ends set `TCP_NODELAY` (Nagle off).
+    TcpPair { nodelay: bool },
     /// `close(fd)`.
     Close { fd: Fd },
     /// `nice(inc)`.

@@ -151,6 +151,8 @@ pub struct TcpSend {
     /// ACKs the reader's side has sent: the first `TCP_MAX_QUICKACKS` (16, kernel/net.rs)
     /// are quick, then a received segment arms the delayed-ACK timer.
     pub acks_sent: u32,
+    /// `TCP_NODELAY`: Nagle never holds a segment (`tp->nonagle`).
+    pub nodelay: bool,
 }
 
 impl Stream {

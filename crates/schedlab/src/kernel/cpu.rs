@@ -335,12 +335,15 @@ impl Kernel {
             Op::Wait => Sys::Wait,
             Op::Pipe => Sys::Open {
                 kind: super::chan::StreamKind::Pipe,
+                nodelay: false,
             },
             Op::SocketPair => Sys::Open {
                 kind: super::chan::StreamKind::Unix,
+                nodelay: false,
             },
-            Op::TcpPair => Sys::Open {
+            Op::TcpPair { nodelay } => Sys::Open {
                 kind: super::chan::StreamKind::Tcp,
+                nodelay,
             },
             Op::Close { fd } => Sys::Close { fd },
             Op::Nice { inc } => Sys::Nice { inc },

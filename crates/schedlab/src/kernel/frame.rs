@@ -49,7 +49,12 @@ pub enum Sys {
     /// `wait()` for any child.
     Wait,
     /// `pipe()`, `socketpair()` or a loopback TCP connection.
-    Open { kind: StreamKind },
+    Open {
+        /// What kind of pair.
+        kind: StreamKind,
+        /// TCP: `TCP_NODELAY` on both ends.
+        nodelay: bool,
+    },
     /// `close(fd)`.
     Close { fd: Fd },
     /// `nice(inc)`.

@@ -81,7 +81,7 @@ impl Kernel {
             Sys::Exec { program } => self.sys_exec(cpu, task, program),
             Sys::Exit => self.sys_exit(cpu, task),
             Sys::Wait => self.sys_wait(cpu, task),
-            Sys::Open { kind } => self.sys_open(cpu, kind),
+            Sys::Open { kind, nodelay } => self.sys_open(cpu, kind, nodelay),
             Sys::Close { fd } => self.sys_close(cpu, task, fd, &mut wakes),
             Sys::SetAffinity { mask } => Outcome::Done(self.sched_setaffinity(cpu, task, &mask)),
             Sys::SleepUntil { at, armed } => {
@@ -300,7 +300,7 @@ impl Kernel {
         })
     }
 
-    fn sys_open(&mut self, cpu: CpuId, kind: StreamKind) -> Outcome {
+    fn sys_open(&mut self, cpu: CpuId, kind: StreamKind, nodelay: bool) -> Outcome {
         let costs = self.machine.costs();
         if self.open_files + 2 > self.machine.limits.file_max {
             self.limit_hit = self.limit_hit.or(Some(super::limits::Limit::FileMax));
@@ -334,6 +334,9 @@ impl Kernel {
                 let ab = self.streams.len() as u32;
                 self.streams.push(Stream::new(kind, cap, wb, wa));
                 self.streams.push(Stream::new(kind, cap, wa, wb));
+                for st in &mut self.streams[ab as usize..] {
+                    st.tcp.nodelay = nodelay;
+                }
                 self.files.push(File {
                     kind: FileKind::Sock { rx: ab + 1, tx: ab },
                     open: true,

@@ -163,7 +163,7 @@ impl Kernel {
     fn tcp_push(&mut self, cpu: CpuId, s: usize, wakes: &mut Wakes) {
         let mss = self.machine.costs().tcp_mss_bytes;
         let tcp = self.streams[s].tcp;
-        if tcp.held == 0 || (tcp.held < mss && tcp.small_unacked) {
+        if tcp.held == 0 || (!tcp.nodelay && tcp.held < mss && tcp.small_unacked) {
             return;
         }
         self.tcp_transmit(cpu, s, wakes);

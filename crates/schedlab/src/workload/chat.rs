@@ -79,6 +79,8 @@ crate::options! {
             .source("benchmarks.md §3");
         nice: i64 = int("0", -20, 19).help("nice of server and client (Molnar asked for 19)")
             .source("benchmarks.md §3");
+        nodelay: bool = flag("off").help("TCP_NODELAY on every connection (chat sets no option: Nagle holds small messages)")
+            .source("benchmarks.md §3");
     }
 }
 
@@ -103,6 +105,7 @@ fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
             messages: o.messages,
             users: o.users,
             nice: o.nice as i32,
+            nodelay: o.nodelay,
         },
     }))
 }
@@ -113,6 +116,7 @@ struct Shape {
     messages: u64,
     users: u64,
     nice: i32,
+    nodelay: bool,
 }
 
 impl Shape {
@@ -499,7 +503,14 @@ impl Workload for Chat {
                 ready: Open::pipes(1, |_, ret| {
                     format!("chat: pipe() failed ({})", errno_name(ret))
                 }),
-                conns: Open::new(super::toolkit::Chan::Tcp, n, |i, ret| {
+                conns: Open::new(
+                    if self.s.nodelay {
+                        super::toolkit::Chan::TcpNoDelay
+                    } else {
+                        super::toolkit::Chan::Tcp
+                    },
+                    n,
+                    |i, ret| {
                     format!(
                         "chat: TCP connection of user {} failed ({})",
                         i + 1,

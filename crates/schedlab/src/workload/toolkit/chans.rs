@@ -13,6 +13,8 @@ pub enum Chan {
     SocketPair,
     /// A connected TCP loopback pair: the client end (the server's is `+ 1`).
     Tcp,
+    /// The same with `TCP_NODELAY` set on both ends.
+    TcpNoDelay,
 }
 
 impl Chan {
@@ -20,7 +22,8 @@ impl Chan {
         match self {
             Chan::Pipe => Op::Pipe,
             Chan::SocketPair => Op::SocketPair,
-            Chan::Tcp => Op::TcpPair,
+            Chan::Tcp => Op::TcpPair { nodelay: false },
+            Chan::TcpNoDelay => Op::TcpPair { nodelay: true },
         }
     }
 }
