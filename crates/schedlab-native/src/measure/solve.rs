@@ -499,7 +499,7 @@ mod tests {
         assert_eq!(c.skb_cold_ns, Some(800));
         assert_eq!(c.skb_remote_ns, Some(400)); // 1100 - 700
         assert_eq!(c.skb_page_shared_ns, Some(400)); // (4000 - 3800) x 2
-                                                // Streaming refills beyond the loop's own work.
+                                                     // Streaming refills beyond the loop's own work.
         assert_eq!((c.l2_line_ns, c.mem_line_ns), (1, 8));
         // A footprint's lines reached one pointer at a time: 6 - 1.5, rounded.
         assert_eq!(c.l2_latency_ns, Some(5));

@@ -168,7 +168,13 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     // The listener moves into the child; the parent's copy is closed when the closure drops.
     let srv = ctx.fork(move || {
         sys::close(ready_r);
-        server(listener, (rooms, users, nice, messages, o.nodelay), ready_w, c, rep)
+        server(
+            listener,
+            (rooms, users, nice, messages, o.nodelay),
+            ready_w,
+            c,
+            rep,
+        )
     })?;
     sys::close(ready_w);
 

@@ -511,12 +511,13 @@ impl Workload for Chat {
                     },
                     n,
                     |i, ret| {
-                    format!(
-                        "chat: TCP connection of user {} failed ({})",
-                        i + 1,
-                        errno_name(ret)
-                    )
-                }),
+                        format!(
+                            "chat: TCP connection of user {} failed ({})",
+                            i + 1,
+                            errno_name(ret)
+                        )
+                    },
+                ),
                 server: Spawn::forks(1, |_, ret| {
                     format!("chat: fork() of chat_s failed ({})", errno_name(ret))
                 }),
