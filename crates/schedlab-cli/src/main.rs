@@ -196,7 +196,7 @@ pub(crate) struct ValidateArgs {
     /// Only measure (with --measure): write FILE and stop.
     #[arg(long, requires = "measure")]
     measure_only: bool,
-    /// Only the rows whose workload contains this text (e.g. lat_pipe).
+    /// Only the rows whose workload contains this text; alternatives separated by `|` (e.g. `lat_pipe|reflex`).
     #[arg(long, value_name = "TEXT")]
     only: Option<String>,
     /// Native repetitions per row (the median is compared; at least 5).

@@ -13,6 +13,7 @@ use schedlab::workload::{metric, Metric, Workload};
 struct Burst {
     msgs: u64,
     reader_delay_ns: u64,
+    nodelay: bool,
 }
 
 /// The readers' total, the result of both workloads here.
@@ -42,13 +43,13 @@ fn reader(fd: u32, msgs: u64, delay: u64) -> Box<dyn Program> {
 
 impl Workload for Burst {
     fn root(&self) -> Box<dyn Program> {
-        let (msgs, delay) = (self.msgs, self.reader_delay_ns);
+        let (msgs, delay, nodelay) = (self.msgs, self.reader_delay_ns, self.nodelay);
         let mut step = 0u64;
         let mut fd = 0u32;
         program(move |env| {
             step += 1;
             match step {
-                1 => Op::TcpPair,
+                1 => Op::TcpPair { nodelay },
                 2 => {
                     fd = env.ret as u32;
                     Op::Clone {
@@ -86,8 +87,22 @@ fn run(msgs: u64, reader_delay_ns: u64, cpus: usize) -> Simulation {
     let w = Burst {
         msgs,
         reader_delay_ns,
+        nodelay: false,
     };
     simulate("burst", Box::new(w), cpus)
+}
+
+#[test]
+fn with_tcp_nodelay_every_write_leaves_as_its_own_segment() {
+    // The busy reader of the Nagle test below: nothing is held for its ACK now.
+    let w = Burst {
+        msgs: 50,
+        reader_delay_ns: 1_000_000,
+        nodelay: true,
+    };
+    let sim = simulate("burst", Box::new(w), 2);
+    assert_eq!(sim.k.stats.tcp_segments, 50);
+    assert_eq!(sim.report().unwrap().result.value, 5000.0);
 }
 
 #[test]
@@ -168,7 +183,7 @@ impl Workload for Writers {
             }
             let opened = pairs + 1;
             match step {
-                n if n <= pairs => Op::TcpPair,
+                n if n <= pairs => Op::TcpPair { nodelay: false },
                 n if n < opened + pairs => {
                     let p = (n - opened) as usize;
                     Op::Clone {
