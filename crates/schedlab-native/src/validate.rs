@@ -99,10 +99,12 @@ pub const ROWS: &[RowSpec] = &[
     row("loop_yield:instances=16"),
     row("sched_yield:threads=4"),
     row("sched_yield:threads=16"),
-    micro(
-        "lat_proc:op=fork,n=1000",
-        "fork_exit_wait (fork, exit and wait)",
-    ),
+    RowSpec {
+        workload: "lat_proc:op=fork,n=1000",
+        pin: Some("0"),
+        micro: "fork_exit_wait (fork, exit and wait, on one CPU)",
+    },
+    row("lat_proc:op=fork,n=1000"),
     row("lat_proc:op=exec,n=200"),
     row("rtapp:file=@periodic"),
 ];
