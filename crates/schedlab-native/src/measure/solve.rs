@@ -262,11 +262,13 @@ pub(super) fn solve(
         e("stream_half_l2_per_line") - e("stream_half_l1_per_line"),
         "streaming read of half the L2 (beyond the L1) less the same loop over half the L1, per line: what a pass over a working set loses to the refill, prefetchers running, beyond its own work",
     );
-    c.l2_latency_ns = Some(set(
+    // Per KB of 64-byte lines: 16 loads.
+    let per_kb = 1024.0 / g.line.max(1) as f64;
+    c.l2_latency_ns_per_kb = Some(set(
         &mut src,
-        "l2_latency_ns",
-        e("chase_half_l2") - e("chase_l1"),
-        "dependent loads over half the L2 less over half the L1, per load: a switched-in task's kernel footprint, reached pointer by pointer",
+        "l2_latency_ns_per_kb",
+        (e("chase_half_l2") - e("chase_l1")) * per_kb,
+        "dependent loads over half the L2 less over half the L1, per KB of lines: a switched-in task's kernel footprint, reached pointer by pointer",
     ));
     c.mem_line_ns = set(
         &mut src,
@@ -502,7 +504,7 @@ mod tests {
                                                      // Streaming refills beyond the loop's own work.
         assert_eq!((c.l2_line_ns, c.mem_line_ns), (1, 8));
         // A footprint's lines reached one pointer at a time: 6 - 1.5, rounded.
-        assert_eq!(c.l2_latency_ns, Some(5));
+        assert_eq!(c.l2_latency_ns_per_kb, Some(72)); // 16 x 4.5
         // 2 syscalls + 200 bytes copied + 100 x (2 + 2 + 14 + 1 ACK x 9)
         assert_eq!(
             (

@@ -468,7 +468,6 @@ impl Kernel {
             // The footprint's lines in the L2 are reached pointer by pointer: where the
             // preset measured what such a load costs, that is their price. Beyond the L2
             // the misses overlap as a stream's do (the P6's calibration, B§6.3).
-            let l2_ns = costs.l2_latency_ns.unwrap_or(costs.l2_line_ns);
             let per_line = match from {
                 Some(o) => self.machine.stream_line_ns(o, cpu),
                 None => costs.mem_line_ns,
@@ -476,8 +475,12 @@ impl Kernel {
             let miss = self
                 .cache
                 .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
+            let from_l2 = match costs.l2_latency_ns_per_kb {
+                Some(per_kb) => miss.from_l2 * costs.line_bytes * per_kb / 1024,
+                None => miss.from_l2 * costs.l2_line_ns,
+            };
             let now = self.cpus[cpu].clock;
-            cost += miss.from_l2 * l2_ns
+            cost += from_l2
                 + miss.from_outside * per_line
                 + self.ic.stream(now, miss.from_outside, from, cpu);
         }

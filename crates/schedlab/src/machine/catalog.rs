@@ -170,7 +170,7 @@ pub fn numa1024_costs() -> Costs {
         tcp_segment_ns: at_clock(p6.tcp_segment_ns),
         tcp_ack_ns: at_clock(p6.tcp_ack_ns),
         skb_cold_ns: None,
-        l2_latency_ns: None,
+        l2_latency_ns_per_kb: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
         tcp_mss_bytes: p6.tcp_mss_bytes,

@@ -181,15 +181,17 @@ pub struct Costs {
     /// Refill of one line from L2 into L1. B§6.3: ≈ 0.35 µs per KB in lat_ctx ≈ one L2 hit
     /// (13 ns, B§6.2) per line.
     pub l2_line_ns: Time,
-    /// A dependent load the L1 missed and the L2 served: what each line of a switched-in
-    /// task's kernel footprint (task_struct, stack, mm, the wait queue it slept on) costs,
-    /// those lines being reached one pointer at a time, not streamed. Measured on a host
-    /// (dependent loads over half the L2, less over half the L1), whose prefetchers make a
-    /// streamed refill (`l2_line_ns`) nearly free; `None`: `l2_line_ns`, as on the P6,
+    /// Dependent loads the L1 missed and the L2 served, per KB of lines (a KB is 16 lines
+    /// of 64 bytes: the unit keeps a 4.5 ns load from rounding to 4 or 5): what a
+    /// switched-in task's kernel footprint (task_struct, stack, mm, the wait queue it
+    /// slept on) costs, those lines being reached one pointer at a time, not streamed.
+    /// Measured on a host (dependent loads over half the L2, less over half the L1), whose
+    /// prefetchers make a streamed refill (`l2_line_ns`) nearly free; `None`:
+    /// `l2_line_ns` per line, as on the P6,
     /// whose L2 served both alike (B§6.2–6.3). Lines from beyond the L2 keep the
     /// streaming price (their misses overlap).
     #[serde(default)]
-    pub l2_latency_ns: Option<Time>,
+    pub l2_latency_ns_per_kb: Option<Time>,
     /// Refill of one line from memory when a working set streams back in. B§6.3: ≈ 370 MB/s
     /// ⇒ ≈ 86 ns per 32-byte line.
     pub mem_line_ns: Time,
@@ -358,7 +360,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         tcp_segment_ns: 14_000,
         tcp_ack_ns: 9_000,
         skb_cold_ns: None,
-        l2_latency_ns: None,
+        l2_latency_ns_per_kb: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
         tcp_mss_bytes: 16_396,
