@@ -505,7 +505,7 @@ mod tests {
         assert_eq!((c.l2_line_ns, c.mem_line_ns), (1, 8));
         // A footprint's lines reached one pointer at a time: 6 - 1.5, rounded.
         assert_eq!(c.l2_latency_ns_per_kb, Some(72)); // 16 x 4.5
-        // 2 syscalls + 200 bytes copied + 100 x (2 + 2 + 14 + 1 ACK x 9)
+                                                      // 2 syscalls + 200 bytes copied + 100 x (2 + 2 + 14 + 1 ACK x 9)
         assert_eq!(
             (
                 c.tcp_sendmsg_ns,
