@@ -181,7 +181,13 @@ pub fn select(only: Option<&str>) -> Result<Vec<RowSpec>, String> {
         .filter(|r| only.is_none_or(|o| o.split('|').any(|alt| r.workload.contains(alt))))
         .collect();
     if rows.is_empty() {
-        let names: Vec<&str> = ROWS.iter().map(|r| r.workload).collect();
+        let names: Vec<String> = ROWS
+            .iter()
+            .map(|r| match r.pin {
+                Some(p) => format!("{} @cpu{p}", r.workload),
+                None => r.workload.to_string(),
+            })
+            .collect();
         return Err(format!(
             "no validate row matches '{}' (rows: {})",
             only.unwrap_or(""),
