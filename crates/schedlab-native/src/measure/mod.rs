@@ -64,7 +64,7 @@ pub struct MeasureOptions {
     pub command: String,
 }
 
-/// Progress: `(done, total, name)` after each micro-benchmark.
+/// Progress: `(done, total, what)` after each round of the micro-benchmarks.
 pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, &str);
 
 /// The costs the fit adjusts with the simulator: `ipi_latency_ns` such that the simulated
@@ -390,16 +390,15 @@ fn run_benchmarks(
         ),
     ];
     let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let per_round = set.len();
-    let total = reps * per_round;
     for k in 0..reps {
-        for (i, (name, sample)) in set.iter_mut().enumerate() {
+        for (name, sample) in set.iter_mut() {
             pin_self(a)?;
-            for (figure, v) in sample()? {
+            let figures = sample().map_err(|e| format!("micro-benchmark {name}: {e}"))?;
+            for (figure, v) in figures {
                 samples.entry(figure.to_string()).or_default().push(v);
             }
-            progress(k * per_round + i + 1, total, name);
         }
+        progress(k + 1, reps, "round of every micro-benchmark");
     }
     drop(set);
     for fd in [pr, pw, ua, ub]
