@@ -1927,3 +1927,25 @@ fn lines_evicted_by_their_writer_come_from_memory_not_its_cache() {
     );
     assert!(memory > 2 * c2c, "memory reads {memory}, transfers {c2c}");
 }
+
+/// `fifo` is a global round robin: a task picked on another CPU than the one it ran on
+/// last becomes that CPU's (`processor`) and counts as a migration, as under every other
+/// policy — every unaffine switch is one, and on two CPUs passing tokens there are many.
+#[test]
+fn fifo_counts_a_pick_on_another_cpu_as_a_migration() {
+    let mut sim =
+        Simulation::new(cfg("piii700-1m", 2, "fifo", "reflex:tasks=6,rounds=200")).unwrap();
+    sim.run(&mut |_, _| {}).unwrap();
+    sim.check().unwrap();
+    let s = &sim.k.stats;
+    assert!(s.unaffine_switches > 0, "tokens cross CPUs under one queue");
+    // Every unaffine switch is a migration; so is a new task's first pick on another CPU
+    // than the one it was forked on (it has run nowhere, so its switch is not unaffine).
+    assert!(
+        s.migrations >= s.unaffine_switches && s.migrations <= s.unaffine_switches + s.forks,
+        "migrations {} unaffine {} forks {}",
+        s.migrations,
+        s.unaffine_switches,
+        s.forks
+    );
+}

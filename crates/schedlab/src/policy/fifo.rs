@@ -3,10 +3,12 @@
 //! Not a historical scheduler: it exists so the engine and kernel can be tested with a
 //! policy whose every decision is obvious.
 //!
-//! Theory: runnable tasks that are not running wait in one FIFO list. `schedule()` puts a
-//! still-runnable `prev` at the tail and takes the first task allowed on this CPU. A
-//! wake-up appends the task and kicks its last CPU if idle, else the lowest idle CPU. A
-//! task runs at most `slice_ms` before the tick asks it to yield to a waiting task.
+//! Theory: a global round robin. Runnable tasks that are not running wait in one FIFO
+//! list. `schedule()` puts a still-runnable `prev` at the tail and takes the first task
+//! allowed on this CPU, which becomes the task's `processor` (a migration when it ran
+//! elsewhere last). A wake-up appends the task and kicks its last CPU if idle, else the
+//! lowest idle CPU. A task runs at most `slice_ms` before the tick asks it to yield to a
+//! waiting task.
 //!
 //! Invariants: a task is in the queue ⇔ it is runnable and not on a CPU.
 
@@ -171,6 +173,10 @@ impl SchedClass for Fifo {
         let t = self.queue.remove(i).expect("index from scan");
         self.on_rq[t as usize] = false;
         self.picks += 1;
+        // One queue for every CPU: `processor` is where a task runs now, set when it is
+        // picked (2.4's `p->processor = this_cpu` in `schedule()`); a pick on another
+        // CPU than last time is a migration, counted as every policy counts one.
+        ctx.set_task_cpu(t, cpu);
         Some(t)
     }
 
