@@ -12,16 +12,13 @@ pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Time `body(n)` for `n` operations, `reps` times; median ns per operation.
-pub(super) fn per_op(reps: usize, n: u64, mut body: impl FnMut(u64) -> Res<()>) -> Res<f64> {
-    body(n / 10 + 1)?; // warm caches and the branch predictor
-    let mut v = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let t0 = now_ns();
-        body(n)?;
-        v.push((now_ns() - t0) as f64 / n as f64);
-    }
-    Ok(median(v))
+/// Time `body(n)` for `n` operations once, after an untimed tenth to warm caches and the
+/// branch predictor: ns per operation (one sample of an interleaved round).
+pub(super) fn per_op(n: u64, mut body: impl FnMut(u64) -> Res<()>) -> Res<f64> {
+    body(n / 10 + 1)?;
+    let t0 = now_ns();
+    body(n)?;
+    Ok((now_ns() - t0) as f64 / n as f64)
 }
 
 pub(super) fn pin_self(cpu: usize) -> Res<()> {

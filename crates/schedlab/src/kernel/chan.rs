@@ -297,6 +297,16 @@ mod tests {
         s
     }
 
+    /// Only the skbs a read empties count, and only those another CPU wrote.
+    #[test]
+    fn foreign_skbs_are_the_emptied_ones_another_cpu_wrote() {
+        let s = queued(&[(0, 0), (1, 0), (1, 0), (0, 0)]);
+        assert_eq!(s.foreign_skbs(300, 0), 2, "skbs 2 and 3 came from CPU 1");
+        assert_eq!(s.foreign_skbs(250, 0), 1, "the third skb is only part-read");
+        assert_eq!(s.foreign_skbs(400, 1), 2);
+        assert_eq!(s.foreign_skbs(50, 1), 0);
+    }
+
     /// An skb is cold when more than the cache's worth of skb bytes were written on its
     /// CPU after it; the reader's CPU and the other CPUs' writes do not count.
     #[test]

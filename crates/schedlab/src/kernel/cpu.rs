@@ -465,9 +465,6 @@ impl Kernel {
             cost += self.switch_mm_lines(cpu, active, mm);
             let n = &self.tasks[next as usize];
             let from = n.last_ran.filter(|&o| o != cpu);
-            // The footprint's lines in the L2 are reached pointer by pointer: where the
-            // preset measured what such a load costs, that is their price. Beyond the L2
-            // the misses overlap as a stream's do (the P6's calibration, B§6.3).
             let per_line = match from {
                 Some(o) => self.machine.stream_line_ns(o, cpu),
                 None => costs.mem_line_ns,
@@ -475,6 +472,9 @@ impl Kernel {
             let miss = self
                 .cache
                 .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
+            // The footprint's lines in the L2 are reached pointer by pointer: where the
+            // preset measured what such a load costs, that is their price. Beyond the L2
+            // the misses overlap as a stream's do (the P6's calibration, B§6.3).
             let from_l2 = match costs.l2_latency_ns_per_kb {
                 Some(per_kb) => miss.from_l2 * costs.line_bytes * per_kb / 1024,
                 None => miss.from_l2 * costs.l2_line_ns,

@@ -36,7 +36,10 @@ impl Kernel {
             capacity: costs.l2_bytes,
         });
         let st = &mut self.streams[s];
-        let foreign = st.foreign_skbs(len, cpu);
+        // Which skbs another CPU wrote, asked only where the preset prices them.
+        let foreign = costs
+            .skb_remote_ns
+            .map(|ns| (ns, st.foreign_skbs(len, cpu)));
         let mut kmem = 0;
         let (copied, freed, cold) = st.take_skbs(len, ageing.as_ref(), &mut kmem);
         self.kmem_free(super::kmem::KmemKind::Skbs, kmem);
@@ -60,7 +63,7 @@ impl Kernel {
         }
         // Skbs another CPU wrote: their lines come from its cache and their slab objects
         // go back to a remote slab (`skb_remote_ns`, measured per skb on modern hosts).
-        if let Some(ns) = costs.skb_remote_ns {
+        if let Some((ns, foreign)) = foreign {
             self.stats.skb_remote += foreign;
             self.charge(cpu, foreign * ns, Acct::Running);
         }

@@ -187,9 +187,8 @@ pub struct Costs {
     /// slept on) costs, those lines being reached one pointer at a time, not streamed.
     /// Measured on a host (dependent loads over half the L2, less over half the L1), whose
     /// prefetchers make a streamed refill (`l2_line_ns`) nearly free; `None`:
-    /// `l2_line_ns` per line, as on the P6,
-    /// whose L2 served both alike (B§6.2–6.3). Lines from beyond the L2 keep the
-    /// streaming price (their misses overlap).
+    /// `l2_line_ns` per line, as on the P6, whose L2 served both alike (B§6.2–6.3).
+    /// Lines from beyond the L2 keep the streaming price (their misses overlap).
     #[serde(default)]
     pub l2_latency_ns_per_kb: Option<Time>,
     /// Refill of one line from memory when a working set streams back in. B§6.3: ≈ 370 MB/s
