@@ -3,26 +3,26 @@
 //! that must agree — `mq` and `linux-2.4` on one CPU — make the same decisions, step for
 //! step.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
+use schedlab::kernel::sched::runlist::RunLists;
 use schedlab::kernel::sched::testbed::Bed;
-use schedlab::kernel::sched::{Balance, SchedClass, SchedCtx, Wake};
+use schedlab::kernel::sched::{Balance, SchedClass, SchedCtx, Shared, Wake};
 use schedlab::kernel::task::{TaskId, TaskState};
 use schedlab::kernel::Kernel;
 use schedlab::machine::{CpuId, CpuMask, LockId};
 use schedlab::{policy, RunConfig, Simulation};
 
-/// Round robin with per-CPU queues: a woken task goes back to its last CPU (or an idle
-/// one), a CPU with nothing queued steals the head of the longest other queue, and every
-/// task runs for `slice` ticks before the next one in line. The running task is off its
-/// queue and rejoins the tail when it is switched out still runnable.
+/// Round robin with per-CPU queues, on the kernel's priced lists: a woken task goes back
+/// to its last CPU (or an idle one), a CPU with nothing queued steals the first task it may
+/// run from the longest other queue, and every task runs for `slice` ticks before the next
+/// one in line. The running task is off its queue and rejoins the tail when it is switched
+/// out still runnable.
 struct RoundRobin {
     slice: u32,
-    rq: Vec<VecDeque<TaskId>>,
-    locks: Vec<LockId>,
-    queued: Vec<bool>,
+    rq: RunLists,
     left: Vec<u32>,
     steals: u64,
 }
@@ -31,35 +31,33 @@ impl RoundRobin {
     fn new(slice: u32) -> RoundRobin {
         RoundRobin {
             slice,
-            rq: Vec::new(),
-            locks: Vec::new(),
-            queued: Vec::new(),
+            rq: RunLists::default(),
             left: Vec::new(),
             steals: 0,
         }
     }
 
-    fn push(&mut self, cpu: CpuId, p: TaskId) {
-        self.rq[cpu].push_back(p);
-        self.queued[p as usize] = true;
-    }
-
-    /// Steal the first task allowed on `cpu` from the longest other queue (`spin_trylock`).
+    /// Steal from the longest other queue (`spin_trylock`; its length read lock-free from
+    /// each queue's head line).
     fn steal(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) -> Option<TaskId> {
-        let victim = (0..self.rq.len())
-            .filter(|&c| c != cpu && !self.rq[c].is_empty())
-            .max_by_key(|&c| (self.rq[c].len(), std::cmp::Reverse(c)))?;
-        if !ctx.trylock(self.locks[victim]) {
+        let mut victim = None;
+        for c in (0..ctx.nr_cpus()).filter(|&c| c != cpu) {
+            ctx.read(Shared::Line(self.rq.head(c)));
+            let n = self.rq.iter(c).len();
+            if n > 0 && victim.is_none_or(|(m, _)| n > m) {
+                victim = Some((n, c));
+            }
+        }
+        let (_, victim) = victim?;
+        if !ctx.trylock(self.rq.lock(victim)) {
             return None;
         }
-        let i = self.rq[victim].iter().position(|&t| ctx.allowed(t, cpu));
-        let p = i.and_then(|i| self.rq[victim].remove(i));
+        let p = self.rq.pop_first_allowed(ctx, victim, cpu);
         if let Some(p) = p {
-            self.queued[p as usize] = false;
             ctx.set_task_cpu(p, cpu);
             self.steals += 1;
         }
-        ctx.unlock(self.locks[victim]);
+        ctx.unlock(self.rq.lock(victim));
         p
     }
 }
@@ -75,39 +73,44 @@ impl SchedClass for RoundRobin {
         100
     }
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
-        for _ in 0..ctx.nr_cpus() {
-            self.rq.push(VecDeque::new());
-            self.locks.push(ctx.new_lock("rr_lock"));
-        }
+        self.rq = RunLists::new(ctx, ctx.nr_cpus(), true, "rr_head", "rr_lock");
     }
-    fn rq_lock(&self, cpu: CpuId) -> LockId {
-        self.locks[cpu]
+    fn rq_lockp(&self, cpu: CpuId) -> LockId {
+        self.rq.lock(cpu)
     }
     fn task_on_rq(&self, ctx: &SchedCtx<'_>, p: TaskId) -> bool {
-        self.queued[p as usize] || ctx.task(p).on_cpu.is_some()
+        self.rq.queued(p).is_some() || ctx.task(p).on_cpu.is_some()
     }
     fn task_fork(&mut self, _ctx: &mut SchedCtx<'_>, p: TaskId, _parent: Option<TaskId>) {
+        self.rq.fork(p);
         let n = p as usize + 1;
-        self.queued.resize(n.max(self.queued.len()), false);
         self.left.resize(n.max(self.left.len()), 0);
         self.left[p as usize] = self.slice;
     }
     fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, _wake: Wake) -> CpuId {
         let last = ctx.task(p).processor;
-        if ctx.cpu_is_idle(last) && ctx.allowed(p, last) {
+        let idle = |ctx: &mut SchedCtx<'_>, c| {
+            ctx.allowed(p, c) && {
+                let curr = ctx.read_curr(c);
+                curr == ctx.idle_task(c)
+            }
+        };
+        if idle(ctx, last) {
             return last;
         }
-        (0..ctx.nr_cpus())
-            .find(|&c| ctx.cpu_is_idle(c) && ctx.allowed(p, c))
-            .unwrap_or(last)
+        (0..ctx.nr_cpus()).find(|&c| idle(ctx, c)).unwrap_or(last)
     }
-    fn enqueue_task(&mut self, _ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, _wake: Wake) {
-        self.push(cpu, p);
+    fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, _wake: Wake) {
+        self.rq.push_back(ctx, cpu, p);
     }
     fn dequeue_task(&mut self, _ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId) {
-        assert!(!self.queued[p as usize], "the running task is never queued");
+        assert!(
+            self.rq.queued(p).is_none(),
+            "the running task is never queued"
+        );
     }
     fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, _p: TaskId, _wake: Wake) {
+        // `cpu`'s lock is held: its `curr` is read under it.
         if ctx.cpu_is_idle(cpu) {
             ctx.resched_cpu(cpu);
         }
@@ -123,14 +126,10 @@ impl SchedClass for RoundRobin {
         if !t.is_idle && t.state == TaskState::Running && ctx.allowed(prev, cpu) {
             // Preempted, out of its slice or yielding: to the tail. (One whose affinity
             // now excludes this CPU is placed by the core.)
-            self.push(cpu, prev);
+            self.rq.push_back(ctx, cpu, prev);
         }
-        ctx.examine(1);
-        let next = match self.rq[cpu].pop_front() {
-            Some(p) => {
-                self.queued[p as usize] = false;
-                Some(p)
-            }
+        let next = match self.rq.pop_first_allowed(ctx, cpu, cpu) {
+            Some(p) => Some(p),
             None => self.steal(ctx, cpu),
         };
         if let Some(n) = next {
@@ -146,12 +145,12 @@ impl SchedClass for RoundRobin {
         }
         let left = &mut self.left[curr as usize];
         *left = left.saturating_sub(1);
-        if *left == 0 && !self.rq[cpu].is_empty() {
+        if *left == 0 && !self.rq.seen_empty(ctx, cpu) {
             ctx.resched_cpu(cpu);
         }
     }
     fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
-        if !self.rq[cpu].is_empty() {
+        if !self.rq.seen_empty(ctx, cpu) {
             self.left[p as usize] = 0;
             ctx.resched_cpu(cpu);
         }
@@ -160,17 +159,14 @@ impl SchedClass for RoundRobin {
         BTreeMap::from([("steals".to_string(), self.steals as f64)])
     }
     fn check(&self, k: &Kernel) -> Result<(), String> {
-        for (c, q) in self.rq.iter().enumerate() {
-            for &p in q {
+        self.rq.check(k)?;
+        for c in 0..k.cpus.len() {
+            for p in self.rq.iter(c) {
                 let t = k.task(p);
-                if t.processor != c || t.on_cpu.is_some() || t.state != TaskState::Running {
+                if t.processor != c {
                     return Err(format!("test-rr: pid {} misplaced on queue {c}", t.pid));
                 }
             }
-        }
-        let n: usize = self.rq.iter().map(|q| q.len()).sum();
-        if n != self.queued.iter().filter(|&&q| q).count() {
-            return Err("test-rr: queued flags disagree with the queues".into());
         }
         Ok(())
     }
@@ -461,4 +457,56 @@ fn sched_setaffinity_moves_the_task_and_every_policy_keeps_it_there() {
             assert_eq!(t.cpus_allowed, CpuMask::single(1));
         }
     }
+}
+
+#[path = "../examples/rr_global.rs"]
+mod rr_global;
+
+/// The worked example of docs/architecture.md §3 runs every kind of workload through the
+/// invariant checks, counts its migrations, contends for its one lock, and is the code the
+/// document shows.
+#[test]
+fn the_worked_example_runs_and_is_what_the_architecture_page_shows() {
+    for (cpus, w) in [
+        (1, "lat_pipe"),
+        (2, "sched_yield:threads=4"),
+        (4, "hackbench:groups=2,loops=20"),
+        (4, "chat:rooms=2,messages=20"),
+        (8, "lat_proc:op=exec"),
+    ] {
+        let cfg = RunConfig {
+            machine: "piii700-1m".into(),
+            cpus: Some(cpus),
+            policy: "ignored".into(),
+            workload: w.into(),
+            seed: 1,
+        };
+        let mut sim =
+            Simulation::with_class(cfg, Box::new(rr_global::RrGlobal::default())).unwrap();
+        sim.run(&mut |_, _| {}).expect("the run finishes");
+        sim.check().expect("kernel and class invariants");
+        let r = sim.report().unwrap();
+        assert_eq!(r.policy.name, "rr-global");
+        assert!(r.result.value.is_finite() && r.result.value > 0.0, "{w}");
+        let lock = &r.counters.locks["rr_lock"];
+        assert!(lock.acquisitions > 0, "{w}: {lock:?}");
+        if cpus >= 4 && w.starts_with("hackbench") {
+            assert!(r.counters.migrations > 0, "one list: picks move tasks");
+            assert!(lock.contended_pct > 0.0, "four CPUs share one lock");
+        }
+    }
+    let doc = include_str!("../../../docs/architecture.md");
+    let example = include_str!("../examples/rr_global.rs");
+    let marker = "<!-- example: crates/schedlab/examples/rr_global.rs -->\n```rust\n";
+    let shown = &doc[doc.find(marker).expect("the example's block") + marker.len()..];
+    let shown = &shown[..shown.find("```").unwrap()];
+    let start = example.find("/// Ticks a task runs").unwrap();
+    let end = example.find("#[allow(dead_code)]").unwrap();
+    assert_eq!(
+        shown.trim(),
+        example[start..end].trim(),
+        "docs and example differ"
+    );
+    let lines = shown.lines().count();
+    assert!(lines <= 80, "the worked example's policy is {lines} lines");
 }

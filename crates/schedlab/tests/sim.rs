@@ -1872,17 +1872,25 @@ fn the_manycore_preset_has_smt_llc_and_numa_levels() {
 /// Seed finding 1 (issue 14): on the 8-way PIII, 2.4's chat throughput falls from 4 to 8
 /// CPUs because `runqueue_lock` saturates and its hold grows with the queue scanned under
 /// it; O(1)'s per-CPU queues do not fall. Kravetz's table: 20 rooms, 200 messages, ×0.39
-/// for 2.4, ×1.01 for O(1) -D1. The targets of the issue: ≤ 0.7 and ≥ 0.95.
+/// for 2.4, ×1.01 for O(1) -D1. The targets of the issue: ≤ 0.7 and ≥ 0.95. Each rate is
+/// the median run of seeds 1–5: one seed's 8-CPU rate on 2.4 spreads from 106 k to 146 k
+/// msg/s, so one seed tests the noise as much as the finding.
 #[test]
 fn chat_on_2_4_collapses_from_4_to_8_cpus_and_on_o1_it_does_not() {
     let rate = |policy: &str, cpus: usize| {
-        let r = schedlab::run(cfg(
-            "piii700-1m",
-            cpus,
-            policy,
-            "chat:rooms=20,messages=200",
-        ))
-        .expect("run succeeds");
+        let mut runs: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (1..=5)
+                .map(|seed| {
+                    s.spawn(move || {
+                        let c = cfg("piii700-1m", cpus, policy, "chat:rooms=20,messages=200");
+                        schedlab::run(RunConfig { seed, ..c }).expect("run succeeds")
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        runs.sort_by(|a, b| a.result.value.total_cmp(&b.result.value));
+        let r = runs.swap_remove(2);
         (r.result.value, r)
     };
     let (v4, r4) = rate("linux-2.4", 4);

@@ -42,6 +42,7 @@ impl Kernel {
             tasks: Vec::new(),
             cpus: Vec::with_capacity(n),
             idle_cpus: Default::default(),
+            state_map: Default::default(),
             locks: Vec::new(),
             cache: CacheModel::for_costs(n, costs),
             ic: Interconnect::new(n, machine.preset.cpus_per_bus, costs, machine.model),
@@ -84,6 +85,8 @@ impl Kernel {
         for c in 0..n {
             class.task_fork(&mut ctx, c as u32, None);
         }
+        let rq_locks: Vec<_> = (0..n).map(|c| class.rq_lockp(c)).collect();
+        k.state_map.set_rq_locks(&rq_locks);
         let init = k.create_task(None, root, 1, 0, k.online_mask(), 0);
         k.next_mm = 2;
         k.start_program(init, None);

@@ -23,7 +23,7 @@
 //!
 //! * Run queues and everything a class keeps are protected by the class's own locks,
 //!   taken through [`sched::SchedCtx`]: the core takes the run-queue lock the class names
-//!   (`SchedClass::rq_lock`) around `schedule()`'s pick and the wake-up's enqueue; the
+//!   (`SchedClass::rq_lockp`) around `schedule()`'s pick and the wake-up's enqueue; the
 //!   class takes any other (2.4: one `runqueue_lock` for every CPU; MQ and O(1): one lock
 //!   per CPU, a second one only by trylock or in CPU order). Lock order and which hook is
 //!   called with which lock held: [`sched`].
@@ -252,6 +252,8 @@ pub struct Kernel {
     /// The CPUs running their idle task, for the walks over every CPU (above 64 CPUs
     /// without the coherence model).
     pub(crate) idle_cpus: sched::IdleCpus,
+    /// Whose scheduler state each declared line is.
+    pub(crate) state_map: sched::StateMap,
     /// Lock table.
     pub locks: Vec<SpinLock>,
     /// Caches.
@@ -469,6 +471,7 @@ impl Kernel {
             &mut self.tasks,
             &mut self.cpus,
             &mut self.idle_cpus,
+            &mut self.state_map,
             &mut self.locks,
             &mut self.ic,
             &mut self.queue,

@@ -17,7 +17,7 @@
 //!
 //! Where the lock's own cache line is: a lock declared alone (`SchedCtx::new_lock`) is a
 //! line of its own that moves from its last holder (`last_cpu`) to each acquirer. A lock
-//! declared on a named line of the interconnect (`SchedCtx::new_lock_on`: MQ's
+//! declared on a named line of the interconnect (`SchedCtx::new_lock` with its line: MQ's
 //! `runqueue_lock` inside the cache-line-padded `runqueue_data` it protects) is that line
 //! in the directory: acquiring it is a read-for-ownership of the line, wherever the line
 //! is (another CPU's cache, shared copies of lock-free readers, memory).

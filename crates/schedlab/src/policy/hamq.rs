@@ -32,7 +32,7 @@
 //!   one.
 //! * No periodic balancing.
 //! * One cache line per queue, as MQ's `runqueue_data` (schedulers.md §3.1): its list
-//!   head, counts and `runqueue_lock` ([`SchedCtx::new_lock_on`]), a directory line of
+//!   head, counts and `runqueue_lock` ([`SchedCtx::new_lock`] with its line), a directory line of
 //!   the interconnect. The lock-free peeks at other queues read it; locking a queue, or
 //!   failing a trylock of it, takes it for ownership.
 //!
@@ -54,6 +54,7 @@
 //! holds `(Reverse(nr_waiting), c)` of exactly the queues with a running task and a
 //! waiting one.
 
+use crate::kernel::sched::Shared;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -214,7 +215,7 @@ impl Hamq {
     }
 
     /// Lock queue `c`: the lock's line is the queue's, so its counts come with it.
-    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) {
+    fn rq_lock(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) {
         ctx.lock(self.rq[c].lock);
     }
 
@@ -229,7 +230,7 @@ impl Hamq {
         self.ts[p as usize].on_rq = true;
         self.queued += 1;
         self.repull(c);
-        ctx.write_line(self.rq[c].line);
+        ctx.write(Shared::Line(self.rq[c].line));
     }
 
     fn dequeue(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
@@ -244,7 +245,7 @@ impl Hamq {
         self.ts[p as usize].on_rq = false;
         self.queued -= 1;
         self.repull(c);
-        ctx.write_line(self.rq[c].line);
+        ctx.write(Shared::Line(self.rq[c].line));
     }
 
     /// The longest-idle CPU `p` may use (2.4's smallest `last_schedule`), lock-free.
@@ -259,7 +260,7 @@ impl Hamq {
         let mut best: Option<CpuId> = None;
         for c in 0..self.rq.len() {
             if c != ctx.cpu() {
-                ctx.read_line(self.rq[c].line);
+                ctx.read(Shared::Line(self.rq[c].line));
             }
             if ctx.allowed(p, c)
                 && !self.rq[c].running_non_idle
@@ -284,7 +285,7 @@ impl Hamq {
         let mut c = MIN_GOODNESS;
         let q = &self.rq[cpu].list;
         for &p in q {
-            ctx.examine_task(p);
+            ctx.examine(p);
             let t = ctx.task(p);
             if !ctx.allowed(p, cpu) || t.on_cpu.is_some_and(|o| o != cpu) {
                 continue;
@@ -313,7 +314,7 @@ impl Hamq {
                     if r == cpu {
                         continue;
                     }
-                    ctx.read_line(self.rq[r].line);
+                    ctx.read(Shared::Line(self.rq[r].line));
                     // Only tasks waiting behind a running task: a queued task of an idle
                     // CPU belongs to a CPU that was just kicked to run it.
                     if let Some(w) = self.pull_key(r) {
@@ -364,7 +365,7 @@ impl Hamq {
     fn best_to_pull(&self, ctx: &mut SchedCtx<'_>, r: CpuId, cpu: CpuId) -> Option<TaskId> {
         let mut best: Option<(TaskId, i32)> = None;
         for &p in &self.rq[r].list {
-            ctx.examine_task(p);
+            ctx.examine(p);
             if ctx.task(p).on_cpu.is_none() && ctx.allowed(p, cpu) {
                 let w = self.core.goodness(ctx, p, cpu, ctx.active_mm(cpu));
                 if best.is_none_or(|(_, b)| w > b) {
@@ -411,25 +412,25 @@ impl SchedClass for Hamq {
         let n = ctx.nr_cpus();
         self.indexed = ctx.idle_indexed();
         self.rq = (0..n)
-            .map(|_| {
-                let line = ctx.new_line("runqueue_data");
+            .map(|c| {
+                let line = ctx.new_line("runqueue_data", Some(c));
                 RunQueue {
                     list: VecDeque::new(),
                     running_non_idle: false,
                     pull_key: None,
                     line,
-                    lock: ctx.new_lock_on("runqueue_lock", line),
+                    lock: ctx.new_lock("runqueue_lock", Some(line)),
                 }
             })
             .collect();
     }
 
-    fn rq_lock(&self, cpu: CpuId) -> LockId {
+    fn rq_lockp(&self, cpu: CpuId) -> LockId {
         self.rq[cpu].lock
     }
 
-    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
-        Hamq::lock_rq(self, ctx, cpu);
+    fn rq_lock(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
+        Hamq::rq_lock(self, ctx, cpu);
     }
 
     fn wake_order(&self) -> WakeOrder {
@@ -457,7 +458,7 @@ impl SchedClass for Hamq {
             return this;
         }
         self.wake_kick = Kick::Yes;
-        ctx.read_line(self.rq[last].line);
+        ctx.read(Shared::Line(self.rq[last].line));
         if ctx.allowed(p, last) && ctx.cpu_is_idle(last) {
             return last;
         }
@@ -515,7 +516,7 @@ impl SchedClass for Hamq {
             if c == 0 {
                 ctx.unlock(self.rq[cpu].lock);
                 self.recalculate(ctx);
-                Hamq::lock_rq(self, ctx, cpu);
+                Hamq::rq_lock(self, ctx, cpu);
                 continue;
             }
             if next == ctx.idle_task(cpu) {
@@ -525,7 +526,7 @@ impl SchedClass for Hamq {
                     {
                         ctx.unlock(self.rq[cpu].lock);
                         self.recalculate(ctx);
-                        Hamq::lock_rq(self, ctx, cpu);
+                        Hamq::rq_lock(self, ctx, cpu);
                         continue;
                     }
                     break p;
@@ -535,7 +536,7 @@ impl SchedClass for Hamq {
         };
         let busy = next != ctx.idle_task(cpu);
         self.set_running(cpu, busy);
-        ctx.write_line(self.rq[cpu].line);
+        ctx.write(Shared::Line(self.rq[cpu].line));
         if next == prev {
             self.core.take_yield(prev);
         }
@@ -552,11 +553,11 @@ impl SchedClass for Hamq {
         }
         let from = t.processor;
         if let Some(c) = self.idle_cpu(ctx, prev) {
-            Hamq::lock_rq(self, ctx, from);
+            Hamq::rq_lock(self, ctx, from);
             self.dequeue(ctx, prev);
             ctx.unlock(self.rq[from].lock);
             self.tail_moves += 1;
-            Hamq::lock_rq(self, ctx, c);
+            Hamq::rq_lock(self, ctx, c);
             ctx.set_task_cpu(prev, c);
             self.enqueue(ctx, prev, true);
             ctx.resched_cpu(c);
@@ -576,7 +577,7 @@ impl SchedClass for Hamq {
             let mut n = 0;
             for c in 0..self.rq.len() {
                 if c != cpu {
-                    ctx.read_line(self.rq[c].line);
+                    ctx.read(Shared::Line(self.rq[c].line));
                 }
                 n += self.nr_waiting(c);
             }
@@ -585,7 +586,7 @@ impl SchedClass for Hamq {
         if nr_pending > 0 {
             self.core.sched_yield(ctx, cpu, p);
             let c = ctx.task(p).processor;
-            Hamq::lock_rq(self, ctx, c);
+            Hamq::rq_lock(self, ctx, c);
             self.dequeue(ctx, p);
             self.enqueue(ctx, p, false);
             ctx.unlock(self.rq[c].lock);

@@ -4,10 +4,13 @@
 //! A policy owns its run queues and its per-task scheduling state. It reads the common task
 //! fields (nice, mm, affinity, `processor`, state) through the [`SchedCtx`], changes only
 //! `processor` (`set_task_cpu`) and `need_resched` (`resched_cpu`), takes the locks its
-//! kernel took, and charges the work it does (`SchedCtx::examine` per task looked at,
-//! `SchedCtx::charge` for anything else). How each policy maps onto the hooks is in
-//! [`crate::kernel::sched`]; the 2.4 arithmetic that `linux-2.4`, `mq`, `mq-pool` and
-//! `hamq` share is in [`sched24`].
+//! kernel took, and charges what it touches by the cost rule ([`SchedCtx`]'s module doc:
+//! `examine` per task looked at, `read`/`write` of shared lines, `read_curr` of another
+//! CPU's `curr`, `charge` for the rest). A policy whose queue is a list builds on
+//! [`crate::kernel::sched::runlist`], which prices it. How each policy maps onto the
+//! hooks is in [`crate::kernel::sched`] and docs/architecture.md §3; the 2.4 arithmetic
+//! that `linux-2.4`, `mq`, `mq-pool` and `hamq` share is in [`sched24`]. `fifo` is a
+//! global round robin.
 //!
 //! Adding a policy: one module implementing [`SchedClass`], plus one line in [`POLICIES`].
 //! A policy knows no workload; the kernel knows no policy.
@@ -25,7 +28,7 @@ use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{self, ParamSpec, Params, Spec, SpecError};
 
-pub use crate::kernel::sched::{Balance, Published, SchedClass, SchedCtx, Wake, WakeOrder};
+pub use crate::kernel::sched::{Balance, Published, SchedClass, SchedCtx, Shared, Wake, WakeOrder};
 
 /// The invariant of every per-CPU-queue policy: each task is on at most one queue, on the
 /// queue of its `processor`, runnable (or still on its CPU); a policy's `on_rq` flag

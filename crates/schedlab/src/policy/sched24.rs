@@ -35,7 +35,7 @@
 //!
 //! 2.4's recalculation (§1.7 step 6) gives every task in the task list, sleeping ones
 //! too, `counter = counter/2 + NICE_TO_TICKS(nice)`. The modelled kernel pays for the
-//! walk in simulated time ([`SchedCtx::examine_and_write_task_list`]); the simulator does
+//! walk in simulated time ([`SchedCtx::write`] of [`Shared::TaskList`](crate::kernel::sched::Shared::TaskList)); the simulator does
 //! not need to touch every counter to get the same numbers. A recalculation bumps an epoch;
 //! a task's counter is brought up to date when it is next read or written, by applying
 //! the recalculations it missed. That is exact: the step maps a non-negative counter
@@ -50,6 +50,7 @@
 //! counters are never negative; a task's entry is up to date at `epoch` once caught up
 //! (the idle tasks, which no recalculation walks, never fall behind).
 
+use crate::kernel::sched::Shared;
 use crate::kernel::task::{SchedPolicy, Task, TaskId};
 use crate::machine::CpuId;
 
@@ -332,7 +333,8 @@ impl Core24 {
     /// (`max_prio = 1`, §1.14), 0 by 2.4.14.
     pub fn reschedule_idle(&self, ctx: &mut SchedCtx<'_>, p: TaskId, margin: i32) -> Target {
         let last = ctx.task(p).processor;
-        if can_schedule(ctx, p, last) && ctx.cpu_is_idle(last) {
+        // `cpu_curr(best_cpu)`: the last CPU's schedule_data line, read as the walk's are.
+        if can_schedule(ctx, p, last) && ctx.read_curr(last) == ctx.idle_task(last) {
             return Target::LastCpuIdle(last);
         }
         let mut oldest_idle: Option<(crate::engine::Time, CpuId)> = None;
@@ -357,7 +359,7 @@ impl Core24 {
                 }
             } else if oldest_idle.is_none() {
                 let mm = ctx.task(tsk).mm;
-                ctx.examine_task(tsk);
+                ctx.examine(tsk);
                 let prio = self.preemption_goodness(ctx, tsk, p, cpu, mm);
                 if prio > max_prio {
                     max_prio = prio;
@@ -410,11 +412,12 @@ impl Core24 {
     /// Called without any run-queue lock. Returns the number of tasks walked.
     ///
     /// The counters follow lazily (module doc), and so does what the walk leaves in the
-    /// caches ([`SchedCtx::examine_and_write_task_list`]: each task's read then write,
+    /// caches ([`SchedCtx::write`] of [`Shared::TaskList`](crate::kernel::sched::Shared::TaskList): each task's read then write,
     /// priced at its moment, where the machine tracks task lines).
     pub fn recalculate(&mut self, ctx: &mut SchedCtx<'_>) -> u64 {
         self.epoch += 1;
-        ctx.examine_and_write_task_list()
+        ctx.write(Shared::TaskList);
+        ctx.nr_threads()
     }
 
     /// `release_task` (§1.12): the reaper gets `child`'s unused ticks back, capped at

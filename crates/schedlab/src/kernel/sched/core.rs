@@ -3,6 +3,7 @@
 //! `tick_ns`) are charged after the class's section, so that its first lock is requested at
 //! the current global time.
 
+use crate::kernel::sched::Shared;
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::Kernel;
 use crate::machine::CpuId;
@@ -111,7 +112,7 @@ impl Kernel {
         let (class, mut ctx) = self.sched(cpu);
         if !idle {
             // The time slice (2.4 `counter--`, O(1) `time_slice--`) is in curr's line.
-            ctx.write_task(curr);
+            ctx.write(Shared::Task(curr));
         }
         class.task_tick(&mut ctx, cpu, curr, user);
         class.balance(&mut ctx, cpu, Balance::Tick { idle });
@@ -169,10 +170,10 @@ impl Kernel {
         }
         let (class, mut ctx) = self.sched(cpu);
         let rq = ctx.task(p).processor;
-        class.lock_rq(&mut ctx, rq);
+        class.rq_lock(&mut ctx, rq);
         ctx.set_cpus_allowed(p, *mask);
         class.set_cpus_allowed(&mut ctx, p);
-        ctx.unlock(class.rq_lock(rq));
+        ctx.unlock(class.rq_lockp(rq));
         if !ctx.allowed(p, cpu) {
             ctx.resched_cpu(cpu);
         }
@@ -207,7 +208,7 @@ pub(crate) fn pick_next(
     prev: TaskId,
 ) -> TaskId {
     let idle = ctx.idle_task(cpu);
-    class.lock_rq(ctx, cpu);
+    class.rq_lock(ctx, cpu);
     let p = ctx.task(prev);
     if prev != idle && p.state != TaskState::Running && class.task_on_rq(ctx, prev) {
         class.dequeue_task(ctx, cpu, prev);
@@ -225,17 +226,17 @@ pub(crate) fn pick_next(
         // The switch's bookkeeping under the lock (2.4 `has_cpu`/`processor`, 2.6
         // `rq->curr`, the array a task is on): both tasks' lines are written here.
         if prev != idle {
-            ctx.write_task(prev);
+            ctx.write(Shared::Task(prev));
         }
         if next != idle {
-            ctx.write_task(next);
+            ctx.write(Shared::Task(next));
         }
         ctx.write_curr(next);
     }
     if next != idle {
         class.set_next_task(ctx, cpu, next, prev);
     }
-    ctx.unlock(class.rq_lock(cpu));
+    ctx.unlock(class.rq_lockp(cpu));
     next
 }
 
@@ -265,19 +266,19 @@ pub(crate) fn finish_switch(
 #[inline]
 pub(crate) fn wake_task(class: &mut dyn SchedClass, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) {
     let old = ctx.task(p).processor;
-    let first = class.rq_lock(old);
+    let first = class.rq_lockp(old);
     let cpu = match class.wake_order() {
         WakeOrder::TaskRqFirst => {
-            class.lock_rq(ctx, old);
+            class.rq_lock(ctx, old);
             if class.task_on_rq(ctx, p) {
                 ctx.unlock(first);
                 return;
             }
             let cpu = class.select_task_rq(ctx, p, wake);
-            if cpu != old && !ctx.holds(class.rq_lock(cpu)) {
+            if cpu != old && !ctx.holds(class.rq_lockp(cpu)) {
                 // 2.6.0: `task_rq_unlock(rq); goto repeat_lock_task` on the new queue.
                 ctx.unlock(first);
-                class.lock_rq(ctx, cpu);
+                class.rq_lock(ctx, cpu);
             }
             cpu
         }
@@ -286,19 +287,19 @@ pub(crate) fn wake_task(class: &mut dyn SchedClass, ctx: &mut SchedCtx<'_>, p: T
                 return;
             }
             let cpu = class.select_task_rq(ctx, p, wake);
-            class.lock_rq(ctx, cpu);
+            class.rq_lock(ctx, cpu);
             cpu
         }
     };
     ctx.set_task_cpu(p, cpu);
     // `p->state = TASK_RUNNING` and its run-list links: the waker writes p's line.
-    ctx.write_task(p);
+    ctx.write(Shared::Task(p));
     class.enqueue_task(ctx, cpu, p, wake);
     class.wakeup_preempt(ctx, cpu, p, wake);
     let target = if cpu == old {
         first
     } else {
-        class.rq_lock(cpu)
+        class.rq_lockp(cpu)
     };
     ctx.unlock(target);
     if first != target && ctx.holds(first) {

@@ -1,13 +1,36 @@
 //! What a scheduling-class hook may see and do. Time inside a hook is the executing CPU's
 //! clock, advanced by every charge, spin and lock transfer; locks are the machine's
 //! spinlocks ([`crate::machine::spinlock`]), so spinning, hold times and line transfers
-//! are charged by the machine model, never by the class. A class says which tasks it
-//! examines ([`SchedCtx::examine_task`]) and which shared lines it reads or writes; the
-//! interconnect ([`crate::machine::interconnect`]) prices each access by where the line
-//! is and how busy the buses are.
+//! are charged by the machine model, never by the class.
+//!
+//! # The cost rule
+//!
+//! A hook pays for what its kernel touched that another CPU may have written:
+//!
+//! | what is read or written                      | priced by                                   |
+//! |----------------------------------------------|---------------------------------------------|
+//! | a task's scheduler line, in a pick or a scan | [`SchedCtx::examine`] (one), [`SchedCtx::examine_walk`] (a run-queue walk) |
+//! | a task's line, written (links, counter, `processor`) | [`SchedCtx::write`]`(Shared::Task(p))`     |
+//! | another CPU's `curr`                         | [`SchedCtx::read_curr`]                     |
+//! | a queue head, a published per-queue value    | [`SchedCtx::read`] / [`SchedCtx::write`] of `Shared::Line` |
+//! | 2.4's recalculation over every task          | [`SchedCtx::write`]`(Shared::TaskList)`     |
+//! | a lock                                        | [`SchedCtx::lock`] / [`SchedCtx::trylock`] (spin, atomic, line) |
+//! | anything else the hook computes              | [`SchedCtx::charge`]                        |
+//!
+//! Free reads are those where the kernel read nothing another CPU writes: the executing
+//! CPU's own `curr`, the fields of a task in hand (nice, mm, affinity, `processor`, state:
+//! the woken or forked task's line is the core's to price, the running task's is hot),
+//! the class's own private state, and the machine's constants. [`SchedCtx::curr`],
+//! [`SchedCtx::cpu_is_idle`] and [`SchedCtx::last_schedule`] of *another* CPU are free
+//! only after the hook paid to reach that CPU's state — its `curr` line, a line the class
+//! declared as that CPU's ([`SchedCtx::new_line`] with its CPU), read, written or locked
+//! (a lock living on it), or that CPU's own run-queue lock taken (a run-queue structure
+//! opens with its lock: [`StateMap`]) — or where line reads cost nothing (no coherence model): debug builds check
+//! it at each such read and name the hook's CPU and the CPU read.
+//! [`crate::kernel::sched::runlist`] prices a list-shaped run queue by this rule.
 
 use crate::engine::{EventQueue, SimRng, Time};
-use crate::kernel::sched::IdleCpus;
+use crate::kernel::sched::{IdleCpus, StateMap};
 use crate::kernel::task::{Task, TaskId};
 use crate::kernel::{charge, Acct, Cpu, Event, KernelStats};
 use crate::machine::{Costs, CpuId, Interconnect, LineId, LockId, LockKind, Machine, SpinLock};
@@ -18,6 +41,7 @@ pub struct SchedCtx<'a> {
     tasks: &'a mut Vec<Task>,
     cpus: &'a mut Vec<Cpu>,
     idle_cpus: &'a mut IdleCpus,
+    state_map: &'a mut StateMap,
     locks: &'a mut Vec<SpinLock>,
     ic: &'a mut Interconnect,
     queue: &'a mut EventQueue<Event>,
@@ -32,6 +56,23 @@ pub struct SchedCtx<'a> {
     trace: Option<&'a mut (dyn crate::kernel::events::TraceSink + 'static)>,
     /// Time spent acquiring locks with `lock()` (spin, atomic, line transfer).
     pub(crate) lock_ns: Time,
+    /// The CPUs whose state this hook paid to reach (the cost rule's debug check).
+    #[cfg(debug_assertions)]
+    reached: Vec<CpuId>,
+}
+
+/// Shared scheduler data a hook reads or writes by [`SchedCtx::read`] and
+/// [`SchedCtx::write`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shared {
+    /// A task's scheduler line (run-list links, counter, state, `processor`).
+    Task(TaskId),
+    /// A line the class named ([`SchedCtx::new_line`]): a queue head, a published value.
+    Line(LineId),
+    /// Every task's line in the kernel's task list, each read, recomputed
+    /// (`task_examine_ns`) and written, in list order: 2.4's counter recalculation
+    /// (schedulers.md §1.7 step 6, `for_each_task`). Writes only.
+    TaskList,
 }
 
 impl<'a> SchedCtx<'a> {
@@ -43,6 +84,7 @@ impl<'a> SchedCtx<'a> {
         tasks: &'a mut Vec<Task>,
         cpus: &'a mut Vec<Cpu>,
         idle_cpus: &'a mut IdleCpus,
+        state_map: &'a mut StateMap,
         locks: &'a mut Vec<SpinLock>,
         ic: &'a mut Interconnect,
         queue: &'a mut EventQueue<Event>,
@@ -58,6 +100,7 @@ impl<'a> SchedCtx<'a> {
             tasks,
             cpus,
             idle_cpus,
+            state_map,
             locks,
             ic,
             queue,
@@ -71,6 +114,8 @@ impl<'a> SchedCtx<'a> {
             irq: false,
             trace,
             lock_ns: 0,
+            #[cfg(debug_assertions)]
+            reached: Vec::new(),
         }
     }
 
@@ -144,9 +189,12 @@ impl<'a> SchedCtx<'a> {
         self.tasks.len()
     }
 
-    /// The task running on `cpu`.
+    /// The task running on `cpu`: free on the executing CPU; for another CPU only once
+    /// the hook reached that CPU's state (the cost rule, module doc), else
+    /// [`SchedCtx::read_curr`].
     #[inline]
     pub fn curr(&self, cpu: CpuId) -> TaskId {
+        self.check_reached(cpu, "curr");
         self.cpus[cpu].curr
     }
 
@@ -156,16 +204,66 @@ impl<'a> SchedCtx<'a> {
         self.cpus[cpu].idle
     }
 
-    /// True when `cpu` runs its idle task.
+    /// True when `cpu` runs its idle task: a read of its `curr`, free as
+    /// [`SchedCtx::curr`] is.
     #[inline]
     pub fn cpu_is_idle(&self, cpu: CpuId) -> bool {
+        self.check_reached(cpu, "cpu_is_idle");
         let c = &self.cpus[cpu];
         c.curr == c.idle
     }
 
-    /// Time of `cpu`'s last context switch (2.4 `last_schedule`).
+    /// Time of `cpu`'s last context switch (2.4 `last_schedule`, on the line of its
+    /// `curr`): free as [`SchedCtx::curr`] is.
     pub fn last_schedule(&self, cpu: CpuId) -> Time {
+        self.check_reached(cpu, "last_schedule");
         self.idle_cpus.last_schedule(cpu)
+    }
+
+    /// The cost rule's debug check: a free read of another CPU's state comes after the
+    /// hook paid to reach it, or where reading lines is free.
+    #[inline(always)]
+    fn check_reached(&self, cpu: CpuId, what: &str) {
+        #[cfg(debug_assertions)]
+        if cpu != self.cpu && !self.line_reads_free() {
+            assert!(
+                self.reached.contains(&cpu),
+                "cost rule: a hook on cpu {} read cpu {cpu}'s {what} without paying to reach \
+                 its state (read_curr, a read, a write or a lock of a line declared as \
+                 cpu {cpu}'s, or its own run-queue lock)",
+                self.cpu
+            );
+        }
+        #[cfg(not(debug_assertions))]
+        let _ = (cpu, what);
+    }
+
+    /// Note that taking `l` reached the state of the CPU whose line the lock lives on, or
+    /// whose own run-queue lock it is.
+    #[inline(always)]
+    fn reached_by_lock(&mut self, l: LockId) {
+        #[cfg(debug_assertions)]
+        {
+            if let Some(line) = self.locks[l as usize].line {
+                self.reached(self.state_map.cpu_of_line(line, self.cpus.len()));
+            }
+            self.reached(self.state_map.cpu_of_lock(l));
+        }
+        #[cfg(not(debug_assertions))]
+        let _ = l;
+    }
+
+    /// Note that the hook paid to reach `cpu`'s state.
+    #[inline(always)]
+    fn reached(&mut self, cpu: Option<CpuId>) {
+        #[cfg(debug_assertions)]
+        if let Some(c) = cpu {
+            if c != self.cpu && !self.reached.contains(&c) {
+                self.reached.push(c);
+            }
+        }
+        #[cfg(not(debug_assertions))]
+        let _ = cpu;
     }
 
     /// True when `p` may run on `cpu`.
@@ -185,29 +283,21 @@ impl<'a> SchedCtx<'a> {
         charge(self.cpus, self.tasks, self.cpu, ns, self.cat);
     }
 
-    /// Charge the examination of `n` tasks whose lines the class does not name: each
-    /// the work of `goodness()` and one memory miss (the flat model). Prefer
-    /// [`SchedCtx::examine_task`].
+    /// Charge the examination of task `p` outside a walk (a pick, a candidate weighed):
+    /// the work of `goodness()` and the read of `p`'s scheduler line, wherever it is now.
     #[inline]
-    pub fn examine(&mut self, n: u64) {
-        let c = self.costs();
-        self.charge(n * (c.task_examine_ns + c.mem_latency_ns));
-    }
-
-    /// Charge the examination of task `p` in a run-queue scan: the work of `goodness()`
-    /// and the read of `p`'s scheduler line, wherever it is now.
-    #[inline]
-    pub fn examine_task(&mut self, p: TaskId) {
+    pub fn examine(&mut self, p: TaskId) {
         let now = self.now();
         let line = self.ic.read_task(now, self.cpu, p);
         let c = self.costs().task_examine_ns + line;
         self.charge(c);
     }
 
-    /// Charge the examination of every task of `tasks`, in order, as a run-queue walk
-    /// that looks at them all: [`SchedCtx::examine_task`] for each.
+    /// Charge a run-queue walk that looks at every task of `tasks`, in order: for each,
+    /// the work of `goodness()` and the read of its line, each read made when the walk
+    /// reaches it (a run of misses is one paced stream on the bus).
     #[inline]
-    pub fn examine_tasks(
+    pub fn examine_walk(
         &mut self,
         tasks: impl IntoIterator<Item = TaskId, IntoIter: ExactSizeIterator>,
     ) {
@@ -219,30 +309,52 @@ impl<'a> SchedCtx<'a> {
         self.charge(c);
     }
 
-    /// Charge 2.4's counter recalculation (schedulers.md §1.7 step 6) over the task list
-    /// (`for_each_task`: every task, sleeping ones too, in the list's order): for each,
-    /// [`SchedCtx::examine_task`] then [`SchedCtx::write_task`], as one walk
-    /// ([`Interconnect::recalc_walk`], whose cost to the simulator does not grow with the
-    /// tasks). Returns the tasks walked, `nr_threads`.
-    #[inline]
-    pub fn examine_and_write_task_list(&mut self) -> u64 {
+    /// Charge a read of shared scheduler data by the executing CPU. Nothing to charge
+    /// (no coherence model) is no charge.
+    #[inline(always)]
+    pub fn read(&mut self, what: Shared) {
         let now = self.now();
-        let examine_ns = self.costs().task_examine_ns;
-        debug_assert_eq!(self.ic.listed_tasks(), self.nr_threads);
-        // determinism: one charge of the walk's sum leaves the clock and the accounts as
-        // the separate charges would.
-        let c = self.ic.recalc_walk(now, self.cpu, examine_ns);
-        self.charge(c);
-        self.nr_threads
+        let c = match what {
+            Shared::Task(p) => self.ic.read_task(now, self.cpu, p),
+            Shared::Line(l) => {
+                self.reached(self.state_map.cpu_of_line(l, self.cpus.len()));
+                self.ic.read_line(now, self.cpu, l)
+            }
+            Shared::TaskList => panic!("Shared::TaskList is written, not read"),
+        };
+        if c > 0 {
+            self.charge(c);
+        }
     }
 
-    /// Charge a write of task `p`'s scheduler line by the executing CPU (its counter,
-    /// run-list links, state, `processor`): other CPUs' copies are invalidated.
+    /// Charge a write of shared scheduler data by the executing CPU: other CPUs' copies
+    /// are invalidated. `Shared::TaskList` walks the kernel's task list
+    /// ([`Interconnect::recalc_walk`], whose cost to the simulator does not grow with the
+    /// tasks).
     #[inline]
-    pub fn write_task(&mut self, p: TaskId) {
+    pub fn write(&mut self, what: Shared) {
         let now = self.now();
-        let c = self.ic.write_task(now, self.cpu, p);
+        let c = match what {
+            Shared::Task(p) => self.ic.write_task(now, self.cpu, p),
+            Shared::Line(l) => {
+                self.reached(self.state_map.cpu_of_line(l, self.cpus.len()));
+                self.ic.write_line(now, self.cpu, l)
+            }
+            Shared::TaskList => {
+                debug_assert_eq!(self.ic.listed_tasks(), self.nr_threads);
+                let examine_ns = self.costs().task_examine_ns;
+                // determinism: one charge of the walk's sum leaves the clock and the
+                // accounts as the separate charges would.
+                self.ic.recalc_walk(now, self.cpu, examine_ns)
+            }
+        };
         self.charge(c);
+    }
+
+    /// Tasks in the kernel's task list (`nr_threads`): what a `Shared::TaskList` write
+    /// walks.
+    pub fn nr_threads(&self) -> u64 {
+        self.nr_threads
     }
 
     /// `cpu`'s current task, read as a kernel reads another CPU's `curr`: the read of
@@ -251,7 +363,7 @@ impl<'a> SchedCtx<'a> {
     // made that loop 17 % slower at 1 024 CPUs.
     #[inline(always)]
     pub fn read_curr(&mut self, cpu: CpuId) -> TaskId {
-        self.read_line(Interconnect::curr_line(cpu));
+        self.read(Shared::Line(Interconnect::curr_line(cpu)));
         self.idle_cpus.curr_seen(self.cpus, cpu, self.now())
     }
 
@@ -324,53 +436,36 @@ impl<'a> SchedCtx<'a> {
     /// lock (2.4 `sched_data->curr = next`, 2.6 `rq->curr = next`), before the switch.
     #[inline]
     pub(crate) fn write_curr(&mut self, next: TaskId) {
-        self.write_line(Interconnect::curr_line(self.cpu));
+        self.write(Shared::Line(Interconnect::curr_line(self.cpu)));
         let now = self.now();
         self.cpus[self.cpu].curr_seen.set(now, next);
         self.idle_cpus.note(self.cpu, &self.cpus[self.cpu]);
     }
 
-    /// Name a shared line the class reads and writes (a list head, a published value).
-    pub fn new_line(&mut self, name: &'static str) -> LineId {
-        self.ic.new_line(name)
+    /// Name a shared line the class reads and writes (a list head, a published value),
+    /// at `init`. `cpu`: the CPU whose scheduler state it carries (a per-CPU queue's head,
+    /// `aligned_data[cpu]`), so that reading it reaches that CPU's state (the cost rule);
+    /// `None` for a line of no one CPU.
+    pub fn new_line(&mut self, name: &'static str, cpu: Option<CpuId>) -> LineId {
+        let l = self.ic.new_line(name);
+        self.state_map.declare_line(l, cpu);
+        l
     }
 
-    /// Charge a read of the shared line `l`. Nothing to charge (no coherence model) is
-    /// no charge.
-    #[inline(always)]
-    pub fn read_line(&mut self, l: LineId) {
-        let now = self.now();
-        let c = self.ic.read_line(now, self.cpu, l);
-        if c > 0 {
-            self.charge(c);
-        }
-    }
-
-    /// Charge a write of the shared line `l`.
-    #[inline]
-    pub fn write_line(&mut self, l: LineId) {
-        let now = self.now();
-        let c = self.ic.write_line(now, self.cpu, l);
-        self.charge(c);
-    }
-
-    /// Create a lock (at `init`) on a cache line of its own, which moves from its last
-    /// holder to each acquirer.
-    pub fn new_lock(&mut self, name: &'static str) -> LockId {
-        self.locks.push(SpinLock::new(name));
-        (self.locks.len() - 1) as LockId
-    }
-
-    /// Create a lock (at `init`) living on the named line `line` together with the data
-    /// it protects (MQ's `runqueue_lock` in the cache-line-padded `runqueue_data`,
-    /// schedulers.md §3.1). Acquiring it, or failing to, is a locked operation on the
-    /// line, priced by the interconnect from wherever the line is: the last holder's
-    /// cache, the shared copies of lock-free readers (an invalidation), memory. Reads and
-    /// writes of the line by the holder are then hits. Without the coherence model the
-    /// lock follows its last holder as a lock of its own does, and the line's accesses
-    /// are free as every named line's are.
-    pub fn new_lock_on(&mut self, name: &'static str, line: LineId) -> LockId {
-        self.locks.push(SpinLock::on_line(name, line));
+    /// Create a lock at `init`. `line: None`: on a cache line of its own, which moves
+    /// from its last holder to each acquirer. `Some(line)`: living on the named line
+    /// together with the data it protects (MQ's `runqueue_lock` in the cache-line-padded
+    /// `runqueue_data`, schedulers.md §3.1): acquiring it, or failing to, is a locked
+    /// operation on the line, priced by the interconnect from wherever the line is (the
+    /// last holder's cache, the shared copies of lock-free readers: an invalidation,
+    /// memory), and the holder's reads and writes of the line are then hits. Without the
+    /// coherence model such a lock follows its last holder as a lock of its own does, and
+    /// the line's accesses are free as every named line's are.
+    pub fn new_lock(&mut self, name: &'static str, line: Option<LineId>) -> LockId {
+        self.locks.push(match line {
+            Some(line) => SpinLock::on_line(name, line),
+            None => SpinLock::new(name),
+        });
         (self.locks.len() - 1) as LockId
     }
 
@@ -409,6 +504,7 @@ impl<'a> SchedCtx<'a> {
         }
         self.grant(l, spin);
         self.lock_ns += self.now() - now;
+        self.reached_by_lock(l);
     }
 
     /// The hand-off of a test-and-test-and-set lock to this CPU, spinning since
@@ -470,6 +566,7 @@ impl<'a> SchedCtx<'a> {
             let c = self.costs().lock_ns + xfer;
             self.charge(c);
             self.grant(l, 0);
+            self.reached_by_lock(l);
             true
         } else {
             // The failed atomic still pulls the lock's line over (for a lock on a line:
@@ -640,7 +737,7 @@ impl<'a> SchedCtx<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::SchedCtx;
+    use super::{SchedCtx, Shared};
     use crate::kernel::sched::testbed::Bed;
     use crate::machine::{CpuId, LineId};
 
@@ -660,11 +757,11 @@ mod tests {
     fn handoffs_of(machine: &str, n: usize, on_line: bool) -> (Vec<u64>, LineId, Option<CpuId>) {
         let mut bed = fifo_bed(machine);
         let (l, line) = bed.with(0, |_, ctx| {
-            let line = ctx.new_line("test_data");
+            let line = ctx.new_line("test_data", None);
             let l = if on_line {
-                ctx.new_lock_on("test_lock", line)
+                ctx.new_lock("test_lock", Some(line))
             } else {
-                ctx.new_lock("test_lock")
+                ctx.new_lock("test_lock", None)
             };
             (l, line)
         });
@@ -712,8 +809,12 @@ mod tests {
             let mut bed = fifo_bed(machine);
             let c = bed.with(0, |_, ctx| ctx.costs());
             let (own, on, line) = bed.with(0, |_, ctx| {
-                let line = ctx.new_line("test_data");
-                (ctx.new_lock("own"), ctx.new_lock_on("on", line), line)
+                let line = ctx.new_line("test_data", None);
+                (
+                    ctx.new_lock("own", None),
+                    ctx.new_lock("on", Some(line)),
+                    line,
+                )
             });
             let take = |l| {
                 move |ctx: &mut SchedCtx<'_>| {
@@ -737,12 +838,12 @@ mod tests {
 
             // A lock on a line: the line's read-for-ownership, from wherever it is.
             let first = cost(&mut bed, 0, take(on));
-            let read = cost(&mut bed, 2, |ctx| ctx.read_line(line));
+            let read = cost(&mut bed, 2, |ctx| ctx.read(Shared::Line(line)));
             let upgrade = cost(&mut bed, 0, take(on));
             let moved = cost(&mut bed, 1, take(on));
             let write = cost(&mut bed, 1, |ctx| {
                 ctx.lock(on);
-                ctx.write_line(line);
+                ctx.write(Shared::Line(line));
                 ctx.unlock(on);
             });
             let cross = cost(&mut bed, 4, |ctx| assert!(ctx.trylock(on)));

@@ -28,7 +28,7 @@
 //!
 //! # How the 2001–2003 policies map onto it
 //!
-//! * **2.4** (`linux-2.4`): one run queue shared by every CPU — [`SchedClass::rq_lock`]
+//! * **2.4** (`linux-2.4`): one run queue shared by every CPU — [`SchedClass::rq_lockp`]
 //!   answers `runqueue_lock` for every CPU. `select_task_rq` keeps the task where it is;
 //!   `reschedule_idle()` is its wake-up preemption (it may kick any CPU, since every CPU
 //!   serves the one queue); the counter recalculation happens inside `pick_next_task`,
@@ -44,6 +44,14 @@
 //! * **O(1)** (`o1-d1`, `o1-g1`, `o1-2.6`): per-CPU queues; `select_task_rq` is the sync
 //!   wake-up's migration to the waker (2.6.0 `try_to_wake_up`); an empty queue's pull is
 //!   `balance(NewIdle)`, the idle and busy rebalance ticks are `balance(Tick)`.
+//! * **fifo**, the reference policy: a global round robin on one [`runlist::RunLists`]
+//!   list; `select_task_rq` changes nothing, the pick sets `processor`, and
+//!   `wakeup_preempt` is [`runlist::kick_idle_cpu`].
+//! * **cfs**, **eevdf** (`policy/fair/`): per-CPU trees, [`WakeOrder::SelectFirst`],
+//!   newidle balancing inside `pick_next_task`, `balance(Tick)` as
+//!   `sched_balance_trigger`.
+//!
+//! What a hook charges is the cost rule of [`SchedCtx`]'s module doc.
 //!
 //! A policy knows no workload; the core knows no policy.
 
@@ -51,6 +59,8 @@ pub mod core;
 mod ctx;
 pub mod idle_cpus;
 pub mod published;
+pub mod runlist;
+mod state_map;
 pub mod testbed;
 
 use std::collections::BTreeMap;
@@ -60,9 +70,10 @@ use crate::machine::{CpuId, LockId};
 use super::types::TaskId;
 use super::Kernel;
 
-pub use ctx::SchedCtx;
+pub use ctx::{SchedCtx, Shared};
 pub use idle_cpus::IdleCpus;
 pub use published::Published;
+pub use state_map::StateMap;
 
 /// Why a task is being placed on a run queue.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -138,15 +149,16 @@ pub trait SchedClass {
     /// per-CPU run queues.
     fn init(&mut self, ctx: &mut SchedCtx<'_>);
 
-    /// The lock protecting `cpu`'s run queue (`rq->lock`; 2.4: `runqueue_lock` for every
-    /// CPU).
-    fn rq_lock(&self, cpu: CpuId) -> LockId;
+    /// The lock protecting `cpu`'s run queue (6.x `__rq_lockp(rq)`: `rq->lock`; 2.4:
+    /// `runqueue_lock` for every CPU). [`SchedClass::rq_lock`] takes it.
+    fn rq_lockp(&self, cpu: CpuId) -> LockId;
 
-    /// Called from: the core, to take `cpu`'s run-queue lock; no lock of that queue held.
+    /// Called from: the core, to take `cpu`'s run-queue lock (6.x `rq_lock(rq)`); no lock
+    /// of that queue held.
     /// Override to account for what the acquisition brings along (MQ: the queue's data
     /// lines share the lock's cache line).
-    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
-        ctx.lock(self.rq_lock(cpu));
+    fn rq_lock(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
+        ctx.lock(self.rq_lockp(cpu));
     }
 
     /// Which lock `try_to_wake_up` takes first.
@@ -289,11 +301,11 @@ impl<T: SchedClass + ?Sized> SchedClass for Box<T> {
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         (**self).init(ctx)
     }
-    fn rq_lock(&self, cpu: CpuId) -> LockId {
-        (**self).rq_lock(cpu)
+    fn rq_lockp(&self, cpu: CpuId) -> LockId {
+        (**self).rq_lockp(cpu)
     }
-    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
-        (**self).lock_rq(ctx, cpu)
+    fn rq_lock(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
+        (**self).rq_lock(ctx, cpu)
     }
     fn wake_order(&self) -> WakeOrder {
         (**self).wake_order()

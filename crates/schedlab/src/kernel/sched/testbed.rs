@@ -45,9 +45,9 @@ impl SchedClass for Bystander {
         self.hz
     }
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
-        self.lock = ctx.new_lock("bystander_lock");
+        self.lock = ctx.new_lock("bystander_lock", None);
     }
-    fn rq_lock(&self, _cpu: CpuId) -> LockId {
+    fn rq_lockp(&self, _cpu: CpuId) -> LockId {
         self.lock
     }
     fn task_on_rq(&self, _ctx: &SchedCtx<'_>, _p: TaskId) -> bool {
@@ -96,6 +96,8 @@ impl<C: SchedClass> Bed<C> {
         for c in 0..cpus {
             class.task_fork(&mut ctx, c as TaskId, None);
         }
+        let rq_locks: Vec<_> = (0..cpus).map(|c| class.rq_lockp(c)).collect();
+        k.state_map.set_rq_locks(&rq_locks);
         Bed { k, class }
     }
 

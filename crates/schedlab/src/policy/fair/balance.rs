@@ -38,6 +38,7 @@
 //! the NOHZ kick; `sched_exec` placement. SMT's `has_idle_cores` hint is
 //! computed exactly when asked instead of being maintained lazily.
 
+use crate::kernel::sched::Shared;
 use crate::kernel::task::TaskId;
 use crate::machine::{CpuId, CpuMask};
 use crate::policy::{SchedCtx, Wake};
@@ -340,7 +341,7 @@ impl Fair {
         prev: CpuId,
         sync: bool,
     ) -> Option<CpuId> {
-        ctx.read_line(self.rqs[prev].line);
+        ctx.read(Shared::Line(self.rqs[prev].line));
         let mut this_eff = self.cpu_load(this) as i64;
         if sync {
             let current = ctx.curr(this);
@@ -511,7 +512,7 @@ impl Fair {
                 continue;
             }
             if i != ctx.cpu() {
-                ctx.read_line(self.rqs[i].line);
+                ctx.read(Shared::Line(self.rqs[i].line));
             }
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
@@ -811,7 +812,7 @@ impl Fair {
         if self.sd[cpu].is_empty() {
             return 0;
         }
-        ctx.read_line(self.rd_line);
+        ctx.read(Shared::Line(self.rd_line));
         let mut pulled = 0;
         if !self.rd_overloaded || self.rqs[cpu].avg_idle < self.sd[cpu][0].max_newidle_lb_cost {
             let nb = self.sd[cpu][0].last_balance + self.sd_balance_interval(cpu, 0, false);
@@ -943,7 +944,7 @@ impl Fair {
                 continue;
             }
             if i != ctx.cpu() {
-                ctx.read_line(self.rqs[i].line);
+                ctx.read(Shared::Line(self.rqs[i].line));
             }
             s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
@@ -1078,7 +1079,7 @@ impl Fair {
         if env.sd + 1 == self.sd[env.dst].len() && self.rd_overloaded != overloaded {
             // Root domain: recompute the overload indicator.
             self.rd_overloaded = overloaded;
-            ctx.write_line(self.rd_line);
+            ctx.write(Shared::Line(self.rd_line));
         }
         self.update_idle_cpu_scan(env, sum_util);
         let bgi = bg?;
@@ -1340,7 +1341,7 @@ impl Fair {
                 break;
             }
             let p = *self.rqs[src].cfs_tasks.back().expect("not empty");
-            ctx.examine_task(p);
+            ctx.examine(p);
             let ok = self.can_migrate_task(ctx, env, p, src, all_pinned) && {
                 let shr = |v: u64| v >> failed.min(63);
                 match env.migration_type {

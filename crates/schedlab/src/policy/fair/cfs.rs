@@ -132,7 +132,7 @@ impl Fair {
         let Some((lv, left)) = self.rqs[cpu].timeline.first() else {
             return;
         };
-        ctx.examine_task(left);
+        ctx.examine(left);
         let d = self.se[curr as usize].vruntime - lv;
         if d < 0 {
             return;
@@ -155,7 +155,7 @@ impl Fair {
             return true;
         };
         self.update_curr(ctx, cpu);
-        ctx.examine_task(curr);
+        ctx.examine(curr);
         if self.wakeup_preempt_entity(curr, p) == 1 {
             self.rqs[cpu].next = Some(p);
             // preempt: LAST_BUDDY when the queue is crowded and curr still queued.
@@ -198,7 +198,7 @@ impl Fair {
                 }
             };
             if let Some(s2) = second {
-                ctx.examine_task(s2);
+                ctx.examine(s2);
                 if self.wakeup_preempt_entity(s2, left) < 1 {
                     se = s2;
                 }

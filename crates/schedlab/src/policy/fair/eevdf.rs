@@ -180,7 +180,7 @@ impl Fair {
                 break;
             }
         }
-        ctx.examine_tasks(tested);
+        ctx.examine_walk(tested);
         match (best, curr) {
             (None, c) => c.or(best),
             (Some(b), Some(c)) if self.se[c as usize].deadline < self.se[b as usize].deadline => {

@@ -82,7 +82,7 @@
 //! * PELT signals of other CPUs are read as they are at the reader's time, without
 //!   `removed` deferral: a migrating task's contribution leaves its old queue at once.
 //! * Costs of tree walks: the kernel's rbtree walk reads about `log2(n)` entities; the
-//!   model charges [`SchedCtx::examine_tasks`] for that many queued entities
+//!   model charges [`SchedCtx::examine_walk`] for that many queued entities
 //!   (`// model:` at `charge_walk`).
 
 pub mod balance;
@@ -94,6 +94,7 @@ mod load;
 pub mod pelt;
 pub mod topology;
 
+use crate::kernel::sched::Shared;
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::kernel::task::{TaskId, TaskState};
@@ -592,7 +593,7 @@ impl Fair {
             .take(depth)
             .map(|(_, p)| p)
             .collect();
-        ctx.examine_tasks(path);
+        ctx.examine_walk(path);
     }
 
     /// `__enqueue_entity`: into the tree (and the averages, for eevdf).
@@ -670,7 +671,7 @@ impl Fair {
         if n >= 2 && !self.rd_overloaded {
             // add_nr_running: set_rd_overloaded.
             self.rd_overloaded = true;
-            ctx.write_line(self.rd_line);
+            ctx.write(Shared::Line(self.rd_line));
         }
     }
 
@@ -836,7 +837,7 @@ impl Fair {
         if cpu == ctx.cpu() {
             return self.rqs[cpu].nr_running;
         }
-        ctx.read_line(self.rqs[cpu].line);
+        ctx.read(Shared::Line(self.rqs[cpu].line));
         self.nr_newest.at(cpu, &self.rqs[cpu].nr_pub, ctx.now())
     }
 
@@ -847,7 +848,7 @@ impl Fair {
         self.dequeue_entity(ctx, src, p, false);
         self.detach_entity_load_avg(p);
         ctx.set_task_cpu(p, dst);
-        ctx.write_task(p);
+        ctx.write(Shared::Task(p));
         self.se[p as usize].cpu = dst;
         self.se[p as usize].exec_start = 0;
     }
@@ -909,11 +910,11 @@ impl SchedClass for Fair {
             "topology for {} CPUs booted on {n}",
             self.topo.nr_cpus()
         );
-        self.rd_line = ctx.new_line("rd->overloaded");
+        self.rd_line = ctx.new_line("rd->overloaded", None);
         self.rqs = (0..n)
-            .map(|_| Rq {
-                lock: ctx.new_lock("rq->lock"),
-                line: ctx.new_line("rq"),
+            .map(|c| Rq {
+                lock: ctx.new_lock("rq->lock", None),
+                line: ctx.new_line("rq", Some(c)),
                 curr: None,
                 timeline: Timeline::default(),
                 by_vruntime: Timeline::default(),
@@ -938,7 +939,7 @@ impl SchedClass for Fair {
         self.nr_newest = Newest::of(self.rqs.iter().map(|q| &q.nr_pub));
     }
 
-    fn rq_lock(&self, cpu: CpuId) -> LockId {
+    fn rq_lockp(&self, cpu: CpuId) -> LockId {
         self.rqs[cpu].lock
     }
 
@@ -1005,7 +1006,7 @@ impl SchedClass for Fair {
     }
 
     fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake) {
-        ctx.write_line(self.rqs[cpu].line);
+        ctx.write(Shared::Line(self.rqs[cpu].line));
         let pi = p as usize;
         if self.se[pi].sched_delayed {
             debug_assert_eq!(self.se[pi].cpu, cpu);
@@ -1049,7 +1050,7 @@ impl SchedClass for Fair {
     }
 
     fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
-        ctx.write_line(self.rqs[cpu].line);
+        ctx.write(Shared::Line(self.rqs[cpu].line));
         let sleep = ctx.task(p).state != TaskState::Running;
         self.util_est_dequeue(cpu, p);
         self.dequeue_entity(ctx, cpu, p, sleep);
@@ -1118,7 +1119,7 @@ impl SchedClass for Fair {
                 self.dequeue_entity(ctx, cpu, se, true);
                 continue;
             }
-            ctx.examine_task(se);
+            ctx.examine(se);
             return Some(se);
         }
     }

@@ -25,7 +25,7 @@
 //! # Costs
 //!
 //! The simulated kernel pays for the walk the 2002 hardware paid: every pass examines
-//! every queued task in list order (`ctx.examine_tasks`: a few dozen cycles of
+//! every queued task in list order (`ctx.examine_walk`: a few dozen cycles of
 //! `goodness()` and the read of the task's scheduler line from wherever it is — with the
 //! coherence model off, one L2 miss, benchmarks.md §6.3), with `runqueue_lock` held; a
 //! recalculation examines every task in the system, outside the lock. The *simulator*
@@ -76,6 +76,7 @@ mod runlist;
 #[cfg(test)]
 mod tests;
 
+use crate::kernel::sched::Shared;
 use std::collections::BTreeMap;
 
 use crate::kernel::task::{Task, TaskId, TaskState};
@@ -323,7 +324,7 @@ impl Linux24 {
             self.link_at_tail(ctx);
         } else {
             // list_add: head->next, and the old first's `prev` (not in its scheduler line).
-            ctx.write_line(self.runqueue_head);
+            ctx.write(Shared::Line(self.runqueue_head));
         }
         self.place(ctx, p, last);
     }
@@ -332,9 +333,9 @@ impl Linux24 {
     /// head->prev.
     fn link_at_tail(&mut self, ctx: &mut SchedCtx<'_>) {
         if let Some(last) = self.rq.last() {
-            ctx.write_task(last);
+            ctx.write(Shared::Task(last));
         }
-        ctx.write_line(self.runqueue_head);
+        ctx.write(Shared::Line(self.runqueue_head));
     }
 
     /// `move_last_runqueue`.
@@ -349,8 +350,8 @@ impl Linux24 {
     fn unlink(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
         assert!(self.on_rq(p), "unlink of a task not queued");
         match self.rq.before(p) {
-            Some(before) => ctx.write_task(before),
-            None => ctx.write_line(self.runqueue_head),
+            Some(before) => ctx.write(Shared::Task(before)),
+            None => ctx.write(Shared::Line(self.runqueue_head)),
         }
     }
 
@@ -514,13 +515,13 @@ impl SchedClass for Linux24 {
     }
 
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
-        self.runqueue_lock = ctx.new_lock("runqueue_lock");
-        self.runqueue_head = ctx.new_line("runqueue_head");
+        self.runqueue_lock = ctx.new_lock("runqueue_lock", None);
+        self.runqueue_head = ctx.new_line("runqueue_head", None);
         self.index = GoodnessIndex::new(ctx.nr_cpus());
         self.active_mm = vec![0; ctx.nr_cpus()];
     }
 
-    fn rq_lock(&self, _cpu: CpuId) -> LockId {
+    fn rq_lockp(&self, _cpu: CpuId) -> LockId {
         // One run queue serves every CPU.
         self.runqueue_lock
     }
@@ -582,8 +583,8 @@ impl SchedClass for Linux24 {
         // Step 5, `repeat_schedule`.
         loop {
             // The walk reads every queued task's line (and the head's), wherever it is.
-            ctx.read_line(self.runqueue_head);
-            ctx.examine_tasks(self.rq.iter());
+            ctx.read(Shared::Line(self.runqueue_head));
+            ctx.examine_walk(self.rq.iter());
             self.stats.tasks_examined += self.nr_running() as u64;
             let (c, next) = self.scan_indexed(ctx, cpu, prev, this_mm);
             #[cfg(debug_assertions)]

@@ -87,7 +87,7 @@
 //!
 //! * `runqueue_data[c]` (§3.1, one cache-line-padded union): `runqueue_lock`, the list
 //!   head, `nt_running`, `max_na_*`, `running_non_idle`. The lock lives on this line
-//!   ([`SchedCtx::new_lock_on`]): `spin_lock` or `spin_trylock` of queue c — even a
+//!   ([`SchedCtx::new_lock`] with its line): `spin_lock` or `spin_trylock` of queue c — even a
 //!   failed one — is a read-for-ownership of it, from its last writer or from the
 //!   shared copies of the CPUs that read c's `max_na_goodness` since (an invalidation).
 //!   The holder's reads and writes of the values are then hits.
@@ -139,6 +139,7 @@ mod steal_index;
 #[cfg(test)]
 mod tests;
 
+use crate::kernel::sched::Shared;
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::engine::Time;
@@ -549,7 +550,7 @@ impl Mq {
         self.rq[c].list.push_front(p);
         self.queued += 1;
         self.ts[p as usize].on_rq = true;
-        ctx.write_line(self.rq[c].line);
+        ctx.write(Shared::Line(self.rq[c].line));
     }
 
     /// `del_from_runqueue` / `del_from_runqueue_update`. The update flavour replaces a
@@ -566,14 +567,14 @@ impl Mq {
         self.rq[c].list.remove(i);
         self.queued -= 1;
         self.ts[p as usize].on_rq = false;
-        ctx.write_line(self.rq[c].line);
+        ctx.write(Shared::Line(self.rq[c].line));
         if self.max_na(ctx, c).ptr != Some(p) {
             return;
         }
         let mut found = None;
         if upd {
             for &t in &self.rq[c].list {
-                ctx.examine_task(t);
+                ctx.examine(t);
                 if !Self::has_cpu(ctx, t) {
                     let w = self.core.na_goodness(ctx, t);
                     if w > 0 {
@@ -594,11 +595,11 @@ impl Mq {
             q.remove(i);
             q.push_back(p);
         }
-        ctx.write_line(self.rq[c].line);
+        ctx.write(Shared::Line(self.rq[c].line));
     }
 
     /// Lock queue `c`: the lock's line is the queue's, so the values come with it.
-    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) {
+    fn rq_lock(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) {
         ctx.lock(self.rq[c].lock);
     }
 
@@ -623,7 +624,7 @@ impl Mq {
         let n = self.rq[this].list.len();
         for i in 0..n {
             let p = self.rq[this].list[i];
-            ctx.examine_task(p);
+            ctx.examine(p);
             // The 2.4 ports scan only tasks no CPU runs (`local_can_schedule`): the
             // running `prev` came in through `still_running`.
             let schedulable = if self.cfg.version < MqVersion::V250 {
@@ -653,7 +654,7 @@ impl Mq {
             MaxNa::NONE
         };
         self.set_max_na(ctx, this, m);
-        ctx.write_line(self.rq[this].line);
+        ctx.write(Shared::Line(self.rq[this].line));
         if *cg > 0 {
             *cg += self.cfg.pcp;
         }
@@ -734,7 +735,7 @@ impl Mq {
                     }
                     // Lock-free: the value of this moment, which the owner may change
                     // before our trylock (item 4 of issue 14; counter 3 vs counter 2).
-                    ctx.read_line(self.rq[r].line);
+                    ctx.read(Shared::Line(self.rq[r].line));
                     let m = self.max_na(ctx, r);
                     if m.cpus_allowed.test(this) && m.goodness > *cg {
                         remotes.push((m.goodness, r));
@@ -813,10 +814,10 @@ impl Mq {
             self.running_newest
                 .note(this, &self.rq[this].running_non_idle);
             if self.cfg.idle_bitmap {
-                ctx.write_line(self.bitmap_line);
+                ctx.write(Shared::Line(self.bitmap_line));
             }
         }
-        ctx.write_line(ad_line(this));
+        ctx.write(Shared::Line(ad_line(this)));
     }
 
     /// `reschedule_idle(p)` (§3.4), called with the queue of `p->processor` locked; `p`
@@ -830,7 +831,7 @@ impl Mq {
         let stay = |kick| Placement { cpu: tsk_cpu, kick };
 
         // Fast path: the task's last CPU is idle.
-        ctx.read_line(ad_line(tsk_cpu));
+        ctx.read(Shared::Line(ad_line(tsk_cpu)));
         if can_schedule(ctx, p, tsk_cpu) && ctx.cpu_is_idle(tsk_cpu) {
             self.st.resched_fast_path += 1;
             return stay(true);
@@ -897,7 +898,7 @@ impl Mq {
                 if t != tsk_cpu {
                     saw_lock = true;
                 }
-                ctx.read_line(ad_line(t));
+                ctx.read(Shared::Line(ad_line(t)));
                 let curr = ctx.curr(t);
                 if ctx.cpu_is_idle(t) || self.preemption_goodness(ctx, curr, p, t) > margin {
                     self.st.resched_moved += 1;
@@ -960,7 +961,7 @@ impl Mq {
         }
         for cpu in pool {
             if cpu != key.tsk_cpu {
-                ctx.read_line(ad_line(cpu));
+                ctx.read(Shared::Line(ad_line(cpu)));
             }
             if schedulable(cpu) {
                 // Lock-free, at the walk's moment (its line reads move the clock):
@@ -1066,7 +1067,7 @@ impl Mq {
     fn idle_outside_pool(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) -> Option<CpuId> {
         let tsk_cpu = ctx.task(p).processor;
         let pool = self.pool_of(tsk_cpu);
-        ctx.read_line(self.bitmap_line);
+        ctx.read(Shared::Line(self.bitmap_line));
         let now = ctx.now();
         let idle_in_pool = pool.clone().any(|c| !self.rq[c].running_non_idle.at(now));
         if idle_in_pool {
@@ -1119,21 +1120,21 @@ impl SchedClass for Mq {
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
         self.rq = (0..n)
-            .map(|_| {
-                let line = ctx.new_line("runqueue_data");
+            .map(|c| {
+                let line = ctx.new_line("runqueue_data", Some(c));
                 RunQueue {
                     list: VecDeque::new(),
                     max_na: Published::new(MaxNa::NONE),
                     running_non_idle: Published::new(false),
                     line,
-                    lock: ctx.new_lock_on("runqueue_lock", line),
+                    lock: ctx.new_lock("runqueue_lock", Some(line)),
                 }
             })
             .collect();
         self.running_newest = Newest::of(self.rq.iter().map(|q| &q.running_non_idle));
         self.curr_na_goodness = vec![Published::new(MIN_GOODNESS); n];
         self.curr_na_newest = Newest::of(self.curr_na_goodness.iter());
-        self.bitmap_line = ctx.new_line("non_idle_bitmap");
+        self.bitmap_line = ctx.new_line("non_idle_bitmap", None);
         self.cfg.pool_size = self.cfg.pool_size.clamp(1, n);
         if ctx.walks_indexable() && self.cfg.pool_size == n {
             self.steal = Some(steal_index::StealIndex::new(n));
@@ -1143,12 +1144,12 @@ impl SchedClass for Mq {
         }
     }
 
-    fn rq_lock(&self, cpu: CpuId) -> LockId {
+    fn rq_lockp(&self, cpu: CpuId) -> LockId {
         self.rq[cpu].lock
     }
 
-    fn lock_rq(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
-        Mq::lock_rq(self, ctx, cpu);
+    fn rq_lock(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId) {
+        Mq::rq_lock(self, ctx, cpu);
     }
 
     fn task_on_rq(&self, _ctx: &SchedCtx<'_>, p: TaskId) -> bool {
@@ -1219,7 +1220,7 @@ impl SchedClass for Mq {
             if c == 0 {
                 ctx.unlock(self.rq[cpu].lock);
                 self.recalculate(ctx);
-                Mq::lock_rq(self, ctx, cpu);
+                Mq::rq_lock(self, ctx, cpu);
                 continue;
             }
             break next;
@@ -1244,7 +1245,7 @@ impl SchedClass for Mq {
             return;
         }
         let c = t.processor;
-        Mq::lock_rq(self, ctx, c);
+        Mq::rq_lock(self, ctx, c);
         let t = ctx.task(prev);
         if t.state == TaskState::Running && t.on_cpu.is_none() {
             let pl = self.reschedule_idle(ctx, prev);
@@ -1262,7 +1263,7 @@ impl SchedClass for Mq {
         if self.curr_na_goodness[cpu].at(now) != MIN_GOODNESS {
             let g = self.core.na_goodness(ctx, curr);
             self.publish_curr_na(cpu, now, g);
-            ctx.write_line(ad_line(cpu));
+            ctx.write(Shared::Line(ad_line(cpu)));
         }
     }
 
@@ -1288,7 +1289,7 @@ impl SchedClass for Mq {
         } else {
             for c in 0..self.ncpu() {
                 if c != cpu {
-                    ctx.read_line(self.rq[c].line);
+                    ctx.read(Shared::Line(self.rq[c].line));
                 }
                 let q = &self.rq[c];
                 nr_pending += q.list.len() as i64 - i64::from(q.running_non_idle.at(ctx.now()));
@@ -1302,7 +1303,7 @@ impl SchedClass for Mq {
                 return;
             }
             let c = ctx.task(p).processor;
-            Mq::lock_rq(self, ctx, c);
+            Mq::rq_lock(self, ctx, c);
             self.move_last_runqueue(ctx, p);
             ctx.unlock(self.rq[c].lock);
         }
@@ -1325,7 +1326,7 @@ impl SchedClass for Mq {
             self.rq[c]
                 .max_na
                 .update(ctx.now(), |m| m.cpus_allowed = allowed);
-            ctx.write_line(self.rq[c].line);
+            ctx.write(Shared::Line(self.rq[c].line));
         }
     }
 

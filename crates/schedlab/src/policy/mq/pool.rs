@@ -28,7 +28,7 @@ impl Mq {
         self.st.lb_runs += 1;
         let n = self.ncpu();
         for c in 0..n {
-            self.lock_rq(ctx, c);
+            self.rq_lock(ctx, c);
         }
         let mut exhausted = vec![false; n];
         loop {
@@ -47,7 +47,7 @@ impl Mq {
             }
             let mut pick = None;
             for &t in self.rq[src].list.iter().rev() {
-                ctx.examine_task(t);
+                ctx.examine(t);
                 if !Self::has_cpu(ctx, t) && ctx.allowed(t, dst) {
                     pick = Some(t);
                     break;

@@ -61,7 +61,7 @@ impl MqBed for Bed<Mq> {
         let p = self.sleeper(cpu, counter, mm);
         self.k.tasks[p as usize].state = TaskState::Running;
         self.with(cpu, |mq, ctx| {
-            Mq::lock_rq(mq, ctx, cpu);
+            Mq::rq_lock(mq, ctx, cpu);
             mq.add_to_runqueue(ctx, p, true);
             ctx.unlock(mq.rq[cpu].lock);
         });
@@ -547,7 +547,7 @@ fn a_trylock_pulls_the_queue_line_and_the_holders_writes_are_hits() {
     // failed trylock by CPU 0 still pulls the line, which CPU 1 must fetch again.
     let back = l.with(1, |mq, ctx| {
         let t = ctx.now();
-        Mq::lock_rq(mq, ctx, 1);
+        Mq::rq_lock(mq, ctx, 1);
         ctx.unlock(mq.rq[1].lock);
         ctx.now() - t
     });

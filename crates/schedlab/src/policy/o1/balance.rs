@@ -29,7 +29,7 @@
 //!    timestamp ≤ cache_decay_ticks`).
 //!
 //! Cost: reading another CPU's `nr_running` pulls its runqueue line over (one line
-//! transfer); each task looked at in a scan is `examine(1)`; the locks are charged by the
+//! transfer); each task looked at in a scan is `examine(p)`; the locks are charged by the
 //! spinlock model.
 //!
 //! Statistics: `balance_rqs_scanned` counts the runqueue lengths the modelled balancers
@@ -229,7 +229,7 @@ impl O1 {
                     .copied()
                     .collect();
                 for t in list {
-                    ctx.examine_task(t);
+                    ctx.examine(t);
                     if !self.can_migrate(ctx, t, this, idle) {
                         continue;
                     }
@@ -305,7 +305,7 @@ impl O1 {
                     let list: Vec<TaskId> =
                         self.rqs[b].arrays[arr].list(idx).iter().copied().collect();
                     for t in list {
-                        ctx.examine_task(t);
+                        ctx.examine(t);
                         if ctx.curr(b) != t && ctx.allowed(t, this) {
                             pulled = Some(t);
                             break;

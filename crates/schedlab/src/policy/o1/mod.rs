@@ -714,7 +714,7 @@ impl SchedClass for O1 {
         let n = ctx.nr_cpus();
         self.rqs = (0..n)
             .map(|_| Rq {
-                lock: ctx.new_lock("rq->lock"),
+                lock: ctx.new_lock("rq->lock", None),
                 nr_switches: 0,
                 expired_timestamp: 0,
                 active: 0,
@@ -731,7 +731,7 @@ impl SchedClass for O1 {
         }
     }
 
-    fn rq_lock(&self, cpu: CpuId) -> LockId {
+    fn rq_lockp(&self, cpu: CpuId) -> LockId {
         self.rqs[cpu].lock
     }
 
@@ -904,7 +904,7 @@ impl SchedClass for O1 {
             let act = rq.active;
             let idx = rq.arrays[act].find_first_bit();
             let next = rq.arrays[act].head(idx).expect("nr_running > 0");
-            ctx.examine_task(next);
+            ctx.examine(next);
             if self.v.gen == Gen::V26 && self.ts[next as usize].activated > 0 {
                 // On-runqueue credit for woken tasks (§2.5.3); next stays chosen.
                 let now = ctx.now();
