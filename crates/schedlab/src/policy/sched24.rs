@@ -35,8 +35,8 @@
 //!
 //! 2.4's recalculation (§1.7 step 6) gives every task in the task list, sleeping ones
 //! too, `counter = counter/2 + NICE_TO_TICKS(nice)`. The modelled kernel pays for the
-//! walk in simulated time ([`SchedCtx::write`] of [`Shared::TaskList`](crate::kernel::sched::Shared::TaskList)); the simulator does
-//! not need to touch every counter to get the same numbers. A recalculation bumps an epoch;
+//! walk in simulated time ([`SchedCtx::write`] of [`Shared::TaskList`]); the simulator
+//! does not need to touch every counter to get the same numbers. A recalculation bumps an epoch;
 //! a task's counter is brought up to date when it is next read or written, by applying
 //! the recalculations it missed. That is exact: the step maps a non-negative counter
 //! monotonically onto its fixed points `2t − 1` or `2t` (`t` = NICE_TO_TICKS), so after
@@ -412,7 +412,7 @@ impl Core24 {
     /// Called without any run-queue lock. Returns the number of tasks walked.
     ///
     /// The counters follow lazily (module doc), and so does what the walk leaves in the
-    /// caches ([`SchedCtx::write`] of [`Shared::TaskList`](crate::kernel::sched::Shared::TaskList): each task's read then write,
+    /// caches ([`SchedCtx::write`] of [`Shared::TaskList`]: each task's read then write,
     /// priced at its moment, where the machine tracks task lines).
     pub fn recalculate(&mut self, ctx: &mut SchedCtx<'_>) -> u64 {
         self.epoch += 1;

@@ -5,17 +5,19 @@
 //!
 //! # The cost rule
 //!
-//! A hook pays for what its kernel touched that another CPU may have written:
-//!
-//! | what is read or written                      | priced by                                   |
-//! |----------------------------------------------|---------------------------------------------|
-//! | a task's scheduler line, in a pick or a scan | [`SchedCtx::examine`] (one), [`SchedCtx::examine_walk`] (a run-queue walk) |
-//! | a task's line, written (links, counter, `processor`) | [`SchedCtx::write`]`(Shared::Task(p))`     |
-//! | another CPU's `curr`                         | [`SchedCtx::read_curr`]                     |
-//! | a queue head, a published per-queue value    | [`SchedCtx::read`] / [`SchedCtx::write`] of `Shared::Line` |
-//! | 2.4's recalculation over every task          | [`SchedCtx::write`]`(Shared::TaskList)`     |
-//! | a lock                                        | [`SchedCtx::lock`] / [`SchedCtx::trylock`] (spin, atomic, line) |
-//! | anything else the hook computes              | [`SchedCtx::charge`]                        |
+//! A hook pays for what its kernel touched that another CPU may have written, through one
+//! priced accessor per kind:
+//! * a task's scheduler line read in a pick or for a candidate weighed:
+//!   [`SchedCtx::examine`]; a whole run-queue walk: [`SchedCtx::examine_walk`];
+//! * a task's line written (run-list links, counter, `processor`):
+//!   [`SchedCtx::write`] of [`Shared::Task`];
+//! * another CPU's `curr`: [`SchedCtx::read_curr`];
+//! * a queue head or a published per-queue value: [`SchedCtx::read`] / [`SchedCtx::write`]
+//!   of [`Shared::Line`];
+//! * 2.4's recalculation over every task: [`SchedCtx::write`] of [`Shared::TaskList`];
+//! * a lock: [`SchedCtx::lock`] / [`SchedCtx::trylock`] (spin, atomic, line: the
+//!   machine's);
+//! * anything else the hook computes: [`SchedCtx::charge`].
 //!
 //! Free reads are those where the kernel read nothing another CPU writes: the executing
 //! CPU's own `curr`, the fields of a task in hand (nice, mm, affinity, `processor`, state:
@@ -23,10 +25,10 @@
 //! the class's own private state, and the machine's constants. [`SchedCtx::curr`],
 //! [`SchedCtx::cpu_is_idle`] and [`SchedCtx::last_schedule`] of *another* CPU are free
 //! only after the hook paid to reach that CPU's state — its `curr` line, a line the class
-//! declared as that CPU's ([`SchedCtx::new_line`] with its CPU), read, written or locked
-//! (a lock living on it), or that CPU's own run-queue lock taken (a run-queue structure
-//! opens with its lock: [`StateMap`]) — or where line reads cost nothing (no coherence model): debug builds check
-//! it at each such read and name the hook's CPU and the CPU read.
+//! declared as that CPU's ([`SchedCtx::new_line`] with its CPU) read, written or locked,
+//! or that CPU's own run-queue lock taken (a run-queue structure opens with its lock:
+//! [`StateMap`]) — or where line reads cost nothing (no coherence model). Debug builds
+//! check it at each such read and name the hook's CPU and the CPU read.
 //! [`crate::kernel::sched::runlist`] prices a list-shaped run queue by this rule.
 
 use crate::engine::{EventQueue, SimRng, Time};
@@ -182,11 +184,6 @@ impl<'a> SchedCtx<'a> {
     #[inline]
     pub fn task(&self, p: TaskId) -> &Task {
         &self.tasks[p as usize]
-    }
-
-    /// Number of task slots (ids are `0..tasks_len()`).
-    pub fn tasks_len(&self) -> usize {
-        self.tasks.len()
     }
 
     /// The task running on `cpu`: free on the executing CPU; for another CPU only once

@@ -110,10 +110,25 @@ pub enum Balance {
 }
 
 /// A scheduling class. The kernel calls it; it owns its run queues and per-task state,
-/// takes the locks its kernel took through the [`SchedCtx`] and charges the work it does.
+/// takes the locks its kernel took through the [`SchedCtx`] and charges what it touches
+/// by the cost rule ([`SchedCtx`]'s module doc).
 ///
 /// Every hook runs atomically in simulated time and must return holding exactly the locks
 /// its doc says it was called with.
+///
+/// What the kernel around a class assumes:
+/// * **`processor`** (`task(p).processor`) is the CPU whose queue holds `p`, or where it
+///   ran last. Only [`SchedCtx::set_task_cpu`] changes it, and each change counts as a
+///   migration. The core sets it to `select_task_rq`'s answer before `enqueue_task`; a
+///   class whose queue several CPUs serve sets it at the pick ([`runlist`]'s doc).
+/// * **The affinity gap.** A running task whose affinity no longer allows its CPU is
+///   dequeued at its next `schedule()` and is on no queue until the switch ends; the core
+///   then wakes it onto an allowed CPU through `select_task_rq`. `pick_next_task` must
+///   not requeue such a `prev`.
+/// * **Kicking.** `wakeup_preempt` is where a class preempts a busy CPU *and* where it
+///   wakes an idle one: [`SchedCtx::resched_cpu`] sets `need_resched` and sends the IPI
+///   (none to this CPU, none while one is pending); [`runlist::kick_idle_cpu`] chooses an
+///   idle CPU not already kicked.
 pub trait SchedClass {
     /// Registry name.
     fn name(&self) -> &'static str;
@@ -192,8 +207,10 @@ pub trait SchedClass {
     fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId);
 
     /// Called from: `try_to_wake_up` / `wake_up_new_task` right after `enqueue_task`, with
-    /// `cpu`'s run-queue lock held. Decide whether some CPU should reschedule (2.4:
-    /// `reschedule_idle()`; 2.6: `check_preempt_curr`) and call [`SchedCtx::resched_cpu`].
+    /// `cpu`'s run-queue lock held. Decide whether some CPU should reschedule — a busy one
+    /// to be preempted, or an idle one to be woken (2.4: `reschedule_idle()`; 2.6:
+    /// `check_preempt_curr`; a shared queue: [`runlist::kick_idle_cpu`]) — and call
+    /// [`SchedCtx::resched_cpu`].
     fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake);
 
     /// Called from: `schedule()` before the pick (`NewIdle`, `cpu`'s run-queue lock held)

@@ -138,26 +138,34 @@ impl RunLists {
 
     /// `list_add_tail(&p->run_list, head)`, with list `q`'s lock held.
     pub fn push_back(&mut self, ctx: &mut SchedCtx<'_>, q: usize, p: TaskId) {
-        self.link(ctx, q, p);
-        let list = &mut self.lists[q];
-        ctx.write(Shared::Line(list.head));
-        if let Some(&tail) = list.tasks.back() {
-            ctx.write(Shared::Task(tail));
-        }
-        ctx.write(Shared::Task(p));
-        list.tasks.push_back(p);
+        self.add(ctx, q, p, false);
     }
 
     /// `list_add(&p->run_list, head)`: at the front, with list `q`'s lock held.
     pub fn push_front(&mut self, ctx: &mut SchedCtx<'_>, q: usize, p: TaskId) {
+        self.add(ctx, q, p, true);
+    }
+
+    /// Link `p` next to the head (at the front, or at the tail): the head's line, the
+    /// neighbour's and `p`'s own written.
+    fn add(&mut self, ctx: &mut SchedCtx<'_>, q: usize, p: TaskId, front: bool) {
         self.link(ctx, q, p);
         let list = &mut self.lists[q];
         ctx.write(Shared::Line(list.head));
-        if let Some(&first) = list.tasks.front() {
-            ctx.write(Shared::Task(first));
+        let neighbour = if front {
+            list.tasks.front()
+        } else {
+            list.tasks.back()
+        };
+        if let Some(&t) = neighbour {
+            ctx.write(Shared::Task(t));
         }
         ctx.write(Shared::Task(p));
-        list.tasks.push_front(p);
+        if front {
+            list.tasks.push_front(p);
+        } else {
+            list.tasks.push_back(p);
+        }
     }
 
     fn link(&mut self, ctx: &SchedCtx<'_>, q: usize, p: TaskId) {
