@@ -82,6 +82,15 @@ enum Cmd {
     /// Run the validation set natively and simulated on the `host` preset under eevdf and
     /// print native | simulated | ratio per row (`--measure FILE` first measures this host).
     Validate(ValidateArgs),
+    /// Write the reproduction's web page (DIR/index.html) from a results.json that
+    /// `reproduce --out` wrote, without rerunning anything.
+    Report {
+        /// The results.json to draw.
+        results: std::path::PathBuf,
+        /// Directory for index.html (default: the results' own directory).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
     /// Measure the simulator: events/s and wall time for standard runs.
     Bench {
         /// Fewer and smaller runs.
@@ -119,6 +128,10 @@ struct RunArgs {
     /// Print the host's wall time and events/s to stderr (never part of the result).
     #[arg(long)]
     timing: bool,
+    /// Also write the run as a web page: result, counters, latency summary (--latency)
+    /// and timeline (--timeline), one self-contained FILE.html.
+    #[arg(long, value_name = "FILE.html")]
+    html: Option<std::path::PathBuf>,
     #[command(flatten)]
     trace: TraceArgs,
     /// Output format.
@@ -285,14 +298,19 @@ fn main() -> ExitCode {
             // Cells and directory are checked before any work starts.
             Some(dir) => {
                 chosen_cells(&ids, model.as_deref(), &trace_cell, &dir).and_then(|cells| {
-                    reproduce(ids, out, jobs, model, &policy_set, format)?;
-                    trace_cells(&dir, &cells, trace_format)
+                    reproduce(ids, out.clone(), jobs, model, &policy_set, format)?;
+                    let traced = trace_cells(&dir, &cells, trace_format)?;
+                    match out {
+                        Some(out) => link_traces(&out, &traced),
+                        None => Ok(()),
+                    }
                 })
             }
         },
         Cmd::Sweep(a) => sweep::sweep(a),
         Cmd::Native(a) => native::native(a),
         Cmd::Validate(a) => native::validate(a),
+        Cmd::Report { results, out } => report_page(&results, out),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -311,6 +329,11 @@ fn run(a: RunArgs) -> Result<(), CliError> {
         workload: a.workload.clone(),
         seed: a.seed,
     };
+    if a.repeat.is_some() && a.html.is_some() {
+        return Err(CliError::Input(
+            "--html draws one run (accepted: --html without --repeat)".into(),
+        ));
+    }
     if let Some(n) = a.repeat {
         return repeat(config, n, a.format);
     }
@@ -358,6 +381,28 @@ fn run(a: RunArgs) -> Result<(), CliError> {
         );
     }
     let latency = latency.map(|h| h.lock().expect("latency summary").clone());
+    if let Some(path) = &a.html {
+        let mut v = serde_json::to_value(&report).expect("report serializes");
+        if let Some(l) = &latency {
+            v["latency"] = serde_json::to_value(l).expect("summary serializes");
+        }
+        let timeline = a
+            .trace
+            .timeline
+            .as_ref()
+            .and_then(|t| std::fs::read_to_string(t).ok());
+        std::fs::write(
+            path,
+            schedlab::experiment::html::run_page(&v, timeline.as_deref()),
+        )
+        .map_err(|e| {
+            CliError::Input(format!(
+                "cannot write --html {}: {e} (accepted: a file this user can create)",
+                path.display()
+            ))
+        })?;
+        eprintln!("schedlab: wrote {}", path.display());
+    }
     match (a.format, latency) {
         (Format::Json, None) => out(&format!("{}\n", report.to_json())),
         (Format::Text, None) => out(&report.to_text()),
@@ -568,20 +613,23 @@ fn chosen_cells(
     Ok(cells)
 }
 
-/// `reproduce --trace-dir`: rerun the chosen cells with a trace each (the same seeded
-/// runs as the reproduction, so the same results).
+/// A traced cell: `TABLE#N`, its trace file and its timeline.
+type Traced = (String, std::path::PathBuf, std::path::PathBuf);
+
+/// `reproduce --trace-dir`: rerun the chosen cells with a trace and a timeline each (the
+/// same seeded runs as the reproduction, so the same results).
 fn trace_cells(
     dir: &std::path::Path,
     cells: &[(schedlab::experiment::Table, usize)],
     format: TraceFormat,
-) -> Result<(), CliError> {
+) -> Result<Vec<Traced>, CliError> {
     use rayon::prelude::*;
     use schedlab::experiment;
     let ext = match format {
         TraceFormat::Perfetto => "perfetto-trace",
         TraceFormat::Txt => "txt",
     };
-    let written: Vec<Result<String, String>> = cells
+    let written: Vec<Result<Traced, String>> = cells
         .par_iter()
         .map(|(t, i)| {
             let (t, i) = (t, *i);
@@ -603,23 +651,29 @@ fn trace_cells(
                 clean(&c.policy),
                 c.cpus
             );
-            let path = dir.join(name);
+            let path = dir.join(&name);
+            let timeline = dir.join(name.replace(&format!(".{ext}"), ".timeline.svg"));
             let mut sim = Simulation::new(experiment::config(t, c)).map_err(|e| e.to_string())?;
             let req = schedlab::trace::setup::Request {
                 file: Some(path.clone()),
+                timeline: Some(timeline.clone()),
                 ..Default::default()
             };
             req.install(&mut sim)?;
             let res = sim.run(&mut |_, _| {});
             sim.finish_trace().map_err(|e| e.to_string())?;
             res.map_err(|e| e.to_string())?;
-            Ok(path.display().to_string())
+            Ok((format!("{}#{i}", t.id), path, timeline))
         })
         .collect();
     let mut failed = 0;
-    for w in &written {
+    let mut traced = Vec::new();
+    for w in written {
         match w {
-            Ok(p) => eprintln!("schedlab: wrote {p}"),
+            Ok(t) => {
+                eprintln!("schedlab: wrote {} and {}", t.1.display(), t.2.display());
+                traced.push(t);
+            }
             Err(e) => {
                 failed += 1;
                 eprintln!("schedlab: trace failed: {e}");
@@ -629,6 +683,53 @@ fn trace_cells(
     if failed > 0 {
         return Err(CliError::Failed(format!("{failed} traced cells failed")));
     }
+    Ok(traced)
+}
+
+/// Record the traced cells' files in `out/results.json` (as paths relative to `out`
+/// where they lie under it) and redraw `out/index.html` with links to them.
+fn link_traces(out: &std::path::Path, traced: &[Traced]) -> Result<(), CliError> {
+    let results = out.join("results.json");
+    let text = std::fs::read_to_string(&results)
+        .map_err(|e| CliError::Failed(format!("cannot read {}: {e}", results.display())))?;
+    let mut json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| CliError::Failed(format!("{}: {e}", results.display())))?;
+    let base = std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
+    let rel = |p: &std::path::Path| {
+        let abs = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        abs.strip_prefix(&base)
+            .map(|r| r.display().to_string())
+            .unwrap_or_else(|_| abs.display().to_string())
+    };
+    // determinism: the cells in the order they were chosen.
+    let mut traces = serde_json::Map::new();
+    for (key, trace, timeline) in traced {
+        traces.insert(
+            key.clone(),
+            serde_json::json!({ "perfetto": rel(trace), "timeline": rel(timeline) }),
+        );
+    }
+    json["traces"] = serde_json::Value::Object(traces);
+    std::fs::write(
+        &results,
+        serde_json::to_string_pretty(&json).expect("json") + "\n",
+    )
+    .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", results.display())))?;
+    schedlab::experiment::html::write_reproduction(&results, out).map_err(CliError::Failed)?;
+    Ok(())
+}
+
+/// `schedlab report RESULTS [--out DIR]`: the reproduction's page from its results.json.
+fn report_page(results: &std::path::Path, out: Option<std::path::PathBuf>) -> Result<(), CliError> {
+    let dir = out.unwrap_or_else(|| {
+        results
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| std::path::PathBuf::from("."), |p| p.to_path_buf())
+    });
+    let page =
+        schedlab::experiment::html::write_reproduction(results, &dir).map_err(CliError::Input)?;
+    eprintln!("schedlab: wrote {}", page.display());
     Ok(())
 }
 

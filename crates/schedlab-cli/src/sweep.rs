@@ -161,6 +161,14 @@ fn merge(dir: &Path, spec: &Sweep, format: Format) -> Result<(), CliError> {
     let (csv, parquet) = (dir.join("results.csv"), dir.join("results.parquet"));
     sweep::write_csv(&csv, &rows)?;
     sweep::write_parquet(&parquet, &rows)?;
+    let page = dir.join("index.html");
+    let json: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| serde_json::to_value(r).expect("a row serializes"))
+        .collect();
+    let title = format!("schedlab sweep {}", dir.display());
+    std::fs::write(&page, schedlab::experiment::html::sweep_page(&title, &json))
+        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", page.display())))?;
     let failed = rows.iter().filter(|r| r.error.is_some()).count();
     match format {
         Format::Json => out(&format!(
@@ -170,14 +178,16 @@ fn merge(dir: &Path, spec: &Sweep, format: Format) -> Result<(), CliError> {
                 "failed": failed,
                 "csv": csv.display().to_string(),
                 "parquet": parquet.display().to_string(),
+                "html": page.display().to_string(),
             }))
             .expect("json")
         )),
         Format::Text => out(&format!(
-            "merged {} cells ({failed} failed) into {} and {}\n",
+            "merged {} cells ({failed} failed) into {}, {} and {}\n",
             rows.len(),
             csv.display(),
-            parquet.display()
+            parquet.display(),
+            page.display()
         )),
     }
 }

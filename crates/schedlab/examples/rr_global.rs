@@ -1,6 +1,6 @@
 //! `rr-global`, the worked example of docs/architecture.md §3: a global round robin on the
 //! kernel's priced run list. `cargo run --release --example rr_global` runs it on the
-//! 8-way PIII beside the registry's policies, which are built the same way.
+//! 8-way PIII beside `fifo`, the registry's global round robin on the same list.
 
 use std::collections::BTreeMap;
 

@@ -98,7 +98,9 @@ impl SchedClass for RoundRobin {
         if idle(ctx, last) {
             return last;
         }
-        (0..ctx.nr_cpus()).find(|&c| idle(ctx, c)).unwrap_or(last)
+        (0..ctx.nr_cpus())
+            .find(|&c| c != last && idle(ctx, c))
+            .unwrap_or(last)
     }
     fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, _wake: Wake) {
         self.rq.push_back(ctx, cpu, p);

@@ -34,6 +34,30 @@ pub struct Finding {
     pub magnitude: Option<bool>,
     /// What the magnitude criterion compares.
     pub magnitude_rule: String,
+    /// The numbers behind the finding, as small charts: each a quantity at a few points,
+    /// published and simulated (the counters that explain it: simulated only).
+    pub evidence: Vec<Evidence>,
+}
+
+/// One quantity of a finding at a few points (CPU counts, task counts, settings).
+#[derive(Clone, Debug, Serialize)]
+pub struct Evidence {
+    /// What is measured, with its unit.
+    pub label: String,
+    /// (point, published, simulated).
+    pub points: Vec<(String, Option<f64>, Option<f64>)>,
+}
+
+impl Evidence {
+    fn new(label: &str, points: Vec<(&str, Option<f64>, Option<f64>)>) -> Evidence {
+        Evidence {
+            label: label.into(),
+            points: points
+                .into_iter()
+                .map(|(x, p, s)| (x.to_string(), p, s))
+                .collect(),
+        }
+    }
 }
 
 /// How far a simulated effect may be from the published one, as a factor either way, for
@@ -77,7 +101,13 @@ impl Finding {
             direction,
             magnitude,
             magnitude_rule,
+            evidence: Vec::new(),
         }
+    }
+
+    fn with(mut self, evidence: Vec<Evidence>) -> Finding {
+        self.evidence = evidence;
+        self
     }
 
     /// "reproduced", or "NOT reproduced" with the criterion that failed, or "cells
@@ -224,37 +254,80 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
     let (p8, s8, r8) = l.get("V2", "linux-2.4", w, 8);
     let (q4, o4, _) = l.get("V2", "o1-d1", w, 4);
     let (q8, o8, _) = l.get("V2", "o1-d1", w, 8);
-    out.push(Finding::new(
-        1,
-        "runqueue-lock collapse: 2.4 gets slower from 4 to 8 CPUs, per-CPU queues do not",
-        format!(
-            "chat 20 rooms, msg/s: 2.4 {} (4 CPUs) -> {} (8 CPUs), {}; O(1) {} -> {}",
-            f(p4),
-            f(p8),
-            fx(ratio(p8, p4)),
-            f(q4),
-            f(q8)
-        ),
-        format!(
-            "2.4 {} -> {}, {}; O(1) {} -> {}. 2.4, 4 -> 8 CPUs: {}",
-            f(s4),
-            f(s8),
-            fx(ratio(s8, s4)),
-            f(o4),
-            f(o8),
-            collapse_counters(r4, r8)
-        ),
-        match (s4, s8, o4, o8) {
-            (Some(a), Some(b), Some(c), Some(d)) => Some(b < a && d > 0.9 * c),
-            _ => None,
-        },
-        within(ratio(s8, s4), ratio(p8, p4)),
-        format!(
-            "2.4's 8/4-CPU ratio {} within {MAGNITUDE_FACTOR}x of the published {}",
-            fx(ratio(s8, s4)),
-            fx(ratio(p8, p4))
-        ),
-    ));
+    out.push(
+        Finding::new(
+            1,
+            "runqueue-lock collapse: 2.4 gets slower from 4 to 8 CPUs, per-CPU queues do not",
+            format!(
+                "chat 20 rooms, msg/s: 2.4 {} (4 CPUs) -> {} (8 CPUs), {}; O(1) {} -> {}",
+                f(p4),
+                f(p8),
+                fx(ratio(p8, p4)),
+                f(q4),
+                f(q8)
+            ),
+            format!(
+                "2.4 {} -> {}, {}; O(1) {} -> {}. 2.4, 4 -> 8 CPUs: {}",
+                f(s4),
+                f(s8),
+                fx(ratio(s8, s4)),
+                f(o4),
+                f(o8),
+                collapse_counters(r4, r8)
+            ),
+            match (s4, s8, o4, o8) {
+                (Some(a), Some(b), Some(c), Some(d)) => Some(b < a && d > 0.9 * c),
+                _ => None,
+            },
+            within(ratio(s8, s4), ratio(p8, p4)),
+            format!(
+                "2.4's 8/4-CPU ratio {} within {MAGNITUDE_FACTOR}x of the published {}",
+                fx(ratio(s8, s4)),
+                fx(ratio(p8, p4))
+            ),
+        )
+        .with(vec![
+            Evidence::new(
+                "chat 20 rooms, msg/s",
+                vec![
+                    ("2.4, 4 CPUs", p4, s4),
+                    ("2.4, 8 CPUs", p8, s8),
+                    ("O(1), 4 CPUs", q4, o4),
+                    ("O(1), 8 CPUs", q8, o8),
+                ],
+            ),
+            Evidence::new(
+                "2.4: CPU time spinning on runqueue_lock, %",
+                vec![
+                    (
+                        "4 CPUs",
+                        None,
+                        counter(r4, "counters.cpu_time.spinning_pct"),
+                    ),
+                    (
+                        "8 CPUs",
+                        None,
+                        counter(r8, "counters.cpu_time.spinning_pct"),
+                    ),
+                ],
+            ),
+            Evidence::new(
+                "2.4: line transfers per schedule()",
+                vec![
+                    (
+                        "4 CPUs",
+                        None,
+                        counter(r4, "counters.lines.c2c_per_schedule"),
+                    ),
+                    (
+                        "8 CPUs",
+                        None,
+                        counter(r8, "counters.lines.c2c_per_schedule"),
+                    ),
+                ],
+            ),
+        ]),
+    );
 
     // 2. O(n) selection: 2.4's µs/round grows with runnable tasks, O(1)'s does not.
     let (p2, s2, _) = l.get("V1", "linux-2.4", "reflex:tasks=2", 8);
@@ -287,13 +360,23 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             fx(ratio(s128, s2)),
             fx(ratio(p128, p2))
         ),
-    ));
+    )
+    .with(vec![Evidence::new(
+        "reflex on 8 CPUs, us/round",
+        vec![
+            ("2.4, 2 tasks", p2, s2),
+            ("2.4, 128 tasks", p128, s128),
+            ("O(1), 16 tasks", q16, o16),
+            ("O(1), 128 tasks", q128, o128),
+        ],
+    )]));
 
     // 3. Affinity vs latency: 2-task reflex ~2x slower on O(1) and haMQ than on 2.4.
     let mut pubs = Vec::new();
     let mut sims = Vec::new();
     let mut dir = Vec::new();
     let mut mag = Vec::new();
+    let mut points = Vec::new();
     for cpus in [2, 4, 8] {
         let (pv, sv, _) = l.get("V1", "linux-2.4", "reflex:tasks=2", cpus);
         let (po, so, _) = l.get("V1", "o1-d1", "reflex:tasks=2", cpus);
@@ -314,52 +397,82 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
         });
         mag.push(within(ratio(so, sv), ratio(po, pv)));
         mag.push(within(ratio(sh, sv), ratio(ph, pv)));
+        points.push((
+            format!("O(1)/2.4, {cpus} CPUs"),
+            ratio(po, pv),
+            ratio(so, sv),
+        ));
+        points.push((
+            format!("haMQ/2.4, {cpus} CPUs"),
+            ratio(ph, pv),
+            ratio(sh, sv),
+        ));
     }
-    out.push(Finding::new(
-        3,
-        "affinity vs latency: a 2-task token ping-pong is slower when the pair is split",
-        pubs.join("; "),
-        sims.join("; "),
-        all(&dir),
-        all(&mag),
-        format!("every O(1)/2.4 and haMQ/2.4 ratio within {MAGNITUDE_FACTOR}x of the published"),
-    ));
+    out.push(
+        Finding::new(
+            3,
+            "affinity vs latency: a 2-task token ping-pong is slower when the pair is split",
+            pubs.join("; "),
+            sims.join("; "),
+            all(&dir),
+            all(&mag),
+            format!(
+                "every O(1)/2.4 and haMQ/2.4 ratio within {MAGNITUDE_FACTOR}x of the published"
+            ),
+        )
+        .with(vec![Evidence {
+            label: "2-task reflex, time per round against 2.4's (x)".into(),
+            points,
+        }]),
+    );
 
     // 4. __wake_up_sync: bw_pipe collapses without sync wake-ups, lat_pipe does not move.
     let (bp_off, bs_off, _) = l.get("V3b", "o1-d1:sync_wakeups=off", "bw_pipe", 4);
     let (bp_on, bs_on, _) = l.get("V3b", "o1-d1:sync_wakeups=on", "bw_pipe", 4);
     let (lp_off, ls_off, _) = l.get("V3a", "o1-d1:sync_wakeups=off", "lat_pipe", 4);
     let (lp_on, ls_on, _) = l.get("V3a", "o1-d1:sync_wakeups=on", "lat_pipe", 4);
-    out.push(Finding::new(
-        4,
-        "__wake_up_sync keeps a pipe pair on one CPU: bandwidth restored, latency unchanged",
-        format!(
-            "bw_pipe MB/s off {} on {} ({}); lat_pipe us off {} on {}",
-            f(bp_off),
-            f(bp_on),
-            fx(ratio(bp_on, bp_off)),
-            f(lp_off),
-            f(lp_on)
-        ),
-        format!(
-            "bw_pipe off {} on {} ({}); lat_pipe off {} on {}",
-            f(bs_off),
-            f(bs_on),
-            fx(ratio(bs_on, bs_off)),
-            f(ls_off),
-            f(ls_on)
-        ),
-        match (ratio(bs_on, bs_off), ratio(ls_on, ls_off)) {
-            (Some(b), Some(lr)) => Some(b > 3.0 && (0.85..=1.15).contains(&lr)),
-            _ => None,
-        },
-        within(ratio(bs_on, bs_off), ratio(bp_on, bp_off)),
-        format!(
-            "the bw_pipe on/off ratio {} within {MAGNITUDE_FACTOR}x of the published {}",
-            fx(ratio(bs_on, bs_off)),
-            fx(ratio(bp_on, bp_off))
-        ),
-    ));
+    out.push(
+        Finding::new(
+            4,
+            "__wake_up_sync keeps a pipe pair on one CPU: bandwidth restored, latency unchanged",
+            format!(
+                "bw_pipe MB/s off {} on {} ({}); lat_pipe us off {} on {}",
+                f(bp_off),
+                f(bp_on),
+                fx(ratio(bp_on, bp_off)),
+                f(lp_off),
+                f(lp_on)
+            ),
+            format!(
+                "bw_pipe off {} on {} ({}); lat_pipe off {} on {}",
+                f(bs_off),
+                f(bs_on),
+                fx(ratio(bs_on, bs_off)),
+                f(ls_off),
+                f(ls_on)
+            ),
+            match (ratio(bs_on, bs_off), ratio(ls_on, ls_off)) {
+                (Some(b), Some(lr)) => Some(b > 3.0 && (0.85..=1.15).contains(&lr)),
+                _ => None,
+            },
+            within(ratio(bs_on, bs_off), ratio(bp_on, bp_off)),
+            format!(
+                "the bw_pipe on/off ratio {} within {MAGNITUDE_FACTOR}x of the published {}",
+                fx(ratio(bs_on, bs_off)),
+                fx(ratio(bp_on, bp_off))
+            ),
+        )
+        .with(vec![
+            Evidence::new(
+                "bw_pipe on 4 CPUs, MB/s",
+                vec![("sync wake-ups off", bp_off, bs_off), ("on", bp_on, bs_on)],
+            ),
+            Evidence::new(
+                "lat_pipe on 4 CPUs, us",
+                vec![("sync wake-ups off", lp_off, ls_off), ("on", lp_on, ls_on)],
+            ),
+        ]),
+    );
 
     // 5. PROC_CHANGE_PENALTY: a higher penalty isolates MQ's queues. The 2001 run's
     // reflex mix is not published: reading A (V4) passes the token only, reading B (X3)
@@ -437,7 +550,17 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             f(pub_c3("6")),
             f(pub_c3("40"))
         ),
-    ));
+    )
+    .with(vec![
+        Evidence::new(
+            "MQ, reflex 8 runnable on 8 CPUs: remote still better after the lock, % (reading B)",
+            vec![("pcp 6", pub_c3("6"), b6), ("pcp 40", pub_c3("40"), b40)],
+        ),
+        Evidence::new(
+            "MQ: migrations (reading B)",
+            vec![("pcp 6", None, bm6), ("pcp 40", None, bm40)],
+        ),
+    ]));
     out
 }
 

@@ -22,6 +22,7 @@
 //! the host.
 
 pub mod findings;
+pub mod html;
 pub mod plot;
 pub mod report;
 pub mod score;

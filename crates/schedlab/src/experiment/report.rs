@@ -1,5 +1,5 @@
 //! Running a set of tables and presenting them: terminal text, `report.md`,
-//! `results.json`, one SVG per table.
+//! `results.json`, `index.html`, one SVG per table.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -462,7 +462,8 @@ impl Reproduction {
         serde_json::json!({ "tables": tables, "findings": self.findings })
     }
 
-    /// Write `report.md`, `results.json` and `<table>.svg` into `dir`.
+    /// Write `report.md`, `results.json`, `index.html` (from `results.json` alone,
+    /// [`super::html`]) and `<table>.svg` into `dir`.
     pub fn write(&self, dir: &Path) -> Result<(), String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -471,10 +472,12 @@ impl Reproduction {
                 .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))
         };
         w("report.md", self.markdown())?;
+        let json = self.json();
         w(
             "results.json",
-            serde_json::to_string_pretty(&self.json()).expect("json") + "\n",
+            serde_json::to_string_pretty(&json).expect("json") + "\n",
         )?;
+        w("index.html", super::html::reproduction_page(&json))?;
         for (i, t) in self.tables.iter().enumerate() {
             let sim: Vec<Option<plot::Spread>> =
                 self.results[i].iter().map(CellResult::spread).collect();

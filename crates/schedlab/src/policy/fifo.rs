@@ -11,7 +11,8 @@
 //! kicks its last CPU if idle, else the lowest idle CPU not already kicked. A task runs at
 //! most `slice_ms` before the tick asks it to yield to a waiting task.
 //!
-//! Invariants: a task is on the list ⇔ it is runnable and not on a CPU.
+//! Invariants: a task on the list is runnable and on no CPU; a runnable task on no CPU is
+//! on the list, except in the affinity gap (runlist's doc).
 
 use std::collections::BTreeMap;
 

@@ -174,9 +174,10 @@ impl<'a> SchedCtx<'a> {
     }
 
     /// The mm loaded on `cpu`: its current task's `active_mm` (the idle task keeps the
-    /// mm of the task before it, lazy TLB).
+    /// mm of the task before it, lazy TLB). Free as [`SchedCtx::curr`] is.
     #[inline]
     pub fn active_mm(&self, cpu: CpuId) -> u32 {
+        self.check_reached(cpu, "active_mm");
         self.cpus[cpu].active_mm
     }
 
@@ -306,8 +307,9 @@ impl<'a> SchedCtx<'a> {
         self.charge(c);
     }
 
-    /// Charge a read of shared scheduler data by the executing CPU. Nothing to charge
-    /// (no coherence model) is no charge.
+    /// Charge a read of shared scheduler data by the executing CPU: a task's line (with
+    /// no `goodness()` work: [`SchedCtx::examine`] adds it), a named line (nothing to
+    /// charge without the coherence model: no charge).
     #[inline(always)]
     pub fn read(&mut self, what: Shared) {
         let now = self.now();
@@ -670,6 +672,25 @@ impl<'a> SchedCtx<'a> {
         }
         t.need_resched_at = self.cpus[self.cpu].clock;
         if self.costs().idle_poll && self.tasks[curr as usize].is_idle {
+            return;
+        }
+        self.smp_send_reschedule(cpu);
+    }
+
+    /// Kick `cpu`'s idle loop: set its idle task's `need_resched` and, for another CPU
+    /// that does not poll, send a reschedule IPI unless the flag was already set (2.4's
+    /// `reschedule_idle` on an idle CPU). Unlike [`SchedCtx::resched_cpu`], a task the
+    /// CPU picked meanwhile is left alone: the IPI finds it running and changes nothing.
+    pub fn resched_idle(&mut self, cpu: CpuId) {
+        let idle = self.cpus[cpu].idle;
+        let t = &mut self.tasks[idle as usize];
+        let was_set = t.need_resched;
+        t.need_resched = true;
+        if cpu == self.cpu || was_set {
+            return;
+        }
+        t.need_resched_at = self.cpus[self.cpu].clock;
+        if self.costs().idle_poll {
             return;
         }
         self.smp_send_reschedule(cpu);

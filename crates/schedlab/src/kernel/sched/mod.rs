@@ -202,8 +202,9 @@ pub trait SchedClass {
     /// task's `processor` is `cpu`), with `cpu`'s run-queue lock held. Queue `p`.
     fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake);
 
-    /// Called from: `schedule()` when `prev` no longer runs (it sleeps or exits), with
-    /// `cpu`'s run-queue lock held. Take it off the queue.
+    /// Called from: `schedule()` when `prev` no longer runs here (it sleeps, exits, or
+    /// its affinity excludes this CPU), with `cpu`'s run-queue lock held. Take it off the
+    /// queue.
     fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId);
 
     /// Called from: `try_to_wake_up` / `wake_up_new_task` right after `enqueue_task`, with

@@ -9,7 +9,8 @@
 //!
 //! What each operation charges is what the kernel's `list_head` operations write:
 //! * [`RunLists::push_back`] (`list_add_tail`): the head (`head->prev`), the old tail's
-//!   line (its `next`) and the task's own (its links);
+//!   line (its `next`) and the task's own (its links); [`RunLists::push_front`]
+//!   (`list_add`) the same with the old first task;
 //! * [`RunLists::remove`] (`list_del`): the lines of both neighbours (a task's, or the
 //!   head's) and the task's own;
 //! * [`RunLists::pop_first_allowed`]: the head read, then each task from the front
@@ -29,7 +30,8 @@
 //!   counted as every policy counts one.
 //! * **The affinity gap.** A task whose affinity no longer allows the CPU it runs on is
 //!   not pushed back by `schedule()`: it is on no list between the pick and the end of the
-//!   switch, when the core wakes it onto an allowed CPU ([`super::SchedClass::set_cpus_allowed`]).
+//!   switch, when the core places it on an allowed CPU through `select_task_rq` (the
+//!   core's `finish_switch`).
 //! * **Idle kicks.** A wake-up onto a shared list kicks an idle CPU; [`kick_idle_cpu`]
 //!   passes over an idle CPU already kicked and not yet rescheduled, so that a second
 //!   wake-up wakes a second CPU instead of re-kicking the first while another sleeps.
@@ -96,7 +98,10 @@ impl RunLists {
         if self.on_list.len() < n {
             self.on_list.resize(n, NONE);
         }
-        self.on_list[p as usize] = NONE;
+        assert_eq!(
+            self.on_list[p as usize], NONE,
+            "task {p} forked while queued"
+        );
     }
 
     /// List `q`'s lock.
@@ -170,7 +175,10 @@ impl RunLists {
 
     fn link(&mut self, ctx: &SchedCtx<'_>, q: usize, p: TaskId) {
         debug_assert!(ctx.holds(self.lists[q].lock), "push onto an unlocked list");
-        let e = &mut self.on_list[p as usize];
+        let e = self
+            .on_list
+            .get_mut(p as usize)
+            .unwrap_or_else(|| panic!("task {p} pushed before RunLists::fork saw it"));
         assert_eq!(*e, NONE, "task {p} pushed onto list {q} while on list {e}");
         *e = q as u32;
     }
@@ -222,7 +230,10 @@ impl RunLists {
         };
         let (prev, next) = (neighbour(i.checked_sub(1)), neighbour(Some(i + 1)));
         ctx.write(prev);
-        ctx.write(next);
+        if next != prev {
+            // (The only task's neighbours are both the head: one line, written once.)
+            ctx.write(next);
+        }
         let p = list.tasks.remove(i).expect("index within the list");
         ctx.write(Shared::Task(p));
         self.on_list[p as usize] = NONE;
@@ -275,7 +286,10 @@ pub fn kick_idle_cpu(ctx: &mut SchedCtx<'_>, p: TaskId, first: CpuId) -> Option<
         (0..ctx.nr_cpus()).find(|&c| c != first && free_idle(ctx, c))
     };
     if let Some(c) = target {
-        ctx.resched_cpu(c);
+        // The idle task seen, not whatever runs there by now (2.4's reschedule_idle
+        // sets `idle_task(cpu)->need_resched`): a CPU that has just picked a task is
+        // not preempted by a kick meant for its idle loop.
+        ctx.resched_idle(c);
     }
     target
 }

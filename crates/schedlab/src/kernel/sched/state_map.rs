@@ -53,7 +53,8 @@ impl StateMap {
         }
     }
 
-    /// The one CPU whose run-queue lock `l` is, if any.
+    /// The one CPU whose run-queue lock `l` is, if any (read by the debug check only).
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub(crate) fn cpu_of_lock(&self, l: LockId) -> Option<CpuId> {
         self.lock_cpu.get(l as usize).copied().flatten()
     }
