@@ -166,7 +166,7 @@ fn merge(dir: &Path, spec: &Sweep, format: Format) -> Result<(), CliError> {
         .iter()
         .map(|r| serde_json::to_value(r).expect("a row serializes"))
         .collect();
-    let title = format!("schedlab sweep {}", dir.display());
+    let title = format!("schedlab sweep: {} cells", rows.len());
     std::fs::write(&page, schedlab::experiment::html::sweep_page(&title, &json))
         .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", page.display())))?;
     let failed = rows.iter().filter(|r| r.error.is_some()).count();

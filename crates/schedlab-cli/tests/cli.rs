@@ -1213,3 +1213,82 @@ fn a_measured_host_file_becomes_the_host_preset() {
 fn schedlab_native_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+/// The reproduction's page: `reproduce --out` writes it beside results.json, and `report`
+/// redraws the same page from results.json alone; a file that is not a results.json is
+/// one clear line.
+#[test]
+fn report_redraws_the_reproduction_page_from_its_results_alone() {
+    let dir = std::env::temp_dir().join(format!("schedlab-report-{}", std::process::id()));
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let out = schedlab(&["reproduce", "V3b", "--out", a.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(a.join("index.html")).expect("index.html written");
+    assert!(page.contains("data-table=\"V3b-bw-pipe-sync\""));
+    let out = schedlab(&[
+        "report",
+        a.join("results.json").to_str().unwrap(),
+        "--out",
+        b.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        page,
+        std::fs::read_to_string(b.join("index.html")).unwrap(),
+        "the same page from the results alone"
+    );
+    let bad = a.join("report.md");
+    let out = schedlab(&["report", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("is not a results.json (accepted:"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run --html` writes one self-contained page with the run's result, counters, latency
+/// summary and timeline.
+#[test]
+fn run_html_writes_the_runs_page() {
+    let dir = std::env::temp_dir().join(format!("schedlab-run-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (page, timeline) = (dir.join("run.html"), dir.join("t.svg"));
+    let mut args: Vec<&str> = RUN.to_vec();
+    args.extend([
+        "--html",
+        page.to_str().unwrap(),
+        "--latency",
+        "--timeline",
+        timeline.to_str().unwrap(),
+    ]);
+    let out = schedlab(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    for part in [
+        "id=\"counters\"",
+        "id=\"latency\"",
+        "id=\"timeline\"",
+        "context_switches",
+    ] {
+        assert!(html.contains(part), "{part}");
+    }
+    assert!(html.contains("default-src 'none'") && !html.contains(" src="));
+    let mut args: Vec<&str> = RUN.to_vec();
+    args.extend(["--html", page.to_str().unwrap(), "--repeat", "2"]);
+    let out = schedlab(&args);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--html draws one run"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

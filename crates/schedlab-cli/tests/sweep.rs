@@ -66,6 +66,11 @@ fn shards_merged_equal_the_unsharded_run_row_for_row() {
     ok(&sweep(&spec, &b, &["--merge"]));
     let csv = std::fs::read_to_string(a.join("results.csv")).unwrap();
     assert_eq!(csv, std::fs::read_to_string(b.join("results.csv")).unwrap());
+    // The sweep's page: the same from the shards as from the whole, every cell a row.
+    let page = std::fs::read_to_string(a.join("index.html")).unwrap();
+    assert_eq!(page, std::fs::read_to_string(b.join("index.html")).unwrap());
+    assert_eq!(page.matches("<tr><td>").count(), 8, "one row per cell");
+    assert!(page.contains("<svg") && page.contains("default-src 'none'"));
     assert_eq!(
         std::fs::read(a.join("results.parquet")).unwrap(),
         std::fs::read(b.join("results.parquet")).unwrap()
