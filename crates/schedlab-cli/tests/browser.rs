@@ -5,8 +5,8 @@
 //! the page made no request (Chromium's network log: a request the page starts has the
 //! page's origin, `null` for a file, as its initiator; the browser's own background
 //! requests have none), that it logged nothing to the console, and that screenshots at 360
-//! and 1 920 px are not blank. The screenshots stay in target/html-screenshots/ for a
-//! person to look at.
+//! and 1 920 px are not blank, and that it prints to many pages. The screenshots and the
+//! PDF stay in target/html-screenshots/ for a person to look at.
 //!
 //! Chromium is found as `SCHEDLAB_CHROMIUM`, `chromium`, `chromium-browser` or
 //! `google-chrome`. Without one the test fails when `SCHEDLAB_REQUIRE_BROWSER=1` (as
@@ -205,6 +205,23 @@ fn the_reproduction_page_renders_in_chromium_with_every_table_and_finding() {
         );
         assert_not_blank(&png);
     }
+
+    // In print: every section on paper, several pages of it.
+    let pdf = shots.join("reproduction.pdf");
+    run_chromium(
+        &browser,
+        &page,
+        &[
+            format!("--print-to-pdf={}", pdf.display()),
+            "--no-pdf-header-footer".into(),
+        ],
+    );
+    let bytes = std::fs::read(&pdf).expect("the printed page");
+    let pages = bytes
+        .windows(b"/Type /Page".len() + 1)
+        .filter(|w| w.starts_with(b"/Type /Page") && !w.ends_with(b"s"))
+        .count();
+    assert!(pages >= 10, "{pages} pages printed");
 }
 
 #[test]
