@@ -664,17 +664,7 @@ impl<'a> SchedCtx<'a> {
     #[inline]
     pub fn resched_cpu(&mut self, cpu: CpuId) {
         let curr = self.cpus[cpu].curr;
-        let t = &mut self.tasks[curr as usize];
-        let was_set = t.need_resched;
-        t.need_resched = true;
-        if cpu == self.cpu || was_set {
-            return;
-        }
-        t.need_resched_at = self.cpus[self.cpu].clock;
-        if self.costs().idle_poll && self.tasks[curr as usize].is_idle {
-            return;
-        }
-        self.smp_send_reschedule(cpu);
+        self.resched_task(cpu, curr);
     }
 
     /// Kick `cpu`'s idle loop: set its idle task's `need_resched` and, for another CPU
@@ -683,14 +673,20 @@ impl<'a> SchedCtx<'a> {
     /// CPU picked meanwhile is left alone: the IPI finds it running and changes nothing.
     pub fn resched_idle(&mut self, cpu: CpuId) {
         let idle = self.cpus[cpu].idle;
-        let t = &mut self.tasks[idle as usize];
-        let was_set = t.need_resched;
-        t.need_resched = true;
+        self.resched_task(cpu, idle);
+    }
+
+    /// `resched_task(t)` of `t` on `cpu` (2.4 and 2.6 alike).
+    #[inline]
+    fn resched_task(&mut self, cpu: CpuId, t: TaskId) {
+        let task = &mut self.tasks[t as usize];
+        let was_set = task.need_resched;
+        task.need_resched = true;
         if cpu == self.cpu || was_set {
             return;
         }
-        t.need_resched_at = self.cpus[self.cpu].clock;
-        if self.costs().idle_poll {
+        task.need_resched_at = self.cpus[self.cpu].clock;
+        if self.costs().idle_poll && self.tasks[t as usize].is_idle {
             return;
         }
         self.smp_send_reschedule(cpu);
