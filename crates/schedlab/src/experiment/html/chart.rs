@@ -62,11 +62,14 @@ fn draw(
         (if lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
     };
     let small = w < 500.0;
-    let (left, right, top, bottom) = if small {
-        (64.0, 40.0, 38.0, 56.0)
+    let (left, right, bottom) = if small {
+        (64.0, 40.0, 56.0)
     } else {
-        (64.0, 12.0, 24.0, 70.0)
+        (64.0, 12.0, 70.0)
     };
+    // The legend's rows sit above the plot.
+    let per_row = ((w - left) / 220.0).floor().max(1.0) as usize;
+    let top = 14.0 + 12.0 * series.len().div_ceil(per_row) as f64;
     let pw = w - left - right;
     let ph = h - top - bottom;
     let n = categories.len();
@@ -172,7 +175,6 @@ fn draw(
     // Legend.
     for (k, s) in series.iter().enumerate() {
         let colour = COLOURS[s.style % COLOURS.len()];
-        let per_row = ((w - left) / 220.0).floor().max(1.0) as usize;
         let (lx, ly) = (
             left + 8.0 + (k % per_row) as f64 * 220.0,
             12.0 + (k / per_row) as f64 * 12.0,

@@ -678,79 +678,115 @@ fn strip_xml_prolog(svg: &str) -> &str {
 }
 
 /// A sweep's page from its merged rows (each: id, machine, cpus, policy, workload, seed,
-/// metric, value, …): the rows as a table and a chart by the parameter that varies.
+/// metric, value, …): one chart per parameter that varies (machine, CPUs, policy,
+/// workload) on the x axis, one series per combination of the others, each point the
+/// median over seeds with their spread in its tip; then every row.
 pub fn sweep_page(title: &str, rows: &[Value]) -> String {
     let field = |r: &Value, k: &str| match &r[k] {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
         _ => String::new(),
     };
-    let varies = |k: &str| uniq(rows.iter().map(|r| r[k].as_str().unwrap_or(""))).len() > 1;
-    let cpus_vary = uniq_owned(rows.iter().map(|r| field(r, "cpus"))).len() > 1;
-    let x_key = if cpus_vary {
-        "cpus"
-    } else if varies("workload") {
-        "workload"
-    } else {
-        "machine"
-    };
-    let series_key = if varies("policy") {
-        "policy"
-    } else {
-        "machine"
-    };
-    let cats = uniq_owned(rows.iter().map(|r| field(r, x_key)));
-    let names = uniq_owned(rows.iter().map(|r| field(r, series_key)));
+    let params = ["machine", "cpus", "policy", "workload"];
+    let varying: Vec<&str> = params
+        .iter()
+        .copied()
+        .filter(|k| uniq_owned(rows.iter().map(|r| field(r, k))).len() > 1)
+        .collect();
     let unit = rows
         .iter()
         .find_map(|r| r["unit"].as_str())
         .unwrap_or("")
         .to_string();
-    let series: Vec<Series> = names
-        .iter()
-        .enumerate()
-        .map(|(k, name)| Series {
-            name: name.clone(),
-            style: k,
-            published: false,
-            points: rows
-                .iter()
-                .filter(|r| field(r, series_key) == *name)
-                .filter_map(|r| {
-                    let v = r["value"].as_f64()?;
-                    let i = cats.iter().position(|c| *c == field(r, x_key))?;
-                    Some((
-                        i,
-                        v,
-                        format!(
-                            "{} = {}: {} {unit}\n{} seed {}",
-                            x_key,
-                            cats[i],
-                            num(v),
-                            field(r, "id"),
-                            field(r, "seed")
-                        ),
-                    ))
-                })
-                .collect(),
-        })
-        .collect();
     let mut body = format!(
-        "<h1>{}</h1>\n<p class=\"summary\">{} cells; by {x_key}, one series per {series_key}.</p>\n",
+        "<h1>{}</h1>\n<p class=\"summary\">{} cells; {}.</p>\n",
         esc(title),
-        rows.len()
+        rows.len(),
+        if varying.is_empty() {
+            "one configuration, by seed".to_string()
+        } else {
+            format!("charted by {}", varying.join(", "))
+        }
     );
-    let svg = chart(title, &unit, &cats, &series);
-    if !svg.is_empty() {
-        let _ = writeln!(body, "<figure>{svg}</figure>");
+    let axes: Vec<&str> = if varying.is_empty() {
+        vec!["seed"]
+    } else {
+        varying.clone()
+    };
+    for x_key in axes {
+        let others: Vec<&str> = varying.iter().copied().filter(|k| *k != x_key).collect();
+        let name_of = |r: &Value| {
+            let parts: Vec<String> = others.iter().map(|k| field(r, k)).collect();
+            if parts.is_empty() {
+                "value".to_string()
+            } else {
+                parts.join(" · ")
+            }
+        };
+        let cats = uniq_owned(rows.iter().map(|r| field(r, x_key)));
+        let names = uniq_owned(rows.iter().map(name_of));
+        let series: Vec<Series> = names
+            .iter()
+            .enumerate()
+            .map(|(k, name)| {
+                let points = cats
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, cat)| {
+                        let mut vals: Vec<(f64, String)> = rows
+                            .iter()
+                            .filter(|r| name_of(r) == *name && field(r, x_key) == *cat)
+                            .filter_map(|r| Some((r["value"].as_f64()?, field(r, "seed"))))
+                            .collect();
+                        if vals.is_empty() {
+                            return None;
+                        }
+                        vals.sort_by(|a, b| a.0.total_cmp(&b.0));
+                        let median = vals[vals.len() / 2].0;
+                        let seeds: Vec<String> = vals
+                            .iter()
+                            .map(|(v, s)| format!("seed {s}: {}", num(*v)))
+                            .collect();
+                        Some((
+                            i,
+                            median,
+                            format!(
+                                "{x_key} = {cat}: median {} {unit}\n{}",
+                                num(median),
+                                seeds.join(", ")
+                            ),
+                        ))
+                    })
+                    .collect();
+                Series {
+                    name: name.clone(),
+                    style: k,
+                    published: false,
+                    points,
+                }
+            })
+            .collect();
+        let svg = chart(&format!("{title}, by {x_key}"), &unit, &cats, &series);
+        if !svg.is_empty() {
+            let _ = writeln!(
+                body,
+                "<section id=\"by-{x_key}\"><h2>By {x_key}</h2><figure>{svg}<figcaption>one \
+                 series per {}; each point the median over seeds</figcaption></figure></section>",
+                if others.is_empty() {
+                    "sweep".to_string()
+                } else {
+                    others.join(" · ")
+                }
+            );
+        }
     }
     let cols = [
         "id", "machine", "cpus", "policy", "workload", "seed", "metric", "value", "unit", "error",
     ];
     let _ = write!(
         body,
-        "<div class=\"filter\"><label>Filter <input type=\"search\" data-filter=\"sweep\"></label></div>\
-         <div class=\"scroll\"><table id=\"sweep\"><thead><tr>"
+        "<h2>Every cell</h2><div class=\"filter\"><label>Filter <input type=\"search\" \
+         data-filter=\"sweep\"></label></div><div class=\"scroll\"><table id=\"sweep\"><thead><tr>"
     );
     for c in cols {
         let _ = write!(body, "<th>{c}</th>");
@@ -760,6 +796,7 @@ pub fn sweep_page(title: &str, rows: &[Value]) -> String {
         body.push_str("<tr>");
         for c in cols {
             let v = match &r[c] {
+                Value::Number(n) if n.is_u64() || n.is_i64() => n.to_string(),
                 Value::Number(n) => n.as_f64().map(num).unwrap_or_default(),
                 Value::String(s) => s.clone(),
                 _ => String::new(),
