@@ -65,7 +65,7 @@ fn draw(
     let (left, right, bottom) = if small {
         (64.0, 40.0, 56.0)
     } else {
-        (64.0, 12.0, 70.0)
+        (64.0, 48.0, 70.0)
     };
     // The legend's rows sit above the plot.
     let per_row = ((w - left) / 220.0).floor().max(1.0) as usize;

@@ -117,7 +117,7 @@ svg .pt:focus{outline:none;stroke:#E69F00;stroke-width:3}
 table{border-collapse:collapse;font-size:.88em;margin:8px 0}
 th,td{border:1px solid var(--line);padding:3px 6px;text-align:right;white-space:nowrap}
 th{background:#f2f2f2}th.row,td.row{text-align:left;position:sticky;left:0;background:#fafafa}
-td.b0{background:#f7f7f7}td.b1{background:#fde0c5}td.b2{background:#fdb97d}td.b3{background:#e8703a;color:#fff}td.b4{background:#a63603;color:#fff}
+.b0{background:#f7f7f7}.b1{background:#fde0c5}.b2{background:#fdb97d}.b3{background:#e8703a;color:#fff}.b4{background:#a63603;color:#fff}
 .legend span{display:inline-block;padding:1px 6px;margin:2px;border:1px solid var(--line)}
 .targets .met{color:#00734f}.targets .missed{color:#b33c00;font-weight:600}
 code{font-size:.9em;background:#f4f4f4;padding:1px 3px;word-break:break-all}
