@@ -296,16 +296,15 @@ fn main() -> ExitCode {
         } => match trace_dir {
             None => reproduce(ids, out, jobs, model, &policy_set, format),
             // Cells and directory are checked before any work starts.
-            Some(dir) => {
-                chosen_cells(&ids, model.as_deref(), &trace_cell, &dir).and_then(|cells| {
+            Some(dir) => chosen_cells(&ids, model.as_deref(), &policy_set, &trace_cell, &dir)
+                .and_then(|cells| {
                     reproduce(ids, out.clone(), jobs, model, &policy_set, format)?;
                     let traced = trace_cells(&dir, &cells, trace_format)?;
                     match out {
                         Some(out) => link_traces(&out, &traced),
                         None => Ok(()),
                     }
-                })
-            }
+                }),
         },
         Cmd::Sweep(a) => sweep::sweep(a),
         Cmd::Native(a) => native::native(a),
@@ -333,6 +332,20 @@ fn run(a: RunArgs) -> Result<(), CliError> {
         return Err(CliError::Input(
             "--html draws one run (accepted: --html without --repeat)".into(),
         ));
+    }
+    // The page's file is checked before the run, not after it.
+    if let Some(path) = &a.html {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| {
+                CliError::Input(format!(
+                    "cannot write --html {}: {e} (accepted: a file this user can create)",
+                    path.display()
+                ))
+            })?;
     }
     if let Some(n) = a.repeat {
         return repeat(config, n, a.format);
@@ -391,9 +404,17 @@ fn run(a: RunArgs) -> Result<(), CliError> {
             .timeline
             .as_ref()
             .and_then(|t| std::fs::read_to_string(t).ok());
+        let rerun = format!(
+            "schedlab run --machine '{}'{} --policy '{}' --workload '{}' --seed {}",
+            a.machine,
+            a.cpus.map(|c| format!(" --cpus {c}")).unwrap_or_default(),
+            a.policy,
+            a.workload,
+            a.seed
+        );
         std::fs::write(
             path,
-            schedlab::experiment::html::run_page(&v, timeline.as_deref()),
+            schedlab::experiment::html::run_page(&v, &rerun, timeline.as_deref()),
         )
         .map_err(|e| {
             CliError::Input(format!(
@@ -473,17 +494,7 @@ fn reproduce(
     format: Format,
 ) -> Result<(), CliError> {
     use schedlab::experiment;
-    let mut tables = experiment::select(experiment::all_tables(), &ids).map_err(CliError::Input)?;
-    for set in policy_set {
-        experiment::set_policy_options(&mut tables, set).map_err(CliError::Input)?;
-    }
-    if let Some(m) = model {
-        for t in &mut tables {
-            t.machine = format!("{}:{m}", t.machine);
-            schedlab::machine::Machine::boot_spec(&t.machine, None)
-                .map_err(|e| CliError::Input(e.to_string()))?;
-        }
-    }
+    let tables = chosen_tables(&ids, model.as_deref(), policy_set)?;
     if let Some(j) = jobs {
         if j == 0 {
             return Err(CliError::Input(
@@ -578,21 +589,43 @@ fn reproduce(
     }
 }
 
-/// The cells `reproduce --trace-dir` traces: those of the selected tables that `select`
-/// names (all when empty), with `--model` applied; `dir` must be writable.
-fn chosen_cells(
+/// The tables `reproduce` runs: those `ids` name, with `--policy-set` options and the
+/// `--model` switches applied (to a cell's own machine too).
+fn chosen_tables(
     ids: &[String],
     model: Option<&str>,
-    select: &[String],
-    dir: &std::path::Path,
-) -> Result<Vec<(schedlab::experiment::Table, usize)>, CliError> {
+    policy_set: &[String],
+) -> Result<Vec<schedlab::experiment::Table>, CliError> {
     use schedlab::experiment;
     let mut tables = experiment::select(experiment::all_tables(), ids).map_err(CliError::Input)?;
+    for set in policy_set {
+        experiment::set_policy_options(&mut tables, set).map_err(CliError::Input)?;
+    }
     if let Some(m) = model {
         for t in &mut tables {
             t.machine = format!("{}:{m}", t.machine);
+            schedlab::machine::Machine::boot_spec(&t.machine, None)
+                .map_err(|e| CliError::Input(e.to_string()))?;
+            for c in &mut t.cells {
+                if let Some(own) = &mut c.machine {
+                    *own = format!("{own}:{m}");
+                }
+            }
         }
     }
+    Ok(tables)
+}
+
+/// The cells `reproduce --trace-dir` traces: those of the selected tables that `select`
+/// names (all when empty), as the reproduction runs them; `dir` must be writable.
+fn chosen_cells(
+    ids: &[String],
+    model: Option<&str>,
+    policy_set: &[String],
+    select: &[String],
+    dir: &std::path::Path,
+) -> Result<Vec<(schedlab::experiment::Table, usize)>, CliError> {
+    let tables = chosen_tables(ids, model, policy_set)?;
     let mut cells = Vec::new();
     for t in &tables {
         for (i, c) in t.cells.iter().enumerate() {

@@ -441,7 +441,11 @@ impl Reproduction {
                     .iter()
                     .zip(rs)
                     .map(|(c, r)| {
+                        let search = c.search.as_ref().map(|s| {
+                            serde_json::json!({ "param": s.param, "step": s.step, "max": s.max })
+                        });
                         serde_json::json!({
+                            "machine": super::machine_of(t, c), "search": search,
                             "cpus": c.cpus, "policy": c.policy, "workload": c.workload, "row": c.row,
                             "metric": c.metric.clone().unwrap_or_else(|| "result.value".into()),
                             "published": c.value,

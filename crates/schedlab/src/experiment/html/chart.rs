@@ -61,17 +61,20 @@ fn draw(
         let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.05).max(1e-9);
         (if lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
     };
-    let small = w < 500.0;
-    let (left, right, bottom) = if small {
-        (64.0, 40.0, 56.0)
-    } else {
-        (64.0, 48.0, 70.0)
-    };
-    // The legend's rows sit above the plot.
+    let (left, right) = (64.0, if w < 500.0 { 40.0 } else { 48.0 });
+    // The legend's rows sit above the plot and the x labels, rotated, below it: the
+    // picture grows with both (`h` is the plot's share), so neither eats the plot.
     let per_row = ((w - left) / 220.0).floor().max(1.0) as usize;
     let top = 14.0 + 12.0 * series.len().div_ceil(per_row) as f64;
+    let longest = categories
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0);
+    let bottom = (16.0 + 0.64 * 6.2 * longest as f64).clamp(40.0, 240.0);
     let pw = w - left - right;
-    let ph = h - top - bottom;
+    let ph = h - 94.0;
+    let h = top + ph + bottom;
     let n = categories.len();
     let x = |i: usize| left + pw * (i as f64 + 0.5) / n as f64;
     let y = |v: f64| {
@@ -85,8 +88,7 @@ fn draw(
     let mut o = String::new();
     let _ = write!(
         o,
-        "<svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{}\"><title>{}</title>",
-        esc(title),
+        "<svg viewBox=\"0 0 {w} {h}\" role=\"group\" aria-label=\"{}\">",
         esc(title)
     );
     // Axes and ticks.
@@ -223,17 +225,11 @@ fn shape(style: usize, x: f64, y: f64, r: f64) -> String {
 
 fn marker(style: usize, x: f64, y: f64, colour: &str, fill: &str, tip: &str) -> String {
     format!(
-        "{} class=\"pt\" tabindex=\"0\" fill=\"{fill}\" stroke=\"{colour}\" stroke-width=\"1.5\" \
-         data-tip=\"{}\" aria-label=\"{}\"><title>{}</title></{}>",
+        "{} class=\"pt\" tabindex=\"0\" role=\"img\" fill=\"{fill}\" stroke=\"{colour}\" \
+         stroke-width=\"1.5\" data-tip=\"{}\" aria-label=\"{}\"/>",
         shape(style, x, y, 4.0),
         esc(tip),
         esc(tip),
-        esc(tip),
-        match style % 4 {
-            0 => "circle",
-            1 => "rect",
-            _ => "path",
-        }
     )
 }
 

@@ -117,14 +117,14 @@ svg .pt:focus{outline:none;stroke:#E69F00;stroke-width:3}
 table{border-collapse:collapse;font-size:.88em;margin:8px 0}
 th,td{border:1px solid var(--line);padding:3px 6px;text-align:right;white-space:nowrap}
 th{background:#f2f2f2}th.row,td.row{text-align:left;position:sticky;left:0;background:#fafafa}
-.b0{background:#f7f7f7}.b1{background:#fde0c5}.b2{background:#fdb97d}.b3{background:#e8703a;color:#fff}.b4{background:#a63603;color:#fff}
+.b0{background:#f7f7f7}.b1{background:#fde0c5}.b2{background:#fdb97d}.b3{background:#e8703a;color:#000}.b4{background:#a63603;color:#fff}
 .legend span{display:inline-block;padding:1px 6px;margin:2px;border:1px solid var(--line)}
 .targets .met{color:#00734f}.targets .missed{color:#b33c00;font-weight:600}
 code{font-size:.9em;background:#f4f4f4;padding:1px 3px;word-break:break-all}
 .filter{margin:4px 0}.filter input{font:inherit;padding:2px 6px;max-width:100%}
 #tip{position:absolute;z-index:10;background:#222;color:#fff;padding:6px 8px;border-radius:4px;font-size:.85em;max-width:min(420px,90vw);pointer-events:none;white-space:pre-line}
 @media (max-width:600px){body{font-size:14px}main{padding:0 8px 32px}nav.toc ol{columns:1}}
-@media print{nav.toc,.filter,.skip,#tip{display:none}a{color:inherit}.finding,figure{break-inside:avoid}details{display:block}}
+@media print{nav.toc,.filter,.skip,#tip{display:none}a{color:inherit}.finding,figure{break-inside:avoid}details{display:block}.scroll{overflow:visible}table{font-size:.7em}th,td{white-space:normal;padding:1px 3px}th.row,td.row{position:static}}
 "#;
 
 const SCRIPT: &str = r#"
@@ -134,9 +134,10 @@ const SCRIPT: &str = r#"
     var t=el.getAttribute('data-tip'); if(!t){return;}
     tip.textContent=t; tip.hidden=false;
     var r=el.getBoundingClientRect();
-    var x=window.scrollX+r.left, y=window.scrollY+r.bottom+6;
+    var x=window.scrollX+r.left; var y=window.scrollY+r.bottom+6;
     tip.style.left=Math.max(4,Math.min(x,window.scrollX+document.documentElement.clientWidth-tip.offsetWidth-4))+'px';
-    tip.style.top=y+'px';
+    if(r.bottom+6+tip.offsetHeight>document.documentElement.clientHeight){y=window.scrollY+r.top-tip.offsetHeight-6;}
+    tip.style.top=Math.max(window.scrollY+2,y)+'px';
   }
   function hide(){tip.hidden=true;}
   document.addEventListener('mouseover',function(e){var el=e.target.closest&&e.target.closest('[data-tip]'); if(el){show(el);}else{hide();}});
@@ -152,6 +153,21 @@ const SCRIPT: &str = r#"
     });
   });
   window.addEventListener('beforeprint',function(){document.querySelectorAll('details').forEach(function(d){d.open=true;});});
+  window.addEventListener('resize',hide);
+  if(location.hash==='#selftest'){
+    // For the browser test: a point's tip shows on focus, a filter hides rows, and the
+    // page does not scroll sideways at this width.
+    var pt=document.querySelector('.pt, td[data-tip]'); if(pt){pt.focus();}
+    var tipShown=!!pt&&!tip.hidden&&tip.textContent.length>0;
+    var inp=document.querySelector('input[data-filter]'); var filtered=true;
+    if(inp){
+      inp.value='no row is called this'; inp.dispatchEvent(new Event('input'));
+      document.getElementById(inp.getAttribute('data-filter')).querySelectorAll('tbody tr').forEach(function(tr){filtered=filtered&&tr.hidden;});
+      inp.value=''; inp.dispatchEvent(new Event('input'));
+    }
+    var fits=document.documentElement.scrollWidth<=document.documentElement.clientWidth+1;
+    document.body.setAttribute('data-selftest','tip='+tipShown+' filter='+filtered+' fits='+fits);
+  }
   document.body.setAttribute('data-ready','1');
 })();
 "#;
@@ -202,7 +218,10 @@ fn evidence_chart(ev: &Value) -> String {
     )
 }
 
-/// The rerun command of one cell of a table.
+/// The rerun command of one cell of a table: the cell's own machine (older results: the
+/// table's), its CPUs, policy, workload and seeds, and what the cell reads of the report
+/// when that is not `result.value`. A searched cell's value is the largest setting that
+/// completes: the command is one step of the search.
 pub fn rerun_command(machine: &str, cell: &Value) -> String {
     let repeats = cell["repeats"].as_array().map_or(1, |r| r.len().max(1));
     let seeds = if repeats > 1 {
@@ -210,13 +229,24 @@ pub fn rerun_command(machine: &str, cell: &Value) -> String {
     } else {
         "--seed 1".into()
     };
-    format!(
-        "schedlab run --machine {} --cpus {} --policy '{}' --workload '{}' {seeds}",
-        machine,
+    let mut cmd = format!(
+        "schedlab run --machine '{}' --cpus {} --policy '{}' --workload '{}' {seeds}",
+        cell["machine"].as_str().unwrap_or(machine),
         cell["cpus"].as_u64().unwrap_or(1),
         cell["policy"].as_str().unwrap_or(""),
         cell["workload"].as_str().unwrap_or("")
-    )
+    );
+    if let Some(m) = cell["metric"].as_str().filter(|m| *m != "result.value") {
+        let _ = write!(cmd, " --format json   (the cell reads {m})");
+    }
+    if let Some(param) = cell["search"]["param"].as_str() {
+        let _ = write!(
+            cmd,
+            "   (one step of a search: the value is the largest {param}, in steps of {}, that completes)",
+            cell["search"]["step"].as_u64().unwrap_or(1)
+        );
+    }
+    cmd
 }
 
 fn uniq<'a>(it: impl Iterator<Item = &'a str>) -> Vec<String> {
@@ -374,9 +404,10 @@ fn table_section(t: &Value, traces: &Value) -> String {
                     };
                     let _ = write!(
                         o,
-                        "<td tabindex=\"0\" data-tip=\"{}\">{}{links}</td>",
-                        esc(&format!("{key}{spread}\n{cmd}")),
-                        num(v)
+                        "<td tabindex=\"0\" data-tip=\"{tip}\" aria-label=\"{} {tip}\">{}{links}</td>",
+                        num(v),
+                        num(v),
+                        tip = esc(&format!("{key}{spread}\n{cmd}"))
                     );
                 }
                 None => {
@@ -433,7 +464,20 @@ fn trace_links(traces: &Value, key: &str) -> String {
     let mut o = String::new();
     for (field, label) in [("perfetto", "trace"), ("timeline", "timeline")] {
         if let Some(path) = t[field].as_str() {
-            let _ = write!(o, " <a href=\"{}\">{label}</a>", esc(path));
+            let _ = write!(o, " <a href=\"{}\">{label}</a>", esc(&href(path)));
+        }
+    }
+    o
+}
+
+/// A file path as a link target: characters a URL reserves percent-encoded.
+fn href(path: &str) -> String {
+    let mut o = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            o.push(b as char);
+        } else {
+            let _ = write!(o, "%{b:02X}");
         }
     }
     o
@@ -557,6 +601,22 @@ pub fn write_reproduction(
         ));
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Trace links are relative to the results' directory: drawn elsewhere, they point
+    // back there.
+    let from = results.parent().unwrap_or(std::path::Path::new("."));
+    let canon = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut json = json;
+    if canon(from) != canon(dir) {
+        if let Some(traces) = json["traces"].as_object_mut() {
+            for t in traces.values_mut() {
+                for field in ["perfetto", "timeline"] {
+                    if let Some(rel) = t[field].as_str().filter(|p| !p.starts_with('/')) {
+                        t[field] = Value::String(canon(&from.join(rel)).display().to_string());
+                    }
+                }
+            }
+        }
+    }
     let page = dir.join("index.html");
     std::fs::write(&page, reproduction_page(&json))
         .map_err(|e| format!("cannot write {}: {e}", page.display()))?;
@@ -603,9 +663,9 @@ fn kv_table(id: &str, rows: &[(String, String)]) -> String {
     o
 }
 
-/// One run's page from its report (`run --format json`), with its timeline SVG if one
-/// was drawn.
-pub fn run_page(report: &Value, timeline_svg: Option<&str>) -> String {
+/// One run's page from its report (`run --format json`), with the command that reruns it
+/// and its timeline SVG if one was drawn.
+pub fn run_page(report: &Value, rerun: &str, timeline_svg: Option<&str>) -> String {
     let r = &report["result"];
     let title = format!(
         "{} under {} on {}",
@@ -619,12 +679,14 @@ pub fn run_page(report: &Value, timeline_svg: Option<&str>) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
-        "<h1>{}</h1>\n<p class=\"summary\">result: <strong>{} {}</strong> ({}, {} is better)</p>\n",
+        "<h1>{}</h1>\n<p class=\"summary\">result: <strong>{} {}</strong> ({}, {} is better)</p>\n\
+         <p>How to rerun: <code>{}</code></p>\n",
         esc(&title),
         r["value"].as_f64().map(num).unwrap_or_default(),
         esc(r["unit"].as_str().unwrap_or("")),
         esc(r["metric"].as_str().unwrap_or("")),
-        esc(r["better"].as_str().unwrap_or(""))
+        esc(r["better"].as_str().unwrap_or("")),
+        esc(rerun)
     );
     let mut nav = String::from(
         "<nav class=\"toc\" aria-label=\"Contents\"><ol><li><a href=\"#run\">The run</a></li>",
@@ -742,7 +804,8 @@ pub fn sweep_page(title: &str, rows: &[Value]) -> String {
                             return None;
                         }
                         vals.sort_by(|a, b| a.0.total_cmp(&b.0));
-                        let median = vals[vals.len() / 2].0;
+                        let median =
+                            crate::experiment::score::median(vals.iter().map(|v| v.0).collect())?;
                         let seeds: Vec<String> = vals
                             .iter()
                             .map(|(v, s)| format!("seed {s}: {}", num(*v)))
@@ -860,7 +923,7 @@ mod tests {
         assert!(p.contains("href=\"traces/T1-demo-01-o1-d1-2cpu.perfetto-trace\""));
         // Each simulated value is a focusable point with its run in the tip.
         assert!(p.contains("tabindex=\"0\""));
-        assert!(p.contains("schedlab run --machine piii700-1m --cpus 2 --policy &#39;linux-2.4&#39; --workload &#39;reflex:tasks=2&#39; --repeat 2"));
+        assert!(p.contains("schedlab run --machine &#39;piii700-1m&#39; --cpus 2 --policy &#39;linux-2.4&#39; --workload &#39;reflex:tasks=2&#39; --repeat 2"));
         assert!(p.contains("seeds 10.40–10.50"));
     }
 
