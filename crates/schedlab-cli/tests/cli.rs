@@ -1292,3 +1292,64 @@ fn run_html_writes_the_runs_page() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--html draws one run"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `reproduce --trace-dir` links each traced cell to its trace and timeline in
+/// results.json and on the page; a page drawn elsewhere from those results still finds
+/// them.
+#[test]
+fn traced_cells_are_linked_from_the_page() {
+    let dir = std::env::temp_dir().join(format!("schedlab-traced-{}", std::process::id()));
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let traces = a.join("traces");
+    std::fs::create_dir_all(&traces).unwrap();
+    let out = schedlab(&[
+        "reproduce",
+        "V3b",
+        "--out",
+        a.to_str().unwrap(),
+        "--trace-dir",
+        traces.to_str().unwrap(),
+        "--trace-cell",
+        "V3b-bw-pipe-sync#1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("results.json")).unwrap()).unwrap();
+    let t = &json["traces"]["V3b-bw-pipe-sync#1"];
+    let (trace, timeline) = (
+        t["perfetto"].as_str().unwrap(),
+        t["timeline"].as_str().unwrap(),
+    );
+    assert!(
+        trace.starts_with("traces/") && timeline.ends_with(".timeline.svg"),
+        "{t}"
+    );
+    assert!(a.join(trace).is_file() && a.join(timeline).is_file());
+    let page = std::fs::read_to_string(a.join("index.html")).unwrap();
+    assert!(
+        page.contains(&format!("href=\"{trace}\"")),
+        "linked from the page"
+    );
+    assert!(
+        page.contains("ui.perfetto.dev"),
+        "with a line on opening it"
+    );
+    let out = schedlab(&[
+        "report",
+        a.join("results.json").to_str().unwrap(),
+        "--out",
+        b.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let elsewhere = std::fs::read_to_string(b.join("index.html")).unwrap();
+    let abs = std::fs::canonicalize(a.join(trace)).unwrap();
+    assert!(
+        elsewhere.contains(&format!("href=\"{}\"", abs.display())),
+        "drawn elsewhere, the link points back"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
