@@ -8,6 +8,8 @@
 //! and 1 920 px are not blank, and that it prints to many pages. The screenshots and the
 //! PDF stay in target/html-screenshots/ for a person to look at.
 //!
+//! Firefox, where installed, renders it too (a screenshot, not blank).
+//!
 //! Chromium is found as `SCHEDLAB_CHROMIUM`, `chromium`, `chromium-browser` or
 //! `google-chrome`. Without one the test fails when `SCHEDLAB_REQUIRE_BROWSER=1` (as
 //! `.ci/run` sets it, having installed Debian's `chromium`), and otherwise says it skipped.
@@ -316,4 +318,48 @@ fn a_page_that_requests_or_logs_is_caught() {
             .any(|r| r.starts_with("http://example.invalid/x.png")),
         "{requests:?}"
     );
+}
+
+/// The page opens in Firefox too (headless screenshot, not blank), where Firefox is
+/// installed (`.ci/run` installs Chromium only: this one says it skipped there).
+#[test]
+fn the_reproduction_page_renders_in_firefox() {
+    let firefox = ["firefox-esr", "firefox"].iter().find_map(|name| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {name}"))
+            .output()
+            .ok()?;
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
+    });
+    let Some(firefox) = firefox else {
+        eprintln!("skipped: no firefox");
+        return;
+    };
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results-full.json");
+    let dir = tempdir("firefox");
+    let st = schedlab()
+        .arg("report")
+        .arg(&results)
+        .arg("--out")
+        .arg(&dir)
+        .status()
+        .expect("schedlab runs");
+    assert!(st.success());
+    let profile = tempdir("firefox-profile");
+    let png = shots_dir().join("reproduction-firefox-1280.png");
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(firefox)
+        .arg("--headless")
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--window-size", "1280,1400", "--screenshot"])
+        .arg(&png)
+        .arg(format!("file://{}", dir.join("index.html").display()))
+        .output()
+        .expect("firefox starts");
+    assert!(out.status.success(), "firefox failed: {out:?}");
+    assert_not_blank(&png);
 }
