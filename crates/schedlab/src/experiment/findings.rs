@@ -330,8 +330,8 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
     );
 
     // 2. O(n) selection: 2.4's µs/round grows with runnable tasks, O(1)'s does not.
-    let (p2, s2, _) = l.get("V1", "linux-2.4", "reflex:tasks=2", 8);
-    let (p128, s128, _) = l.get("V1", "linux-2.4", "reflex:tasks=128", 8);
+    let (p2, s2, r2) = l.get("V1", "linux-2.4", "reflex:tasks=2", 8);
+    let (p128, s128, r128) = l.get("V1", "linux-2.4", "reflex:tasks=128", 8);
     let (q16, o16, _) = l.get("V1", "o1-d1", "reflex:tasks=16", 8);
     let (q128, o128, _) = l.get("V1", "o1-d1", "reflex:tasks=128", 8);
     out.push(Finding::new(
@@ -361,15 +361,24 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             fx(ratio(p128, p2))
         ),
     )
-    .with(vec![Evidence::new(
-        "reflex on 8 CPUs, us/round",
-        vec![
-            ("2.4, 2 tasks", p2, s2),
-            ("2.4, 128 tasks", p128, s128),
-            ("O(1), 16 tasks", q16, o16),
-            ("O(1), 128 tasks", q128, o128),
-        ],
-    )]));
+    .with(vec![
+        Evidence::new(
+            "reflex on 8 CPUs, us/round",
+            vec![
+                ("2.4, 2 tasks", p2, s2),
+                ("2.4, 128 tasks", p128, s128),
+                ("O(1), 16 tasks", q16, o16),
+                ("O(1), 128 tasks", q128, o128),
+            ],
+        ),
+        Evidence::new(
+            "2.4: tasks goodness() weighed per schedule()",
+            vec![
+                ("2 tasks", None, counter(r2, "counters.policy.tasks_examined_mean")),
+                ("128 tasks", None, counter(r128, "counters.policy.tasks_examined_mean")),
+            ],
+        ),
+    ]));
 
     // 3. Affinity vs latency: 2-task reflex ~2x slower on O(1) and haMQ than on 2.4.
     let mut pubs = Vec::new();
@@ -377,10 +386,18 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
     let mut dir = Vec::new();
     let mut mag = Vec::new();
     let mut points = Vec::new();
+    let mut idle = Vec::new();
     for cpus in [2, 4, 8] {
-        let (pv, sv, _) = l.get("V1", "linux-2.4", "reflex:tasks=2", cpus);
-        let (po, so, _) = l.get("V1", "o1-d1", "reflex:tasks=2", cpus);
-        let (ph, sh, _) = l.get("V1", "hamq", "reflex:tasks=2", cpus);
+        let (pv, sv, rv) = l.get("V1", "linux-2.4", "reflex:tasks=2", cpus);
+        let (po, so, ro) = l.get("V1", "o1-d1", "reflex:tasks=2", cpus);
+        let (ph, sh, rh) = l.get("V1", "hamq", "reflex:tasks=2", cpus);
+        for (name, r) in [("2.4", rv), ("O(1)", ro), ("haMQ", rh)] {
+            idle.push((
+                format!("{name}, {cpus} CPUs"),
+                None,
+                counter(r, "counters.cpu_time.idle_pct"),
+            ));
+        }
         pubs.push(format!(
             "{cpus} CPUs O(1)/2.4 {} haMQ/2.4 {}",
             fx(ratio(po, pv)),
@@ -420,15 +437,23 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
                 "every O(1)/2.4 and haMQ/2.4 ratio within {MAGNITUDE_FACTOR}x of the published"
             ),
         )
-        .with(vec![Evidence {
-            label: "2-task reflex, time per round against 2.4's (x)".into(),
-            points,
-        }]),
+        .with(vec![
+            Evidence {
+                label: "2-task reflex, time per round against 2.4's (x)".into(),
+                points,
+            },
+            Evidence {
+                label:
+                    "2-task reflex: CPU time idle, % (a split pair: each CPU waits for the other)"
+                        .into(),
+                points: idle,
+            },
+        ]),
     );
 
     // 4. __wake_up_sync: bw_pipe collapses without sync wake-ups, lat_pipe does not move.
-    let (bp_off, bs_off, _) = l.get("V3b", "o1-d1:sync_wakeups=off", "bw_pipe", 4);
-    let (bp_on, bs_on, _) = l.get("V3b", "o1-d1:sync_wakeups=on", "bw_pipe", 4);
+    let (bp_off, bs_off, rb_off) = l.get("V3b", "o1-d1:sync_wakeups=off", "bw_pipe", 4);
+    let (bp_on, bs_on, rb_on) = l.get("V3b", "o1-d1:sync_wakeups=on", "bw_pipe", 4);
     let (lp_off, ls_off, _) = l.get("V3a", "o1-d1:sync_wakeups=off", "lat_pipe", 4);
     let (lp_on, ls_on, _) = l.get("V3a", "o1-d1:sync_wakeups=on", "lat_pipe", 4);
     out.push(
@@ -470,6 +495,21 @@ pub fn findings(tables: &[Table], results: &[Vec<CellResult>]) -> Vec<Finding> {
             Evidence::new(
                 "lat_pipe on 4 CPUs, us",
                 vec![("sync wake-ups off", lp_off, ls_off), ("on", lp_on, ls_on)],
+            ),
+            Evidence::new(
+                "bw_pipe: pipe state moved between CPUs (line transfers)",
+                vec![
+                    (
+                        "sync wake-ups off",
+                        None,
+                        counter(rb_off, "counters.stream_state_transfers"),
+                    ),
+                    (
+                        "on",
+                        None,
+                        counter(rb_on, "counters.stream_state_transfers"),
+                    ),
+                ],
             ),
         ]),
     );
