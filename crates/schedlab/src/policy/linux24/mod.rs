@@ -465,12 +465,13 @@ impl Linux24 {
         match self.core.reschedule_idle(ctx, p, margin) {
             Target::LastCpuIdle(cpu) => {
                 self.stats.ri_fast += 1;
-                // send_now_idle: need_resched, IPI unless local or already flagged.
-                ctx.resched_cpu(cpu);
+                // send_now_idle: the idle task's need_resched, IPI unless local or already
+                // flagged. The idle task seen, not whatever that CPU runs by now.
+                ctx.resched_idle(cpu);
             }
             Target::Idle(cpu) => {
                 self.stats.ri_idle += 1;
-                ctx.resched_cpu(cpu);
+                ctx.resched_idle(cpu);
             }
             Target::Preempt(cpu) => {
                 self.stats.ri_preempt += 1;
