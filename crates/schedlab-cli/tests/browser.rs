@@ -25,17 +25,36 @@ fn chromium() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("SCHEDLAB_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            let out = Command::new("sh")
-                .arg("-c")
-                .arg(format!("command -v {name}"))
-                .output()
-                .ok()?;
-            let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            (out.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
-        })
+    on_path(&["chromium", "chromium-browser", "google-chrome"])
+}
+
+/// The first of `names` found on PATH.
+fn on_path(names: &[&str]) -> Option<PathBuf> {
+    names.iter().find_map(|name| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {name}"))
+            .output()
+            .ok()?;
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
+    })
+}
+
+/// The full reproduction's results (the fixture) and its page, drawn by `schedlab report`
+/// into a directory of its own.
+fn draw_fixture(what: &str) -> (PathBuf, PathBuf) {
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results-full.json");
+    let dir = tempdir(what);
+    let st = schedlab()
+        .arg("report")
+        .arg(&results)
+        .arg("--out")
+        .arg(&dir)
+        .status()
+        .expect("schedlab runs");
+    assert!(st.success());
+    (results, dir.join("index.html"))
 }
 
 /// Headless Chromium on `page` and `args`, killed after two minutes; returns (stdout,
@@ -169,17 +188,8 @@ fn the_reproduction_page_renders_in_chromium_with_every_table_and_finding() {
     let Some(browser) = browser_or_skip() else {
         return;
     };
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results-full.json");
-    let dir = tempdir("page");
-    let st = schedlab()
-        .args(["report"])
-        .arg(&results)
-        .arg("--out")
-        .arg(&dir)
-        .status()
-        .expect("schedlab runs");
-    assert!(st.success());
-    let page = dir.join("index.html");
+    let (results, page) = draw_fixture("page");
+    let dir = page.parent().unwrap().to_path_buf();
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
 
@@ -324,29 +334,11 @@ fn a_page_that_requests_or_logs_is_caught() {
 /// installed (`.ci/run` installs Chromium only: this one says it skipped there).
 #[test]
 fn the_reproduction_page_renders_in_firefox() {
-    let firefox = ["firefox-esr", "firefox"].iter().find_map(|name| {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {name}"))
-            .output()
-            .ok()?;
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        (out.status.success() && !path.is_empty()).then(|| PathBuf::from(path))
-    });
-    let Some(firefox) = firefox else {
+    let Some(firefox) = on_path(&["firefox-esr", "firefox"]) else {
         eprintln!("skipped: no firefox");
         return;
     };
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results-full.json");
-    let dir = tempdir("firefox");
-    let st = schedlab()
-        .arg("report")
-        .arg(&results)
-        .arg("--out")
-        .arg(&dir)
-        .status()
-        .expect("schedlab runs");
-    assert!(st.success());
+    let (_, page) = draw_fixture("firefox");
     let profile = tempdir("firefox-profile");
     let png = shots_dir().join("reproduction-firefox-1280.png");
     let out = Command::new("timeout")
@@ -357,7 +349,7 @@ fn the_reproduction_page_renders_in_firefox() {
         .arg(&profile)
         .args(["--window-size", "1280,1400", "--screenshot"])
         .arg(&png)
-        .arg(format!("file://{}", dir.join("index.html").display()))
+        .arg(format!("file://{}", page.display()))
         .output()
         .expect("firefox starts");
     assert!(out.status.success(), "firefox failed: {out:?}");
