@@ -251,17 +251,23 @@ impl<'a> SchedCtx<'a> {
         let _ = l;
     }
 
-    /// Note that the hook paid to reach `cpu`'s state.
+    /// Note that reading or writing line `l` reached the state of the CPU it belongs to.
     #[inline(always)]
-    fn reached(&mut self, cpu: Option<CpuId>) {
+    fn reached_line(&mut self, l: LineId) {
         #[cfg(debug_assertions)]
+        self.reached(self.state_map.cpu_of_line(l, self.cpus.len()));
+        #[cfg(not(debug_assertions))]
+        let _ = l;
+    }
+
+    /// Note that the hook paid to reach `cpu`'s state.
+    #[cfg(debug_assertions)]
+    fn reached(&mut self, cpu: Option<CpuId>) {
         if let Some(c) = cpu {
             if c != self.cpu && !self.reached.contains(&c) {
                 self.reached.push(c);
             }
         }
-        #[cfg(not(debug_assertions))]
-        let _ = cpu;
     }
 
     /// True when `p` may run on `cpu`.
@@ -316,7 +322,7 @@ impl<'a> SchedCtx<'a> {
         let c = match what {
             Shared::Task(p) => self.ic.read_task(now, self.cpu, p),
             Shared::Line(l) => {
-                self.reached(self.state_map.cpu_of_line(l, self.cpus.len()));
+                self.reached_line(l);
                 self.ic.read_line(now, self.cpu, l)
             }
             Shared::TaskList => panic!("Shared::TaskList is written, not read"),
@@ -336,7 +342,7 @@ impl<'a> SchedCtx<'a> {
         let c = match what {
             Shared::Task(p) => self.ic.write_task(now, self.cpu, p),
             Shared::Line(l) => {
-                self.reached(self.state_map.cpu_of_line(l, self.cpus.len()));
+                self.reached_line(l);
                 self.ic.write_line(now, self.cpu, l)
             }
             Shared::TaskList => {

@@ -10,12 +10,15 @@
 //! Invariants: `line_cpu[l]` is the CPU a named line was declared for; `lock_cpu[l]` is
 //! the one CPU whose `rq_lockp` is `l`, once the class is initialised.
 
-use crate::machine::{CpuId, LineId, LockId};
+#[cfg(debug_assertions)]
+use crate::machine::LockId;
+use crate::machine::{CpuId, LineId};
 
 /// The owners of lines and locks a class declared.
 #[derive(Debug, Default)]
 pub struct StateMap {
     line_cpu: Vec<Option<CpuId>>,
+    #[cfg(debug_assertions)]
     lock_cpu: Vec<Option<CpuId>>,
 }
 
@@ -31,6 +34,7 @@ impl StateMap {
 
     /// The CPU whose state line `l` carries: a `curr` line's CPU, or what the class
     /// declared.
+    #[cfg(debug_assertions)]
     pub(crate) fn cpu_of_line(&self, l: LineId, cpus: usize) -> Option<CpuId> {
         let i = l as usize;
         if i < cpus {
@@ -41,6 +45,7 @@ impl StateMap {
 
     /// Record each CPU's run-queue lock (`rq_locks[c]`, after the class's `init`): a lock
     /// that is one CPU's alone reaches that CPU's state.
+    #[cfg(debug_assertions)]
     pub(crate) fn set_rq_locks(&mut self, rq_locks: &[LockId]) {
         self.lock_cpu.clear();
         for (c, &l) in rq_locks.iter().enumerate() {
@@ -54,7 +59,7 @@ impl StateMap {
     }
 
     /// The one CPU whose run-queue lock `l` is, if any (read by the debug check only).
-    #[cfg_attr(not(debug_assertions), allow(dead_code))]
+    #[cfg(debug_assertions)]
     pub(crate) fn cpu_of_lock(&self, l: LockId) -> Option<CpuId> {
         self.lock_cpu.get(l as usize).copied().flatten()
     }

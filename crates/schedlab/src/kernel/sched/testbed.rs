@@ -96,8 +96,12 @@ impl<C: SchedClass> Bed<C> {
         for c in 0..cpus {
             class.task_fork(&mut ctx, c as TaskId, None);
         }
-        let rq_locks: Vec<_> = (0..cpus).map(|c| class.rq_lockp(c)).collect();
-        k.state_map.set_rq_locks(&rq_locks);
+        // Only the cost rule's debug check reads it.
+        #[cfg(debug_assertions)]
+        {
+            let rq_locks: Vec<_> = (0..cpus).map(|c| class.rq_lockp(c)).collect();
+            k.state_map.set_rq_locks(&rq_locks);
+        }
         Bed { k, class }
     }
 
