@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::{esc, num};
+use super::esc;
+use crate::experiment::plot;
 
 /// Okabe–Ito colours, safe for the common colour-vision deficiencies.
 const COLOURS: [&str; 7] = [
@@ -23,8 +24,8 @@ pub struct Series {
 }
 
 /// A chart of categorical x (`categories`) against values, one polyline per series
-/// joined only between neighbouring categories of one group (the label's part before
-/// '/'), a log axis when the values span more than 1.5 decades. Each point is focusable
+/// joined only along a parameter sweep, a log axis when the values span more than 1.5
+/// decades (the rules of the SVG plots, [`plot`]). Each point is focusable
 /// and carries its tip.
 pub fn chart(title: &str, unit: &str, categories: &[String], series: &[Series]) -> String {
     draw(title, unit, categories, series, (720.0, 300.0))
@@ -53,7 +54,7 @@ fn draw(
     let (lo, hi) = values
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
-    let log = lo > 0.0 && hi / lo > 10f64.powf(1.5);
+    let log = plot::wants_log(&values);
     let (y0, y1) = if log {
         (lo.log10().floor(), hi.log10().ceil())
     } else {
@@ -115,7 +116,7 @@ fn draw(
             left + pw,
             left - 4.0,
             yy + 4.0,
-            esc(&num(t))
+            esc(&plot::tick_label(t))
         );
     }
     let _ = write!(
@@ -137,13 +138,14 @@ fn draw(
             );
         }
     }
-    let group = |i: usize| categories[i].split('/').next().unwrap_or("").to_string();
     for s in series {
         let colour = COLOURS[s.style % COLOURS.len()];
         let mut pts = s.points.clone();
         pts.sort_by_key(|p| p.0);
         for w2 in pts.windows(2) {
-            if w2[1].0 == w2[0].0 + 1 && group(w2[0].0) == group(w2[1].0) {
+            if w2[1].0 == w2[0].0 + 1
+                && plot::is_sweep_step(&categories[w2[0].0], &categories[w2[1].0])
+            {
                 let _ = write!(
                     o,
                     "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{colour}\" stroke-width=\"1.5\"{}/>",
