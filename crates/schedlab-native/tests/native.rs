@@ -203,6 +203,30 @@ fn chat_delivers_every_message_to_the_other_users() {
 }
 
 #[test]
+fn tbench_runs_the_simulated_mix_through_a_server_per_client() {
+    let r = native("tbench:clients=3,ops=40");
+    let c = counts(&r);
+    assert_eq!(c["exchanges"], 3.0 * 40.0);
+    // Each server also answers its client's set-up exchange.
+    assert_eq!(c["replies"], 3.0 * 41.0);
+    // The payload is the mix's, drawn from one stream per client as the runner draws it.
+    let payload: u64 = (0..3)
+        .map(|k| {
+            let mut rng = schedlab::engine::SimRng::stream(1, k);
+            (0..40)
+                .map(|_| schedlab::workload::tbench::exchange(&mut rng).2)
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(c["payload_bytes"], payload as f64);
+    assert_eq!(
+        r.native.tasks, 6,
+        "a client and a server process per connection"
+    );
+    assert_eq!(r.result.metric, "mb_per_s");
+}
+
+#[test]
 fn lat_proc_forks_and_execs() {
     let r = native("lat_proc:op=fork,n=20,warmup=3");
     assert_eq!(counts(&r)["children"], 23.0);

@@ -18,6 +18,7 @@ pub mod loop_yield;
 pub mod reflex;
 pub mod rtapp;
 pub mod sched_yield;
+pub mod tbench;
 pub mod window;
 
 use schedlab::spec::{ParamSpec, Params, SpecError};
@@ -100,6 +101,12 @@ pub static NATIVE_WORKLOADS: &[NativeWorkload] = &[
         "IBM chat: rooms of users, 4 threads per user, 100-byte messages over TCP loopback",
         no_prepare,
         chat::run,
+    ),
+    native(
+        sim::tbench::INFO,
+        "tbench: client processes and forked servers exchange NetBench-sized packets over TCP loopback",
+        no_prepare,
+        tbench::run,
     ),
     native(
         sim::loop_yield::INFO,

@@ -51,6 +51,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use crate::engine::SimRng;
 use crate::kernel::abi::{errno_name, Env, Op, Program, Record};
 use crate::kernel::chan::Fd;
 use crate::kernel::Kernel;
@@ -135,7 +136,7 @@ pub const READ_SIZES: &[(u32, u64)] = &[
 ];
 
 /// tbench's MB: 10^6 bytes (132 "MB" is one pass's 132.65·10^6 payload bytes).
-const MB: f64 = 1e6;
+pub const MB: f64 = 1e6;
 
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let o = Options::from_params(p);
@@ -151,9 +152,9 @@ struct Tbench {
 }
 
 /// Draw from a weighted table.
-fn pick(env: &mut Env<'_>, table: &[(u32, u64)]) -> u64 {
+fn pick(rng: &mut SimRng, table: &[(u32, u64)]) -> u64 {
     let total: u64 = table.iter().map(|&(w, _)| w as u64).sum();
-    let mut x = env.rng.below(total);
+    let mut x = rng.below(total);
     for &(w, v) in table {
         if x < w as u64 {
             return v;
@@ -163,16 +164,17 @@ fn pick(env: &mut Env<'_>, table: &[(u32, u64)]) -> u64 {
     unreachable!("weights sum to total")
 }
 
-/// One exchange of the mix: (request bytes, reply bytes, file payload bytes).
-fn exchange(env: &mut Env<'_>) -> (u64, u64, u64) {
-    let mut x = env.rng.below(1000) as u32;
+/// One exchange of the mix: (request bytes, reply bytes, file payload bytes). The native
+/// tbench draws from here too, so both sides run the same mix.
+pub fn exchange(rng: &mut SimRng) -> (u64, u64, u64) {
+    let mut x = rng.below(1000) as u32;
     if x < WRITE_PER_MILLE {
-        let size = pick(env, WRITE_SIZES);
+        let size = pick(rng, WRITE_SIZES);
         return (51 + size, 41, size);
     }
     x -= WRITE_PER_MILLE;
     if x < READ_PER_MILLE {
-        let size = pick(env, READ_SIZES);
+        let size = pick(rng, READ_SIZES);
         return (55, size + 4, size);
     }
     x -= READ_PER_MILLE;
@@ -223,7 +225,11 @@ struct Client {
 
 impl Client {
     fn request(&mut self, env: &mut Env<'_>) -> Op {
-        let (send, recv, payload) = if self.setup { (8, 8, 0) } else { exchange(env) };
+        let (send, recv, payload) = if self.setup {
+            (8, 8, 0)
+        } else {
+            exchange(env.rng)
+        };
         self.hdrs.lock().expect("headers").push_back((send, recv));
         self.recv = recv;
         self.payload = payload;
