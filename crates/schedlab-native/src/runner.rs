@@ -252,6 +252,18 @@ impl Reporter {
 }
 
 impl Ctx {
+    /// A context for a workload played inside a worker process of this run (a `mix`'s
+    /// load): failures go where this run's go; its tasks are counted apart, and it has no
+    /// result pipe to close in its children.
+    pub fn sub(&self) -> Ctx {
+        Ctx {
+            err_fd: self.err_fd,
+            res_fd: -1,
+            tasks: 0,
+            thread_stack: self.thread_stack,
+        }
+    }
+
     /// The failure reporter, for threads that the workload spawns itself.
     pub fn reporter(&self) -> Reporter {
         Reporter(self.err_fd)

@@ -112,6 +112,9 @@ pub const ROWS: &[RowSpec] = &[
     row("lat_proc:op=fork,n=1000"),
     row("lat_proc:op=exec,n=200"),
     row("rtapp:file=@periodic"),
+    row("mix:lat_pipe:rounds=20000+loop_yield:instances=2,duration_ms=5000"),
+    row("mix:lat_ctx:procs=8,rounds=1000+loop_yield:instances=2,duration_ms=5000"),
+    row("mix:hackbench:groups=2,loops=200+loop_yield:instances=4,duration_ms=5000"),
 ];
 
 /// One validated row.

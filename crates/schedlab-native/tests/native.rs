@@ -227,6 +227,19 @@ fn tbench_runs_the_simulated_mix_through_a_server_per_client() {
 }
 
 #[test]
+fn a_mix_measures_its_first_workload_and_ends_the_loads() {
+    // The load would yield for 60 s: the run ends with the measured ping-pong.
+    let r = native("mix:lat_pipe:rounds=300,warmup=10+loop_yield:instances=1,duration_ms=60000");
+    assert_eq!(r.result.metric, "us_per_round_trip");
+    assert_eq!(counts(&r)["load_workloads"], 1.0);
+    assert!(
+        r.native.wall_ms < 30_000,
+        "the load was not ended: {} ms",
+        r.native.wall_ms
+    );
+}
+
+#[test]
 fn lat_proc_forks_and_execs() {
     let r = native("lat_proc:op=fork,n=20,warmup=3");
     assert_eq!(counts(&r)["children"], 23.0);

@@ -110,14 +110,17 @@ impl Spec {
             ));
         }
         let mut args = Vec::new();
-        if let Some(rest) = rest.filter(|_| PATH_SPECS.contains(&name)) {
-            let path = rest.strip_prefix("file=").unwrap_or(rest).trim();
-            if path.is_empty() {
-                return Err(malformed(format!("empty {what} file"), "NAME:PATH"));
+        let whole = PATH_SPECS.iter().find(|(n, _)| *n == name);
+        if let (Some(&(_, key)), Some(rest)) = (whole, rest) {
+            let value = rest.strip_prefix(key).and_then(|r| r.strip_prefix('='));
+            let value = value.unwrap_or(rest).trim();
+            if value.is_empty() {
+                let problem = format!("nothing after '{name}:' (its {key})");
+                return Err(malformed(problem, "NAME:VALUE"));
             }
             return Ok(Spec {
                 name: name.to_string(),
-                args: vec![("file".to_string(), path.to_string())],
+                args: vec![(key.to_string(), value.to_string())],
             });
         }
         if let Some(rest) = rest {
@@ -182,9 +185,10 @@ pub enum Kind {
     Text,
 }
 
-/// Specs whose whole argument is one path (`rtapp:FILE.json`, commas and `=` included);
-/// `NAME:file=PATH` is the same.
-const PATH_SPECS: &[&str] = &["rtapp"];
+/// Specs whose whole argument is one value, commas and `=` included, as (name, key):
+/// `rtapp:FILE.json` is `rtapp:file=FILE.json`, and `mix:A+B` (workloads with options of
+/// their own) is `mix:of=A+B`.
+const PATH_SPECS: &[(&str, &str)] = &[("rtapp", "file"), ("mix", "of")];
 
 /// A declared parameter: name, type and accepted range, default, unit, and where the
 /// default comes from. Declared once, with the const builders below (or the [`crate::options!`]

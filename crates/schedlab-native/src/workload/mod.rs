@@ -15,6 +15,7 @@ pub mod lat_ctx;
 pub mod lat_pipe;
 pub mod lat_proc;
 pub mod loop_yield;
+pub mod mix;
 pub mod reflex;
 pub mod rtapp;
 pub mod sched_yield;
@@ -125,6 +126,12 @@ pub static NATIVE_WORKLOADS: &[NativeWorkload] = &[
         "lmbench lat_proc: fork (and exec) a child that exits, and wait for it",
         no_prepare,
         lat_proc::run,
+    ),
+    native(
+        sim::mix::INFO,
+        "workloads at once: the first measured in the leader, each other one in a process of its own",
+        mix::prepare,
+        mix::run,
     ),
     native(
         sim::rtapp::INFO,

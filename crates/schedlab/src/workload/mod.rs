@@ -12,6 +12,7 @@ pub mod lat_ctx;
 pub mod lat_pipe;
 pub mod lat_proc;
 pub mod loop_yield;
+pub mod mix;
 pub mod mkbench;
 pub mod reflex;
 pub mod rtapp;
@@ -91,6 +92,7 @@ pub static WORKLOADS: &[WorkloadInfo] = &[
     sched_yield::INFO,
     rtapp::INFO,
     lat_proc::INFO,
+    mix::INFO,
     // The simulator's own stress load stays last.
     synthetic::INFO,
 ];

@@ -187,6 +187,10 @@ crate::options! {
         vprot: bool = flag("off")
             .help("v6.17 slice protection: protected while v < vprot (instead of the vlag == deadline marker)")
             .source("modern.md §4.13 (patch mails, v6.17; not in vanilla 6.12)");
+        /// Forfeit the rest of the request on yield (v6.18, 6.12.y stable).
+        forfeit_yield: bool = flag("off")
+            .help("sched_yield() of an eligible task forfeits its request: vruntime moves to its deadline, the deadline a slice on (v6.18; off: 6.12.0's deadline-only push)")
+            .source("commit 79104becf42b 'sched/fair: Forfeit vruntime on yield' (v6.18-rc1; 6.12.y stable, Dec 2025)");
         /// `sysctl_sched_base_slice` before CPU scaling.
         base_slice_ns: u64 = int("750000", 100000, 100000000)
             .unit("ns")
@@ -247,6 +251,8 @@ pub struct Tunables {
     pub delay_dequeue: bool,
     /// v6.17 protected slice.
     pub vprot: bool,
+    /// v6.18 yield: an eligible yielder forfeits the rest of its request.
+    pub forfeit_yield: bool,
     /// `sysctl_sched_migration_cost`, ns (task_hot; 0.5 ms, both kernels).
     pub migration_cost: u64,
     /// `sysctl_sched_nr_migrate` (32).
@@ -473,6 +479,7 @@ impl Fair {
             preempt_short: true,
             delay_dequeue: true,
             vprot: false,
+            forfeit_yield: false,
             migration_cost: 500_000,
             nr_migrate: 32,
         };
@@ -497,6 +504,7 @@ impl Fair {
                 t.preempt_short = o.preempt_short;
                 t.delay_dequeue = o.delay_dequeue;
                 t.vprot = o.vprot;
+                t.forfeit_yield = o.forfeit_yield;
                 t.base_slice_normalized = o.base_slice_ns;
                 t.base_slice = o.base_slice_ns * factor;
             }
@@ -1164,6 +1172,16 @@ impl SchedClass for Fair {
             self.update_curr(ctx, cpu);
             match self.variant {
                 Variant::Cfs => self.rqs[cpu].skip = Some(p),
+                Variant::Eevdf if self.t.forfeit_yield => {
+                    // yield_task_fair (v6.18): only an eligible yielder forfeits what is
+                    // left of its request, so a yield loop cannot run its deadline away.
+                    if self.entity_eligible(cpu, p) {
+                        let se = &mut self.se[p as usize];
+                        se.vruntime = se.deadline;
+                        se.deadline += entity::calc_delta_fair(se.slice, &se.load) as i64;
+                        self.update_min_vruntime(cpu);
+                    }
+                }
                 Variant::Eevdf => {
                     // yield_task_fair (vanilla 6.12): the deadline moves one slice on.
                     let se = &mut self.se[p as usize];

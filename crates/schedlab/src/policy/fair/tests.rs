@@ -466,6 +466,43 @@ fn a_yield_moves_the_eevdf_deadline_and_sets_the_cfs_skip_buddy() {
 }
 
 #[test]
+fn a_v6_18_yield_forfeits_the_request_only_when_eligible() {
+    // Commit 79104becf42b: an eligible yielder's vruntime moves to its deadline and the
+    // deadline one slice on; an ineligible one is left alone (no runaway in a yield loop).
+    let mut b = bed("eevdf:forfeit_yield=on", 2);
+    let ps = hogs(&mut b, &[0, 0]);
+    b.schedule(0);
+    let c = b.curr(0);
+    let other = ps.iter().copied().find(|&p| p != c).unwrap();
+    // The other task half a slice ahead: curr is eligible, and behind it after forfeiting.
+    b.with(0, |f, _| {
+        f.dequeue_tree(0, other);
+        f.se[other as usize].vruntime = f.se[c as usize].vruntime + 500_000;
+        f.enqueue_tree(0, other);
+    });
+    assert!(b.class.entity_eligible(0, c));
+    let vd = b.class.se[c as usize].deadline;
+    b.sched_yield(0);
+    let se = &b.class.se[c as usize];
+    assert_eq!(se.vruntime, vd, "the rest of the request forfeited");
+    assert_eq!(se.deadline, vd + b.class.t.base_slice as i64);
+    assert!(!b.class.entity_eligible(0, c), "now behind the other task");
+    // Yielding again before the other task has run: ineligible, so nothing moves.
+    let before = (se.vruntime, se.deadline);
+    b.sched_yield(0);
+    let se = &b.class.se[c as usize];
+    assert_eq!(
+        se.deadline, before.1,
+        "an ineligible yielder keeps its deadline"
+    );
+    assert!(
+        (0..1_000).contains(&(se.vruntime - before.0)),
+        "and its vruntime, but for the time it ran"
+    );
+    assert_ne!(b.schedule(0), c);
+}
+
+#[test]
 fn an_ineligible_sleeper_is_delayed_and_requeued_on_wake_up() {
     // modern.md §4.10.
     let mut b = bed("eevdf", 2);
