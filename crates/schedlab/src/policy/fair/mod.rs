@@ -93,6 +93,7 @@ pub mod entity;
 mod load;
 pub mod pelt;
 pub mod topology;
+pub mod wake;
 
 use crate::kernel::sched::Shared;
 use std::collections::{BTreeMap, VecDeque};
