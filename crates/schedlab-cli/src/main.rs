@@ -435,7 +435,12 @@ fn run(a: RunArgs) -> Result<(), CliError> {
                 serde_json::to_string_pretty(&v).expect("json")
             ))
         }
-        (Format::Text, Some(l)) => out(&format!("{}\n{}", report.to_text(), l.to_text())),
+        (Format::Text, Some(l)) => {
+            let stats = schedlab::kernel::schedstat::of_details(report.result.details.as_ref())
+                .map(|g| format!("\n{}", schedlab::kernel::schedstat::to_text(&g)))
+                .unwrap_or_default();
+            out(&format!("{}\n{}{stats}", report.to_text(), l.to_text()))
+        }
     }
 }
 

@@ -1353,3 +1353,50 @@ fn traced_cells_are_linked_from_the_page() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// See: issue 45 (per-task schedstats): the kernel's wait counts and the trace's
+/// `perf sched latency` delays are counted apart and must agree, per task group.
+#[test]
+fn schedstats_agree_with_the_latency_summary_and_print_under_latency() {
+    let args = [
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "2",
+        "--policy",
+        "eevdf",
+        "--workload",
+        "hackbench:groups=1,loops=20,fds=4",
+        "--latency",
+    ];
+    let o = schedlab(&[&args[..], &["--format", "json"]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["latency"]["rows"].as_array().unwrap();
+    let stats = v["result"]["details"]["schedstats"].as_array().unwrap();
+    for g in ["receiver", "sender"] {
+        let row = rows
+            .iter()
+            .find(|r| r["task"] == format!("{g}:(4)"))
+            .unwrap_or_else(|| panic!("no latency row for {g}: {rows:?}"));
+        let s = stats.iter().find(|s| s["group"] == g).unwrap();
+        assert_eq!(s["wait_count"], row["count"], "{g}");
+        // The trace's delay starts at `sched_waking`, the kernel's wait at the enqueue
+        // inside that wake-up: longer by at most the wake-up's own few microseconds.
+        let d_max = row["max_delay_ns"].as_f64().unwrap() - s["wait_max"].as_f64().unwrap();
+        let avg = s["wait_sum"].as_f64().unwrap() / s["wait_count"].as_f64().unwrap();
+        let d_avg = row["avg_delay_ns"].as_f64().unwrap() - avg;
+        assert!((0.0..5_000.0).contains(&d_max), "{g}: max {d_max} ns apart");
+        assert!(
+            (0.0..5_000.0).contains(&d_avg),
+            "{g}: mean {d_avg} ns apart"
+        );
+    }
+    let o = schedlab(&args);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("Task group") && text.contains("preempt/tried"),
+        "{text}"
+    );
+}

@@ -317,6 +317,23 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// `result.details.schedstats`: per task group, the `/proc/PID/sched` statistics
+/// ([`crate::kernel::schedstat`]), beside what the workload itself details.
+fn with_schedstats(mut m: Metric, groups: Vec<crate::kernel::schedstat::GroupStat>) -> Metric {
+    let stats = serde_json::to_value(groups).expect("schedstats serialize");
+    match m.details.as_mut() {
+        Some(serde_json::Value::Object(o)) => {
+            o.insert("schedstats".into(), stats);
+        }
+        Some(other) => {
+            let workload = other.take();
+            m.details = Some(serde_json::json!({ "workload": workload, "schedstats": stats }));
+        }
+        None => m.details = Some(serde_json::json!({ "schedstats": stats })),
+    }
+    m
+}
+
 pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
     let k = &sim.k;
     let preset = k.machine.preset;
@@ -400,10 +417,13 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             params: sim.workload_params(),
         },
         seed: sim.config().seed,
-        result: Metric {
-            value: round(result.value),
-            ..result
-        },
+        result: with_schedstats(
+            Metric {
+                value: round(result.value),
+                ..result
+            },
+            crate::kernel::schedstat::by_group(&k.tasks, &wspec.name),
+        ),
         counters: Counters {
             context_switches: s.context_switches,
             migrations: s.migrations,

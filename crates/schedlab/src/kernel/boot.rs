@@ -117,6 +117,7 @@ impl Kernel {
         self.tasks.push(Task {
             pid: 0,
             mm: 0,
+            comm: None,
             nice: 0,
             policy: SchedPolicy::Other,
             rt_priority: 0,

@@ -499,7 +499,12 @@ impl Kernel {
         }
         self.charge(cpu, cost, Acct::Sched);
         let now = self.cpus[cpu].clock;
-        self.tasks[prev as usize].on_cpu = None;
+        let p = &mut self.tasks[prev as usize];
+        p.on_cpu = None;
+        if !p.is_idle {
+            let runnable = p.state == TaskState::Running;
+            p.stats.sched.switched_out(runnable, now);
+        }
         let c = &mut self.cpus[cpu];
         c.curr = next;
         c.nr_switches += 1;
@@ -537,6 +542,7 @@ impl Kernel {
             }
             n.last_ran = Some(cpu);
             n.stats.switches_in += 1;
+            n.stats.sched.wait_end(now);
         }
         if !notify.is_empty() {
             n.kstack.push(Frame::Wake {

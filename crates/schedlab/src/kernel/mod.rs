@@ -54,6 +54,7 @@ mod pipe;
 mod process;
 pub mod release;
 pub mod sched;
+pub mod schedstat;
 mod socket;
 mod syscall;
 pub mod task;

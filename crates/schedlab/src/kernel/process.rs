@@ -107,8 +107,13 @@ impl Kernel {
         let pid = self.next_pid;
         self.next_pid += 1;
         let wait_chldexit = self.new_waitq();
+        // A program without a name keeps its parent's, as fork() keeps the comm.
+        let comm = program
+            .comm()
+            .or_else(|| parent.and_then(|q| self.tasks[q as usize].comm.clone()));
         self.tasks.push(Task {
             pid,
+            comm,
             mm,
             nice,
             policy: SchedPolicy::Other,
@@ -159,8 +164,11 @@ impl Kernel {
         let mm = self.next_mm;
         self.next_mm += 1;
         self.tasks[task as usize].mm = mm;
+        let comm = program.comm();
+        if comm.is_some() {
+            self.tasks[task as usize].comm = comm.clone();
+        }
         if let Some(t) = self.trace.as_mut() {
-            let comm = program.comm();
             t.event(&crate::kernel::events::KEvent::Exec {
                 cpu,
                 ts: self.cpus[cpu].clock,

@@ -45,18 +45,33 @@ pub enum SchedPolicy {
 }
 
 /// Per-task counters.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TaskStats {
     /// CPU time used, user and system.
     pub runtime_ns: Time,
     /// Times switched in.
     pub switches_in: u64,
+    /// `/proc/PID/sched`'s statistics ([`super::schedstat`]).
+    pub sched: super::schedstat::SchedStat,
+}
+
+impl Default for TaskStats {
+    fn default() -> TaskStats {
+        TaskStats {
+            runtime_ns: 0,
+            switches_in: 0,
+            sched: super::schedstat::SchedStat::new(),
+        }
+    }
 }
 
 /// A task.
 pub struct Task {
     /// Process id (for threads: the thread's own id).
     pub pid: u32,
+    /// Its name, as its program gave it at fork or exec (else its parent's): task groups
+    /// in the report. `None` for the idle tasks and for init without a name.
+    pub comm: Option<String>,
     /// Address space; threads created with `clone` share their parent's.
     pub mm: u32,
     /// Static priority, −20…19.

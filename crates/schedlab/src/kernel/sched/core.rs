@@ -91,7 +91,9 @@ impl Kernel {
     #[inline]
     fn woken(&mut self, cpu: CpuId, waking: crate::engine::Time, p: TaskId, new: bool) {
         let ts = self.cpus[cpu].clock;
-        self.tasks[p as usize].woken_at = ts;
+        let t = &mut self.tasks[p as usize];
+        t.woken_at = ts;
+        t.stats.sched.wait_start(ts);
         if let Some(t) = self.trace.as_mut() {
             t.event(&crate::kernel::events::KEvent::Wakeup {
                 cpu,
@@ -295,7 +297,9 @@ pub(crate) fn wake_task(class: &mut dyn SchedClass, ctx: &mut SchedCtx<'_>, p: T
     // `p->state = TASK_RUNNING` and its run-list links: the waker writes p's line.
     ctx.write(Shared::Task(p));
     class.enqueue_task(ctx, cpu, p, wake);
+    let asked = ctx.schedstat_wakeup(p, old, cpu, wake);
     class.wakeup_preempt(ctx, cpu, p, wake);
+    ctx.schedstat_wakeup_preempt(p, asked);
     let target = if cpu == old {
         first
     } else {

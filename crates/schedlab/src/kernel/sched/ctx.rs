@@ -729,6 +729,55 @@ impl<'a> SchedCtx<'a> {
         self.stats.affinity_moves += 1;
     }
 
+    /// Schedstats of a wake-up of `p` (`ttwu_stat`), last on `old`, placed on `cpu` by the
+    /// executing CPU; a fork counts no wake-up. Returns the task running on `cpu` when the
+    /// class is about to be asked whether to preempt it (`None` when `cpu` is idle).
+    /// Bookkeeping of the model, not a read the kernel pays for.
+    pub(crate) fn schedstat_wakeup(
+        &mut self,
+        p: TaskId,
+        old: CpuId,
+        cpu: CpuId,
+        wake: super::Wake,
+    ) -> Option<(TaskId, bool)> {
+        let curr = self.cpus[cpu].curr;
+        let busy = curr != self.cpus[cpu].idle && curr != p;
+        let asked = busy.then(|| (curr, self.tasks[curr as usize].need_resched));
+        let s = &mut self.tasks[p as usize].stats.sched;
+        if !wake.fork {
+            s.nr_wakeups += 1;
+            s.nr_wakeups_sync += wake.sync as u64;
+            s.nr_wakeups_migrate += (cpu != old) as u64;
+            if cpu == self.cpu {
+                s.nr_wakeups_local += 1;
+            } else {
+                s.nr_wakeups_remote += 1;
+            }
+        }
+        if asked.is_some() {
+            s.nr_wakeup_preempt_attempts += 1;
+        }
+        asked
+    }
+
+    /// After `wakeup_preempt`: whether it rescheduled the task that ran (see
+    /// [`SchedCtx::schedstat_wakeup`]).
+    pub(crate) fn schedstat_wakeup_preempt(&mut self, p: TaskId, asked: Option<(TaskId, bool)>) {
+        if let Some((curr, was_set)) = asked {
+            if !was_set && self.tasks[curr as usize].need_resched {
+                self.tasks[p as usize].stats.sched.nr_wakeup_preempts += 1;
+            }
+        }
+    }
+
+    /// The fair class's `wake_affine` for `p` (`nr_wakeups_affine_attempts`) and whether
+    /// it chose the waker's CPU (`nr_wakeups_affine`).
+    pub fn schedstat_wake_affine(&mut self, p: TaskId, affine: bool) {
+        let s = &mut self.tasks[p as usize].stats.sched;
+        s.nr_wakeups_affine_attempts += 1;
+        s.nr_wakeups_affine += affine as u64;
+    }
+
     /// The task `cpu`'s last `schedule()` took off for its affinity, if any.
     pub(crate) fn take_migrate(&mut self, cpu: CpuId) -> Option<TaskId> {
         self.cpus[cpu].migrate.take()
@@ -741,6 +790,7 @@ impl<'a> SchedCtx<'a> {
         if t.processor != cpu {
             let from = t.processor;
             t.processor = cpu;
+            t.stats.sched.nr_migrations += 1;
             self.stats.migrations += 1;
             if let Some(tr) = self.trace.as_deref_mut() {
                 tr.event(&crate::kernel::events::KEvent::Migrate {

@@ -151,6 +151,7 @@ impl Fair {
         if target.is_none() {
             target = self.wake_affine_weight(ctx, sd, p, this, prev, sync);
         }
+        ctx.schedstat_wake_affine(p, target == Some(this));
         if target == Some(this) {
             self.stats.wake_affine += 1;
             this
