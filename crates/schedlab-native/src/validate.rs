@@ -461,9 +461,14 @@ mod tests {
     #[test]
     fn only_takes_alternatives_and_refuses_what_matches_nothing() {
         let r = select(Some("lat_ctx|reflex:tasks=2")).unwrap();
+        // A mix with lat_ctx in it is selected too: `--only` matches text.
         assert!(r
             .iter()
-            .all(|r| r.workload.starts_with("lat_ctx") || r.workload == "reflex:tasks=2"));
+            .all(|r| r.workload.contains("lat_ctx") || r.workload == "reflex:tasks=2"));
+        assert_eq!(
+            r.iter().filter(|r| r.workload.starts_with("mix:")).count(),
+            1
+        );
         assert_eq!(
             r.iter()
                 .filter(|r| r.workload.starts_with("lat_ctx"))
