@@ -249,6 +249,12 @@ impl Simulation {
         }
     }
 
+    /// Why the scheduling class's own scheduler ended during the run, if it did
+    /// (sched_ext's error exit).
+    pub fn exit_reason(&self) -> Option<String> {
+        self.k.class().exit_reason()
+    }
+
     /// Kernel and policy invariants.
     pub fn check(&self) -> Result<(), String> {
         self.k.check_invariants()

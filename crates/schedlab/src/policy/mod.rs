@@ -22,6 +22,7 @@ pub mod linux24;
 pub mod mq;
 pub mod o1;
 pub mod sched24;
+pub mod scx;
 
 use crate::kernel::task::TaskId;
 use crate::kernel::Kernel;

@@ -288,6 +288,12 @@ pub trait SchedClass {
         BTreeMap::new()
     }
 
+    /// Why the class's scheduler ended during the run, if it did (sched_ext's error
+    /// exit: the run goes on without it, and the report says why).
+    fn exit_reason(&self) -> Option<String> {
+        None
+    }
+
     /// The class's invariants (e.g. every runnable task on exactly one queue); `Err` names
     /// the first violation.
     fn check(&self, k: &Kernel) -> Result<(), String> {
@@ -383,6 +389,9 @@ impl<T: SchedClass + ?Sized> SchedClass for Box<T> {
     }
     fn counters(&self) -> BTreeMap<String, f64> {
         (**self).counters()
+    }
+    fn exit_reason(&self) -> Option<String> {
+        (**self).exit_reason()
     }
     fn check(&self, k: &Kernel) -> Result<(), String> {
         (**self).check(k)
