@@ -129,6 +129,11 @@ impl Spec {
                 if part.is_empty() {
                     continue;
                 }
+                // `scx:@fifo`: a shipped scheduler by name is its source.
+                if name == "scx" && part.starts_with('@') {
+                    args.push(("src".to_string(), part.to_string()));
+                    continue;
+                }
                 let Some((k, v)) = part.split_once('=') else {
                     return Err(malformed(
                         format!("malformed {what} option '{part}'"),

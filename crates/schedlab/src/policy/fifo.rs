@@ -48,11 +48,11 @@ crate::options! {
     }
 }
 
-fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
+fn build(p: &Params, _m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
     let o = Options::from_params(p);
     let hz = o.hz;
     let ticks = (o.slice_ms * hz as u64).div_ceil(1000).max(1);
-    Box::new(Fifo {
+    Ok(Box::new(Fifo {
         hz,
         slice_ticks: ticks as u32,
         sync_wakeups: o.sync_wakeups,
@@ -61,7 +61,7 @@ fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
         slice: Vec::new(),
         picks: 0,
         idle_kicks: 0,
-    })
+    }))
 }
 
 /// The one list every CPU serves.

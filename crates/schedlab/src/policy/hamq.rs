@@ -91,13 +91,13 @@ crate::options! {
     }
 }
 
-fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
+fn build(p: &Params, _m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
     let o = Options::from_params(p);
     let rules = GoodnessRules {
         pcp: o.pcp,
         kthread_mm_bonus: false,
     };
-    Box::new(Hamq {
+    Ok(Box::new(Hamq {
         core: Core24::new(o.hz, rules),
         sync_wakeups: o.sync_wakeups,
         wake_kick: Kick::No,
@@ -112,7 +112,7 @@ fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
         wake_moves: 0,
         tail_moves: 0,
         recalculations: 0,
-    })
+    }))
 }
 
 #[derive(Clone, Copy, Debug, Default)]

@@ -83,7 +83,7 @@ pub struct PolicyInfo {
     /// Options.
     pub params: &'static [ParamSpec],
     /// Constructor from validated options.
-    pub build: fn(&Params, &Machine) -> Box<dyn SchedClass>,
+    pub build: fn(&Params, &Machine) -> Result<Box<dyn SchedClass>, SpecError>,
 }
 
 /// The registry, in `schedlab list policies` order: the reference policy, then the
@@ -99,13 +99,14 @@ pub static POLICIES: &[PolicyInfo] = &[
     o1::INFO_26,
     fair::INFO_CFS,
     fair::INFO_EEVDF,
+    scx::INFO,
 ];
 
 /// Build the policy named by `spec` for `machine`.
 pub fn build(spec: &Spec, machine: &Machine) -> Result<Box<dyn SchedClass>, SpecError> {
     let info = find(&spec.name)?;
     let params = spec::resolve("policy", spec, info.params)?;
-    Ok((info.build)(&params, machine))
+    (info.build)(&params, machine)
 }
 
 /// Build the policy `spec` (`NAME[:key=value,...]`) for `cpus` CPUs of the preset

@@ -200,12 +200,22 @@ crate::options! {
     }
 }
 
-fn build_cfs(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
-    Box::new(Fair::new(Variant::Cfs, p, m, Topology::of_machine(m)))
+fn build_cfs(p: &Params, m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
+    Ok(Box::new(Fair::new(
+        Variant::Cfs,
+        p,
+        m,
+        Topology::of_machine(m),
+    )))
 }
 
-fn build_eevdf(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
-    Box::new(Fair::new(Variant::Eevdf, p, m, Topology::of_machine(m)))
+fn build_eevdf(p: &Params, m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
+    Ok(Box::new(Fair::new(
+        Variant::Eevdf,
+        p,
+        m,
+        Topology::of_machine(m),
+    )))
 }
 
 /// Which kernel's fair class.

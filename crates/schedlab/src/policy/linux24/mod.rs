@@ -150,15 +150,15 @@ impl crate::spec::FromParam for Version {
     }
 }
 
-fn build(p: &Params, _m: &Machine) -> Box<dyn SchedClass> {
+fn build(p: &Params, _m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
     let o = Options::from_params(p);
-    Box::new(Linux24::new(
+    Ok(Box::new(Linux24::new(
         o.version,
         o.pcp,
         o.hz,
         o.sync_wakeups,
         p.to_map(),
-    ))
+    )))
 }
 
 /// Per-task scheduler state the 2.4 `task_struct` kept.

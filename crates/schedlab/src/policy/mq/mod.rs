@@ -211,17 +211,17 @@ const POOL_PARAMS: &[ParamSpec] = &[
     IDLE_BITMAP,
 ];
 
-fn build_mq(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
-    Box::new(Mq::new(Config::mq(p, m), p.to_map()))
+fn build_mq(p: &Params, m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
+    Ok(Box::new(Mq::new(Config::mq(p, m), p.to_map())))
 }
 
-fn build_pool(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
+fn build_pool(p: &Params, m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
     let mut c = Config::mq(p, m);
     c.name = "mq-pool";
     c.pool_size = POOL_SIZE.get::<usize>(p).min(m.cpus);
     c.lb_interval_ms = LB.get::<bool>(p).then(|| LB_INTERVAL_MS.get(p));
     c.idle_bitmap = IDLE_BITMAP.get(p);
-    Box::new(Mq::new(c, p.to_map()))
+    Ok(Box::new(Mq::new(c, p.to_map())))
 }
 
 /// Resolved options.

@@ -241,16 +241,16 @@ impl Tunables {
     }
 }
 
-fn build_d1(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
-    Box::new(O1::new(versions::D1, p, m))
+fn build_d1(p: &Params, m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
+    Ok(Box::new(O1::new(versions::D1, p, m)))
 }
 
-fn build_g1(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
-    Box::new(O1::new(versions::G1, p, m))
+fn build_g1(p: &Params, m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
+    Ok(Box::new(O1::new(versions::G1, p, m)))
 }
 
-fn build_26(p: &Params, m: &Machine) -> Box<dyn SchedClass> {
-    Box::new(O1::new(versions::V26, p, m))
+fn build_26(p: &Params, m: &Machine) -> Result<Box<dyn SchedClass>, crate::spec::SpecError> {
+    Ok(Box::new(O1::new(versions::V26, p, m)))
 }
 
 /// i386 `smp_tune_scheduling` (schedulers.md §2.5.8): `cacheflush_time =

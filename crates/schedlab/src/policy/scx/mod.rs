@@ -27,6 +27,7 @@
 //! cgroups, SMT-aware idle picking, and the switch back to the fair class after an error
 //! (the run goes on in bypass mode).
 
+pub mod cabi;
 pub mod ops;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -36,10 +37,88 @@ use crate::kernel::task::{TaskId, TaskState};
 use crate::machine::{CpuId, LineId, LockId};
 use crate::policy::fair::entity::LoadWeight;
 
-use super::{SchedClass, SchedCtx, Shared, Wake};
+use super::{PolicyInfo, SchedClass, SchedCtx, Shared, Wake};
+use crate::machine::Machine;
+use crate::spec::{Params, SpecError};
 
 use ops::consts::*;
 pub use ops::{Has, Kf, ScxOps};
+
+/// Registry entry.
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "scx",
+    about: "sched_ext (Linux 6.12 ext.c) running a scheduler's C source: scx:src=FILE.bpf.c, scx:@fifo, scx:@vtime",
+    params: PARAMS,
+    build,
+};
+
+crate::options! {
+    /// Options of `scx`.
+    pub struct Options in PARAMS {
+        /// The scheduler's source.
+        src: String = text("@fifo")
+            .help("the scheduler: a sched_ext C source (FILE.bpf.c) compiled natively, or a shipped example (@fifo, @vtime)")
+            .source("sched_ext.md; scx/examples");
+        /// A shared object built before.
+        so: String = text("none")
+            .help("a scheduler already built as a shared object (with schedlab's headers and shim) instead of src")
+            .source("sched_ext.md");
+        /// The scheduler's own headers.
+        include: String = text("auto")
+            .help("the scheduler's include directory (auto: include/ beside the source, as the kernel's tools/sched_ext has it)")
+            .source("tools/sched_ext/include");
+        /// Knobs the loader sets.
+        set: String = text("none")
+            .help("globals the loader sets before the scheduler starts (its rodata knobs), NAME=VALUE;NAME=VALUE")
+            .source("libbpf skeleton rodata");
+        /// Timer frequency.
+        hz: u32 = hz("250").source("modern.md §0 (Debian amd64 config: HZ=250)");
+    }
+}
+
+fn build(p: &Params, _m: &Machine) -> Result<Box<dyn SchedClass>, SpecError> {
+    let o = Options::from_params(p);
+    let source = if o.so != "none" {
+        cabi::Source::SharedObject(o.so.clone().into())
+    } else if let Some(name) = o.src.strip_prefix('@') {
+        let (n, _) = cabi::EXAMPLES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| {
+                let names: Vec<String> = cabi::EXAMPLES
+                    .iter()
+                    .map(|(n, _)| format!("@{n}"))
+                    .collect();
+                SpecError::Invalid(format!(
+                    "unknown example scheduler '@{name}' (accepted: {}, or src=FILE.bpf.c)",
+                    names.join(", ")
+                ))
+            })?;
+        cabi::Source::Example(n)
+    } else {
+        cabi::Source::File(o.src.clone().into())
+    };
+    let mut set = Vec::new();
+    for kv in o
+        .set
+        .split(';')
+        .filter(|kv| !kv.is_empty() && *kv != "none")
+    {
+        let (k, v) = kv.split_once('=').ok_or_else(|| {
+            SpecError::Invalid(format!(
+                "scx set={kv}: expected NAME=VALUE (several separated by ';')"
+            ))
+        })?;
+        set.push((k.to_string(), v.to_string()));
+    }
+    let spec = cabi::Spec {
+        source,
+        include: (o.include != "auto").then(|| o.include.clone().into()),
+        set,
+    };
+    let ops = cabi::load(&spec).map_err(SpecError::Invalid)?;
+    Ok(Box::new(Ext::new(Box::new(ops), o.hz, p.to_map())))
+}
 
 /// Where a task waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

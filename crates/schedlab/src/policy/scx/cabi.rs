@@ -1,0 +1,1355 @@
+//! A sched_ext scheduler's C source as native code: compiled with the system C compiler
+//! against schedlab's stand-ins for `vmlinux.h` and libbpf's headers (`scx/include`),
+//! linked with the kfunc shim (`scx/schedlab_shim.c`), cached by content hash, loaded with
+//! `dlopen`, and called through its `struct sched_ext_ops`.
+//!
+//! Design: each run loads its own copy of the shared object, so the scheduler's globals
+//! and maps are the run's alone (runs go on in parallel threads). A callback runs with
+//! the run's kfunc context published in a thread-local; the shim's table of function
+//! pointers ([`KfTable`]) leads each kfunc back to it. Every task has a C `struct
+//! task_struct` ([`CTask`]) whose `scx` fields are copied in before a callback that names
+//! the task and copied back after; kfuncs that change them refresh the copy. Maps live
+//! here, keyed by the address of their definition, their shape read from the
+//! definition's type at each call (the headers' `__uint`/`__type` carry it).
+//!
+//! Invariants: the thread-local context is set only while a callback runs and is
+//! cleared on return; a kfunc called outside a callback is an error, not a crash.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_void, CStr};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::kernel::task::TaskId;
+use crate::machine::CpuId;
+
+use super::ops::{Has, Kf, ScxOps};
+
+/// schedlab's headers and shim, as shipped.
+const FILES: &[(&str, &str)] = &[
+    ("vmlinux.h", include_str!("../../../scx/include/vmlinux.h")),
+    (
+        "bpf/bpf_helpers.h",
+        include_str!("../../../scx/include/bpf/bpf_helpers.h"),
+    ),
+    (
+        "bpf/bpf_tracing.h",
+        include_str!("../../../scx/include/bpf/bpf_tracing.h"),
+    ),
+    (
+        "bpf/bpf_core_read.h",
+        include_str!("../../../scx/include/bpf/bpf_core_read.h"),
+    ),
+    (
+        "schedlab_scx.h",
+        include_str!("../../../scx/include/schedlab_scx.h"),
+    ),
+    (
+        "schedlab_shim.c",
+        include_str!("../../../scx/schedlab_shim.c"),
+    ),
+];
+
+/// The example schedulers (`scx:@NAME`).
+pub const EXAMPLES: &[(&str, &str)] = &[
+    ("fifo", include_str!("../../../scx/examples/fifo.bpf.c")),
+    ("vtime", include_str!("../../../scx/examples/vtime.bpf.c")),
+];
+
+const NR_CPUS: usize = 1024;
+const MASK_WORDS: usize = NR_CPUS / 64;
+
+/// `struct cpumask` of schedlab's `vmlinux.h`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CpuMaskC {
+    bits: [u64; MASK_WORDS],
+}
+
+/// `struct sched_ext_entity` of schedlab's `vmlinux.h`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SchedExtEntity {
+    dsq: *mut c_void,
+    dsq_seq: u32,
+    weight: u32,
+    sticky_cpu: i32,
+    holding_cpu: i32,
+    ops_state: i64,
+    runnable_at: u64,
+    ddsp_dsq_id: u64,
+    ddsp_enq_flags: u64,
+    slice: u64,
+    dsq_vtime: u64,
+    flags: u32,
+    disallow: bool,
+}
+
+/// `struct sched_entity` (the parts of schedlab's `vmlinux.h`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SchedEntity {
+    exec_start: u64,
+    sum_exec_runtime: u64,
+    vruntime: u64,
+}
+
+/// `struct task_struct` of schedlab's `vmlinux.h`.
+#[repr(C)]
+pub struct CTask {
+    pid: i32,
+    tgid: i32,
+    flags: u32,
+    prio: i32,
+    static_prio: i32,
+    normal_prio: i32,
+    nr_cpus_allowed: i32,
+    migration_disabled: u16,
+    comm: [u8; 16],
+    cpus_ptr: *const CpuMaskC,
+    cpus_mask: CpuMaskC,
+    se: SchedEntity,
+    scx: SchedExtEntity,
+    schedlab_id: u32,
+}
+
+type TaskP = *mut CTask;
+
+/// `struct sched_ext_ops` of schedlab's `vmlinux.h`.
+#[repr(C)]
+struct SchedExtOps {
+    select_cpu: Option<unsafe extern "C" fn(TaskP, i32, u64) -> i32>,
+    enqueue: Option<unsafe extern "C" fn(TaskP, u64)>,
+    dequeue: Option<unsafe extern "C" fn(TaskP, u64)>,
+    dispatch: Option<unsafe extern "C" fn(i32, TaskP)>,
+    tick: Option<unsafe extern "C" fn(TaskP)>,
+    runnable: Option<unsafe extern "C" fn(TaskP, u64)>,
+    running: Option<unsafe extern "C" fn(TaskP)>,
+    stopping: Option<unsafe extern "C" fn(TaskP, bool)>,
+    quiescent: Option<unsafe extern "C" fn(TaskP, u64)>,
+    yield_: Option<unsafe extern "C" fn(TaskP, TaskP) -> bool>,
+    core_sched_before: *const c_void,
+    set_weight: Option<unsafe extern "C" fn(TaskP, u32)>,
+    set_cpumask: *const c_void,
+    update_idle: Option<unsafe extern "C" fn(i32, bool)>,
+    cpu_acquire: *const c_void,
+    cpu_release: *const c_void,
+    init_task: Option<unsafe extern "C" fn(TaskP, *mut InitTaskArgs) -> i32>,
+    exit_task: Option<unsafe extern "C" fn(TaskP, *mut ExitTaskArgs)>,
+    enable: Option<unsafe extern "C" fn(TaskP)>,
+    disable: Option<unsafe extern "C" fn(TaskP)>,
+    dump: *const c_void,
+    dump_cpu: *const c_void,
+    dump_task: *const c_void,
+    cgroup_init: *const c_void,
+    cgroup_exit: *const c_void,
+    cgroup_prep_move: *const c_void,
+    cgroup_move: *const c_void,
+    cgroup_cancel_move: *const c_void,
+    cgroup_set_weight: *const c_void,
+    cpu_online: *const c_void,
+    cpu_offline: *const c_void,
+    init: Option<unsafe extern "C" fn() -> i32>,
+    exit: Option<unsafe extern "C" fn(*mut ExitInfo)>,
+    dispatch_max_batch: u32,
+    flags: u64,
+    timeout_ms: u32,
+    exit_dump_len: u32,
+    hotplug_seq: u64,
+    name: [c_char; 128],
+}
+
+#[repr(C)]
+struct InitTaskArgs {
+    fork: bool,
+    cgroup: *mut c_void,
+}
+
+#[repr(C)]
+struct ExitTaskArgs {
+    cancelled: bool,
+}
+
+#[repr(C)]
+struct ExitInfo {
+    kind: i32,
+    exit_code: i64,
+    reason: *const c_char,
+    bt: *mut u64,
+    bt_len: u32,
+    msg: *mut c_char,
+    dump: *mut c_char,
+}
+
+/// The shim's `struct schedlab_kfuncs`: one entry per kfunc, in its order.
+#[repr(C)]
+struct KfTable {
+    map_lookup: unsafe extern "C" fn(*mut c_void, *const c_void, u32, u32, u32, u32) -> *mut c_void,
+    map_update: unsafe extern "C" fn(
+        *mut c_void,
+        *const c_void,
+        *const c_void,
+        u64,
+        u32,
+        u32,
+        u32,
+        u32,
+    ) -> i64,
+    map_delete: unsafe extern "C" fn(*mut c_void, *const c_void, u32, u32, u32, u32) -> i64,
+    map_push: unsafe extern "C" fn(*mut c_void, *const c_void, u64, u32, u32, u32) -> i64,
+    map_pop: unsafe extern "C" fn(*mut c_void, *mut c_void, i32, u32, u32, u32) -> i64,
+    task_storage_get:
+        unsafe extern "C" fn(*mut c_void, TaskP, *mut c_void, u64, u32) -> *mut c_void,
+    task_storage_delete: unsafe extern "C" fn(*mut c_void, TaskP) -> i64,
+    ktime: unsafe extern "C" fn() -> u64,
+    cpu: unsafe extern "C" fn() -> u32,
+    prandom: unsafe extern "C" fn() -> u32,
+    create_dsq: unsafe extern "C" fn(u64, i32) -> i32,
+    select_cpu_dfl: unsafe extern "C" fn(TaskP, i32, u64, *mut bool) -> i32,
+    dispatch: unsafe extern "C" fn(TaskP, u64, u64, u64, u64, i32),
+    dispatch_nr_slots: unsafe extern "C" fn() -> u32,
+    dispatch_cancel: unsafe extern "C" fn(),
+    consume: unsafe extern "C" fn(u64) -> bool,
+    kick_cpu: unsafe extern "C" fn(i32, u64),
+    dsq_nr_queued: unsafe extern "C" fn(u64) -> i32,
+    destroy_dsq: unsafe extern "C" fn(u64),
+    error: unsafe extern "C" fn(*const c_char, i64, i32),
+    test_and_clear_cpu_idle: unsafe extern "C" fn(i32) -> bool,
+    pick_idle_cpu: unsafe extern "C" fn(*const CpuMaskC, u64, i32) -> i32,
+    task_running: unsafe extern "C" fn(TaskP) -> bool,
+    task_cpu: unsafe extern "C" fn(TaskP) -> i32,
+    nr_cpu_ids: unsafe extern "C" fn() -> u32,
+    idle_cpumask: unsafe extern "C" fn() -> *const CpuMaskC,
+    possible_cpumask: unsafe extern "C" fn() -> *const CpuMaskC,
+    task_from_pid: unsafe extern "C" fn(i32) -> TaskP,
+    reenqueue_local: unsafe extern "C" fn() -> u32,
+}
+
+/// How a scheduler is given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A C source file.
+    File(PathBuf),
+    /// A shipped example, by name.
+    Example(&'static str),
+    /// A shared object built before.
+    SharedObject(PathBuf),
+}
+
+/// What `scx:` names: the scheduler, where its own headers are, knobs to set.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// The scheduler.
+    pub source: Source,
+    /// Its `include/` directory (default: `include` beside the source).
+    pub include: Option<PathBuf>,
+    /// `rodata` knobs: (name, value).
+    pub set: Vec<(String, String)>,
+}
+
+/// The cache directory for built schedulers.
+fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("SCHEDLAB_CACHE") {
+        return PathBuf::from(d).join("scx");
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("schedlab/scx");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h).join(".cache/schedlab/scx");
+    }
+    std::env::temp_dir().join("schedlab-scx")
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Build the shared object for `spec` (or find it in the cache): its path.
+pub fn build(spec: &Spec) -> Result<PathBuf, String> {
+    let (src_text, src_dir): (String, Option<PathBuf>) = match &spec.source {
+        Source::SharedObject(p) => return Ok(p.clone()),
+        Source::Example(name) => {
+            let (_, text) = EXAMPLES
+                .iter()
+                .find(|(n, _)| n == name)
+                .ok_or_else(|| format!("unknown example scheduler '@{name}'"))?;
+            (text.to_string(), None)
+        }
+        Source::File(p) => (
+            std::fs::read_to_string(p)
+                .map_err(|e| format!("cannot read scheduler source {}: {e}", p.display()))?,
+            p.parent().map(Path::to_path_buf),
+        ),
+    };
+    let include = spec
+        .include
+        .clone()
+        .or_else(|| src_dir.as_ref().map(|d| d.join("include")))
+        .filter(|d| d.is_dir());
+    let mut h = Sha256::new();
+    h.update(src_text.as_bytes());
+    for (name, text) in FILES {
+        h.update(name.as_bytes());
+        h.update(text.as_bytes());
+    }
+    if let Some(inc) = &include {
+        hash_dir(&mut h, inc);
+    }
+    let key = hex(&h.finalize())[..24].to_string();
+    let dir = cache_dir();
+    let so = dir.join(format!("{key}.so"));
+    if so.is_file() {
+        return Ok(so);
+    }
+    let work = dir.join(format!("build-{key}-{}", std::process::id()));
+    std::fs::create_dir_all(work.join("bpf"))
+        .map_err(|e| format!("cannot create the scheduler cache {}: {e}", dir.display()))?;
+    for (name, text) in FILES {
+        std::fs::write(work.join(name), text).map_err(|e| format!("cannot write {name}: {e}"))?;
+    }
+    let src = match &spec.source {
+        Source::File(p) => p.clone(),
+        _ => {
+            let p = work.join("scheduler.bpf.c");
+            std::fs::write(&p, &src_text).map_err(|e| format!("cannot write the example: {e}"))?;
+            p
+        }
+    };
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let tmp = work.join("scheduler.so");
+    let mut cmd = std::process::Command::new(&cc);
+    cmd.args(["-O2", "-g0", "-shared", "-fPIC", "-std=gnu11", "-D__bpf__"]);
+    cmd.args(["-Wno-int-conversion", "-Wno-incompatible-pointer-types"]);
+    if let Some(inc) = &include {
+        cmd.arg("-I").arg(inc);
+    }
+    cmd.arg("-I")
+        .arg(&work)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&src)
+        .arg(work.join("schedlab_shim.c"));
+    let out = cmd.output().map_err(|e| {
+        format!("cannot run the C compiler '{cc}': {e} (accepted: a cc on PATH, or CC=...)")
+    })?;
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&work);
+        return Err(format!(
+            "the scheduler did not compile ({cc}):\n{}",
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        ));
+    }
+    std::fs::rename(&tmp, &so).map_err(|e| format!("cannot cache {}: {e}", so.display()))?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(so)
+}
+
+fn hash_dir(h: &mut Sha256, dir: &Path) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            hash_dir(h, &p);
+        } else if let Ok(b) = std::fs::read(&p) {
+            h.update(p.to_string_lossy().as_bytes());
+            h.update(&b);
+        }
+    }
+}
+
+/// A map's storage.
+enum MapData {
+    /// ARRAY (one copy) or PERCPU_ARRAY (one per CPU): values of `vs` bytes.
+    Array(Vec<Vec<u64>>),
+    /// HASH and its kinds.
+    Hash(BTreeMap<Vec<u8>, Box<[u64]>>),
+    /// QUEUE (FIFO) or STACK.
+    Queue(std::collections::VecDeque<Box<[u64]>>),
+    /// TASK_STORAGE: per task id.
+    Task(BTreeMap<u32, Box<[u64]>>),
+}
+
+struct Map {
+    kind: u32,
+    vs: usize,
+    max: usize,
+    data: MapData,
+}
+
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
+const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
+const BPF_MAP_TYPE_QUEUE: u32 = 22;
+const BPF_MAP_TYPE_STACK: u32 = 23;
+const BPF_MAP_TYPE_TASK_STORAGE: u32 = 29;
+const BPF_NOEXIST: u64 = 1;
+const BPF_EXIST: u64 = 2;
+
+fn words(bytes: usize) -> usize {
+    bytes.div_ceil(8).max(1)
+}
+
+/// What a loaded scheduler keeps beside the class: its library, tasks and maps.
+struct Runtime {
+    tasks: Vec<Option<Box<CTask>>>,
+    maps: BTreeMap<usize, Map>,
+    idle_mask: Box<CpuMaskC>,
+    possible: Box<CpuMaskC>,
+    nr_cpus: usize,
+    rng: u64,
+}
+
+/// The context of the callback running on this thread.
+struct Current {
+    kf: *mut Kf<'static, 'static>,
+    rt: *mut Runtime,
+}
+
+thread_local! {
+    static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
+}
+
+/// A loaded C scheduler.
+pub struct CScx {
+    _lib: libloading::Library,
+    ops: *const SchedExtOps,
+    rt: Box<Runtime>,
+    name: String,
+}
+
+// SAFETY: the library and its globals belong to this one run and are used only from the
+// thread that runs it; the class moves between threads only between runs.
+unsafe impl Send for CScx {}
+
+static COPIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Load the scheduler `spec` names.
+pub fn load(spec: &Spec) -> Result<CScx, String> {
+    let so = build(spec)?;
+    // A private copy: this run's globals and maps are its own.
+    let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let copy = std::env::temp_dir().join(format!("schedlab-scx-{}-{n}.so", std::process::id()));
+    std::fs::copy(&so, &copy).map_err(|e| format!("cannot copy {}: {e}", so.display()))?;
+    let bytes = std::fs::read(&so).map_err(|e| format!("cannot read {}: {e}", so.display()))?;
+    let symbols = find_symbols(&bytes)?;
+    // SAFETY: loading a scheduler schedlab built (or the user named) runs its
+    // initialisers; it is ordinary native code by design.
+    let lib = unsafe {
+        libloading::os::unix::Library::open(Some(&copy), libc::RTLD_NOW | libc::RTLD_LOCAL)
+    }
+    .map_err(|e| format!("cannot load {}: {e}", so.display()))?;
+    let _ = std::fs::remove_file(&copy);
+    let lib: libloading::Library = lib.into();
+    let ops_name = symbols.ops.ok_or_else(|| {
+        format!(
+            "{}: no struct sched_ext_ops in section .struct_ops.link (SCX_OPS_DEFINE)",
+            so.display()
+        )
+    })?;
+    // SAFETY: the symbols are data objects of the types the headers declare.
+    let (ops, table) = unsafe {
+        let ops: libloading::Symbol<*const SchedExtOps> = lib
+            .get(ops_name.as_bytes())
+            .map_err(|e| format!("{ops_name}: {e}"))?;
+        let table: libloading::Symbol<*mut KfTable> = lib
+            .get(b"schedlab_kf")
+            .map_err(|e| format!("{}: not built with schedlab's shim: {e}", so.display()))?;
+        (*ops, *table)
+    };
+    // SAFETY: the table is the shim's global of this layout.
+    unsafe { table.write(KF_TABLE) };
+    for (name, value) in &spec.set {
+        let (_, size) = symbols
+            .data
+            .iter()
+            .find(|(n, _)| n == name)
+            .ok_or_else(|| format!("set={name}: the scheduler has no global '{name}'"))?;
+        let v: u64 = match value.as_str() {
+            "true" | "on" => 1,
+            "false" | "off" => 0,
+            v => v.parse().map_err(|_| {
+                format!("set={name}={v}: not an integer (accepted: integers, true|false)")
+            })?,
+        };
+        // SAFETY: the symbol is a global of `size` bytes; its page is made writable
+        // first (a `const volatile` knob may sit in .rodata, as the BPF loader writes it
+        // before the program runs).
+        unsafe {
+            let p: libloading::Symbol<*mut u8> = lib
+                .get(name.as_bytes())
+                .map_err(|e| format!("{name}: {e}"))?;
+            let addr = *p;
+            let page = (addr as usize) & !4095;
+            libc::mprotect(
+                page as *mut c_void,
+                8192,
+                libc::PROT_READ | libc::PROT_WRITE,
+            );
+            match size {
+                1 => addr.write(v as u8),
+                2 => (addr as *mut u16).write_unaligned(v as u16),
+                4 => (addr as *mut u32).write_unaligned(v as u32),
+                _ => (addr as *mut u64).write_unaligned(v),
+            }
+        }
+    }
+    // SAFETY: ops points at the scheduler's struct sched_ext_ops.
+    let name = unsafe { CStr::from_ptr((*ops).name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    Ok(CScx {
+        _lib: lib,
+        ops,
+        rt: Box::new(Runtime {
+            tasks: Vec::new(),
+            maps: BTreeMap::new(),
+            idle_mask: Box::new(CpuMaskC {
+                bits: [0; MASK_WORDS],
+            }),
+            possible: Box::new(CpuMaskC {
+                bits: [0; MASK_WORDS],
+            }),
+            nr_cpus: 0,
+            rng: 0x9e37_79b9_7f4a_7c15,
+        }),
+        name: if name.is_empty() { "scx".into() } else { name },
+    })
+}
+
+struct Symbols {
+    ops: Option<String>,
+    data: Vec<(String, u64)>,
+}
+
+/// The ops struct (the object in `.struct_ops.link` or `.struct_ops`) and the global
+/// data objects with their sizes.
+fn find_symbols(bytes: &[u8]) -> Result<Symbols, String> {
+    use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+    let f = object::File::parse(bytes).map_err(|e| format!("not a shared object: {e}"))?;
+    let mut ops = None;
+    let mut data = Vec::new();
+    for s in f.symbols() {
+        if s.kind() != SymbolKind::Data {
+            continue;
+        }
+        let Ok(name) = s.name() else { continue };
+        let section = s
+            .section_index()
+            .and_then(|i| f.section_by_index(i).ok())
+            .and_then(|sec| sec.name().ok().map(str::to_string))
+            .unwrap_or_default();
+        if section == ".struct_ops.link" || section == ".struct_ops" {
+            ops = Some(name.to_string());
+        }
+        data.push((name.to_string(), s.size()));
+    }
+    Ok(Symbols { ops, data })
+}
+
+/// Run `f` with the current callback's context; outside a callback, nothing happens.
+fn with<R: Default>(f: impl FnOnce(&mut Kf<'static, 'static>, &mut Runtime) -> R) -> R {
+    CURRENT.with(|c| {
+        let Some(cur) = c.take() else {
+            return R::default();
+        };
+        let (kf, rt) = (cur.kf, cur.rt);
+        c.set(Some(cur));
+        // SAFETY: both pointers are live for the whole callback that set them (see
+        // `CScx::enter`), and the scheduler runs on this thread only.
+        unsafe { f(&mut *kf, &mut *rt) }
+    })
+}
+
+fn id_of(p: TaskP) -> Option<TaskId> {
+    // SAFETY: a task pointer the scheduler got from schedlab.
+    (!p.is_null()).then(|| unsafe { (*p).schedlab_id })
+}
+
+impl Runtime {
+    /// The C task of `p`, with the kernel's current values.
+    fn task(&mut self, k: &Kf<'_, '_>, p: TaskId) -> TaskP {
+        let i = p as usize;
+        if self.tasks.len() <= i {
+            self.tasks.resize_with(i + 1, || None);
+        }
+        let t = self.tasks[i].get_or_insert_with(|| {
+            let mut mask = CpuMaskC {
+                bits: [0; MASK_WORDS],
+            };
+            for c in 0..k.nr_cpus() {
+                if k.allowed(p, c) {
+                    mask.bits[c / 64] |= 1 << (c % 64);
+                }
+            }
+            let mut t = Box::new(CTask {
+                pid: k.pid(p) as i32,
+                tgid: k.pid(p) as i32,
+                flags: 0,
+                prio: 120,
+                static_prio: 120,
+                normal_prio: 120,
+                nr_cpus_allowed: mask.bits.iter().map(|w| w.count_ones() as i32).sum(),
+                migration_disabled: 0,
+                comm: [0; 16],
+                cpus_ptr: std::ptr::null(),
+                cpus_mask: mask,
+                se: SchedEntity {
+                    exec_start: 0,
+                    sum_exec_runtime: 0,
+                    vruntime: 0,
+                },
+                scx: SchedExtEntity {
+                    dsq: std::ptr::null_mut(),
+                    dsq_seq: 0,
+                    weight: 100,
+                    sticky_cpu: -1,
+                    holding_cpu: -1,
+                    ops_state: 0,
+                    runnable_at: 0,
+                    ddsp_dsq_id: super::ops::consts::SCX_DSQ_INVALID,
+                    ddsp_enq_flags: 0,
+                    slice: 0,
+                    dsq_vtime: 0,
+                    flags: 0,
+                    disallow: false,
+                },
+                schedlab_id: p,
+            });
+            t.cpus_ptr = &t.cpus_mask;
+            t
+        });
+        t.scx.slice = k.slice(p);
+        t.scx.dsq_vtime = k.dsq_vtime(p);
+        t.scx.weight = k.weight(p);
+        &mut **t
+    }
+
+    /// After a callback: the fields the scheduler wrote go back to the kernel.
+    fn sync_back(&mut self, k: &mut Kf<'_, '_>, p: TaskId) {
+        if let Some(Some(t)) = self.tasks.get(p as usize) {
+            let (slice, vtime) = (t.scx.slice, t.scx.dsq_vtime);
+            k.set_slice(p, slice);
+            k.set_dsq_vtime(p, vtime);
+        }
+    }
+
+    /// A kfunc changed `p`'s fields: the C copy follows.
+    fn refresh(&mut self, k: &Kf<'_, '_>, p: TaskId) {
+        if let Some(Some(t)) = self.tasks.get_mut(p as usize) {
+            t.scx.slice = k.slice(p);
+            t.scx.dsq_vtime = k.dsq_vtime(p);
+        }
+    }
+
+    fn map(&mut self, m: *mut c_void, kind: u32, vs: u32, max: u32, nr_cpus: usize) -> &mut Map {
+        self.maps.entry(m as usize).or_insert_with(|| {
+            let (vs, max) = (vs as usize, max as usize);
+            let data = match kind {
+                BPF_MAP_TYPE_ARRAY => MapData::Array(vec![vec![0; words(vs) * max]]),
+                BPF_MAP_TYPE_PERCPU_ARRAY => {
+                    MapData::Array(vec![vec![0; words(vs) * max]; nr_cpus])
+                }
+                BPF_MAP_TYPE_QUEUE | BPF_MAP_TYPE_STACK => MapData::Queue(Default::default()),
+                BPF_MAP_TYPE_TASK_STORAGE => MapData::Task(BTreeMap::new()),
+                _ => MapData::Hash(BTreeMap::new()),
+            };
+            Map {
+                kind,
+                vs,
+                max,
+                data,
+            }
+        })
+    }
+}
+
+unsafe fn bytes<'a>(p: *const c_void, n: usize) -> &'a [u8] {
+    std::slice::from_raw_parts(p as *const u8, n)
+}
+
+unsafe extern "C" fn kf_map_lookup(
+    m: *mut c_void,
+    key: *const c_void,
+    ks: u32,
+    kind: u32,
+    vs: u32,
+    max: u32,
+) -> *mut c_void {
+    with(|k, rt| {
+        let (n, cpu) = (rt.nr_cpus, k.cpu());
+        let map = rt.map(m, kind, vs, max, n);
+        let w = words(map.vs);
+        match &mut map.data {
+            MapData::Array(copies) => {
+                let i = unsafe { (key as *const u32).read_unaligned() } as usize;
+                if i >= map.max {
+                    return Ptr(std::ptr::null_mut());
+                }
+                let copy = if copies.len() > 1 {
+                    &mut copies[cpu]
+                } else {
+                    &mut copies[0]
+                };
+                Ptr(copy[i * w..].as_mut_ptr() as *mut c_void)
+            }
+            MapData::Hash(h) => {
+                let kb = unsafe { bytes(key, ks as usize) }.to_vec();
+                Ptr(h
+                    .get_mut(&kb)
+                    .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr() as *mut c_void))
+            }
+            _ => Ptr(std::ptr::null_mut()),
+        }
+    })
+    .0
+}
+
+unsafe extern "C" fn kf_map_update(
+    m: *mut c_void,
+    key: *const c_void,
+    value: *const c_void,
+    flags: u64,
+    ks: u32,
+    kind: u32,
+    vs: u32,
+    max: u32,
+) -> i64 {
+    with(|k, rt| {
+        let (n, cpu) = (rt.nr_cpus, k.cpu());
+        let map = rt.map(m, kind, vs, max, n);
+        let (vsz, w) = (map.vs, words(map.vs));
+        let val = unsafe { bytes(value, vsz) };
+        match &mut map.data {
+            MapData::Array(copies) => {
+                let i = unsafe { (key as *const u32).read_unaligned() } as usize;
+                if i >= map.max {
+                    return -7; // -E2BIG
+                }
+                if flags == BPF_NOEXIST {
+                    return -17;
+                }
+                let copy = if copies.len() > 1 {
+                    &mut copies[cpu]
+                } else {
+                    &mut copies[0]
+                };
+                let dst = &mut copy[i * w..(i + 1) * w];
+                // SAFETY: dst holds w words ≥ vsz bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(val.as_ptr(), dst.as_mut_ptr() as *mut u8, vsz)
+                };
+                0
+            }
+            MapData::Hash(h) => {
+                let kb = unsafe { bytes(key, ks as usize) }.to_vec();
+                let exists = h.contains_key(&kb);
+                if (flags == BPF_NOEXIST && exists) || (flags == BPF_EXIST && !exists) {
+                    return if exists { -17 } else { -2 };
+                }
+                if !exists && h.len() >= map.max {
+                    return -7;
+                }
+                let slot = h.entry(kb).or_insert_with(|| vec![0; w].into_boxed_slice());
+                // SAFETY: the slot holds w words ≥ vsz bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(val.as_ptr(), slot.as_mut_ptr() as *mut u8, vsz)
+                };
+                0
+            }
+            _ => -22,
+        }
+    })
+}
+
+unsafe extern "C" fn kf_map_delete(
+    m: *mut c_void,
+    key: *const c_void,
+    ks: u32,
+    kind: u32,
+    vs: u32,
+    max: u32,
+) -> i64 {
+    with(|_k, rt| {
+        let n = rt.nr_cpus;
+        let map = rt.map(m, kind, vs, max, n);
+        match &mut map.data {
+            MapData::Hash(h) => {
+                let kb = unsafe { bytes(key, ks as usize) }.to_vec();
+                if h.remove(&kb).is_some() {
+                    0
+                } else {
+                    -2
+                }
+            }
+            _ => -22,
+        }
+    })
+}
+
+unsafe extern "C" fn kf_map_push(
+    m: *mut c_void,
+    value: *const c_void,
+    _flags: u64,
+    kind: u32,
+    vs: u32,
+    max: u32,
+) -> i64 {
+    with(|_k, rt| {
+        let n = rt.nr_cpus;
+        let map = rt.map(m, kind, vs, max, n);
+        let (vsz, w, cap) = (map.vs, words(map.vs), map.max);
+        match &mut map.data {
+            MapData::Queue(q) => {
+                if q.len() >= cap {
+                    return -7;
+                }
+                let mut v = vec![0u64; w].into_boxed_slice();
+                // SAFETY: v holds w words ≥ vsz bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        value as *const u8,
+                        v.as_mut_ptr() as *mut u8,
+                        vsz,
+                    )
+                };
+                q.push_back(v);
+                0
+            }
+            _ => -22,
+        }
+    })
+}
+
+unsafe extern "C" fn kf_map_pop(
+    m: *mut c_void,
+    value: *mut c_void,
+    peek: i32,
+    kind: u32,
+    vs: u32,
+    max: u32,
+) -> i64 {
+    with(|_k, rt| {
+        let n = rt.nr_cpus;
+        let map = rt.map(m, kind, vs, max, n);
+        let (vsz, stack) = (map.vs, map.kind == BPF_MAP_TYPE_STACK);
+        match &mut map.data {
+            MapData::Queue(q) => {
+                let v = match (peek != 0, stack) {
+                    (true, false) => q.front().cloned(),
+                    (true, true) => q.back().cloned(),
+                    (false, false) => q.pop_front(),
+                    (false, true) => q.pop_back(),
+                };
+                let Some(v) = v else { return -2 };
+                // SAFETY: value points at vsz writable bytes (the caller's).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(v.as_ptr() as *const u8, value as *mut u8, vsz)
+                };
+                0
+            }
+            _ => -22,
+        }
+    })
+}
+
+unsafe extern "C" fn kf_task_storage_get(
+    m: *mut c_void,
+    p: TaskP,
+    value: *mut c_void,
+    flags: u64,
+    vs: u32,
+) -> *mut c_void {
+    let Some(id) = id_of(p) else {
+        return std::ptr::null_mut();
+    };
+    with(|_k, rt| {
+        let n = rt.nr_cpus;
+        let map = rt.map(m, BPF_MAP_TYPE_TASK_STORAGE, vs, u32::MAX, n);
+        let (vsz, w) = (map.vs, words(map.vs));
+        let MapData::Task(t) = &mut map.data else {
+            return Ptr(std::ptr::null_mut());
+        };
+        if !t.contains_key(&id) {
+            if flags & 1 == 0 {
+                return Ptr(std::ptr::null_mut());
+            }
+            let mut v = vec![0u64; w].into_boxed_slice();
+            if !value.is_null() {
+                // SAFETY: value points at vsz bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        value as *const u8,
+                        v.as_mut_ptr() as *mut u8,
+                        vsz,
+                    )
+                };
+            }
+            t.insert(id, v);
+        }
+        Ptr(t
+            .get_mut(&id)
+            .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr() as *mut c_void))
+    })
+    .0
+}
+
+unsafe extern "C" fn kf_task_storage_delete(m: *mut c_void, p: TaskP) -> i64 {
+    let Some(id) = id_of(p) else { return -22 };
+    with(
+        |_k, rt| match rt.maps.get_mut(&(m as usize)).map(|m| &mut m.data) {
+            Some(MapData::Task(t)) => t.remove(&id).map_or(-2, |_| 0),
+            _ => -2,
+        },
+    )
+}
+
+unsafe extern "C" fn kf_ktime() -> u64 {
+    with(|k, _| k.now())
+}
+
+unsafe extern "C" fn kf_cpu() -> u32 {
+    with(|k, _| k.cpu() as u32)
+}
+
+unsafe extern "C" fn kf_prandom() -> u32 {
+    with(|_, rt| {
+        // splitmix64 over the run's own state: deterministic per run.
+        rt.rng = rt.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = rt.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) as u32
+    })
+}
+
+unsafe extern "C" fn kf_create_dsq(id: u64, _node: i32) -> i32 {
+    with(|k, _| k.create_dsq(id))
+}
+
+unsafe extern "C" fn kf_select_cpu_dfl(
+    p: TaskP,
+    prev: i32,
+    wake_flags: u64,
+    is_idle: *mut bool,
+) -> i32 {
+    let Some(id) = id_of(p) else { return prev };
+    let (cpu, idle) = with(|k, _| k.select_cpu_dfl(id, prev, wake_flags));
+    if !is_idle.is_null() {
+        // SAFETY: the caller's bool.
+        unsafe { *is_idle = idle };
+    }
+    cpu
+}
+
+unsafe extern "C" fn kf_dispatch(
+    p: TaskP,
+    dsq: u64,
+    slice: u64,
+    vtime: u64,
+    flags: u64,
+    vtime_set: i32,
+) {
+    let Some(id) = id_of(p) else { return };
+    with(|k, rt| {
+        if vtime_set != 0 {
+            k.dispatch_vtime(id, dsq, slice, vtime, flags);
+        } else {
+            k.dispatch(id, dsq, slice, flags);
+        }
+        rt.refresh(k, id);
+    })
+}
+
+unsafe extern "C" fn kf_dispatch_nr_slots() -> u32 {
+    with(|k, _| k.dispatch_nr_slots())
+}
+
+unsafe extern "C" fn kf_dispatch_cancel() {
+    with(|k, _| k.dispatch_cancel())
+}
+
+unsafe extern "C" fn kf_consume(dsq: u64) -> bool {
+    with(|k, _| k.consume(dsq))
+}
+
+unsafe extern "C" fn kf_kick_cpu(cpu: i32, flags: u64) {
+    with(|k, _| k.kick_cpu(cpu, flags))
+}
+
+unsafe extern "C" fn kf_dsq_nr_queued(dsq: u64) -> i32 {
+    with(|k, _| k.dsq_nr_queued(dsq))
+}
+
+unsafe extern "C" fn kf_destroy_dsq(dsq: u64) {
+    with(|k, _| k.destroy_dsq(dsq))
+}
+
+unsafe extern "C" fn kf_error(msg: *const c_char, code: i64, is_exit: i32) {
+    // SAFETY: the shim passes a NUL-terminated buffer.
+    let text = unsafe { CStr::from_ptr(msg) }
+        .to_string_lossy()
+        .into_owned();
+    with(|k, _| {
+        if is_exit != 0 {
+            k.error(format!("exit {code}: {text}"));
+        } else {
+            k.error(text);
+        }
+    })
+}
+
+unsafe extern "C" fn kf_test_and_clear_cpu_idle(cpu: i32) -> bool {
+    with(|k, _| k.test_and_clear_cpu_idle(cpu))
+}
+
+unsafe extern "C" fn kf_pick_idle_cpu(allowed: *const CpuMaskC, _flags: u64, any: i32) -> i32 {
+    // The mask given is nearly always the task's own (`p->cpus_ptr`): find that task.
+    let owner = if allowed.is_null() {
+        None
+    } else {
+        // SAFETY: the mask lies in a CTask when it is a task's cpus_mask.
+        Some(unsafe {
+            (allowed as *const u8).sub(std::mem::offset_of!(CTask, cpus_mask)) as *const CTask
+        })
+    };
+    with(|k, rt| {
+        let task = owner.and_then(|t| {
+            rt.tasks
+                .iter()
+                .flatten()
+                .find(|x| std::ptr::eq(&***x, t))
+                .map(|x| x.schedlab_id)
+        });
+        match task {
+            Some(p) if any != 0 => k.pick_any_cpu(p),
+            Some(p) => k.pick_idle_cpu(p),
+            None => {
+                // A mask of the scheduler's own: the first idle CPU in it.
+                // SAFETY: a cpumask the scheduler passed.
+                let m = unsafe { &*allowed };
+                (0..k.nr_cpus())
+                    .find(|&c| {
+                        m.bits[c / 64] >> (c % 64) & 1 == 1 && k.test_and_clear_cpu_idle(c as i32)
+                    })
+                    .map_or(if any != 0 { 0 } else { -16 }, |c| c as i32)
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn kf_task_running(p: TaskP) -> bool {
+    let Some(id) = id_of(p) else { return false };
+    with(|k, _| k.task_running(id))
+}
+
+unsafe extern "C" fn kf_task_cpu(p: TaskP) -> i32 {
+    let Some(id) = id_of(p) else { return -1 };
+    with(|k, _| k.task_cpu(id) as i32)
+}
+
+unsafe extern "C" fn kf_nr_cpu_ids() -> u32 {
+    with(|k, _| k.nr_cpus() as u32)
+}
+
+unsafe extern "C" fn kf_idle_cpumask() -> *const CpuMaskC {
+    with(|k, rt| {
+        let mut m = CpuMaskC {
+            bits: [0; MASK_WORDS],
+        };
+        for c in 0..k.nr_cpus() {
+            if k.cpu_idle(c) {
+                m.bits[c / 64] |= 1 << (c % 64);
+            }
+        }
+        *rt.idle_mask = m;
+        Ptr(&*rt.idle_mask as *const CpuMaskC as *mut c_void)
+    })
+    .0 as *const CpuMaskC
+}
+
+unsafe extern "C" fn kf_possible_cpumask() -> *const CpuMaskC {
+    with(|k, rt| {
+        for c in 0..k.nr_cpus() {
+            rt.possible.bits[c / 64] |= 1 << (c % 64);
+        }
+        Ptr(&*rt.possible as *const CpuMaskC as *mut c_void)
+    })
+    .0 as *const CpuMaskC
+}
+
+unsafe extern "C" fn kf_task_from_pid(pid: i32) -> TaskP {
+    with(|k, rt| {
+        let found = (0..rt.tasks.len() as TaskId)
+            .find(|&p| rt.tasks[p as usize].as_ref().is_some_and(|t| t.pid == pid));
+        match found {
+            Some(p) => Ptr(rt.task(k, p) as *mut c_void),
+            None => Ptr(std::ptr::null_mut()),
+        }
+    })
+    .0 as TaskP
+}
+
+unsafe extern "C" fn kf_reenqueue_local() -> u32 {
+    0
+}
+
+/// A raw pointer with a default (null), for [`with`].
+struct Ptr(*mut c_void);
+impl Default for Ptr {
+    fn default() -> Self {
+        Ptr(std::ptr::null_mut())
+    }
+}
+
+const KF_TABLE: KfTable = KfTable {
+    map_lookup: kf_map_lookup,
+    map_update: kf_map_update,
+    map_delete: kf_map_delete,
+    map_push: kf_map_push,
+    map_pop: kf_map_pop,
+    task_storage_get: kf_task_storage_get,
+    task_storage_delete: kf_task_storage_delete,
+    ktime: kf_ktime,
+    cpu: kf_cpu,
+    prandom: kf_prandom,
+    create_dsq: kf_create_dsq,
+    select_cpu_dfl: kf_select_cpu_dfl,
+    dispatch: kf_dispatch,
+    dispatch_nr_slots: kf_dispatch_nr_slots,
+    dispatch_cancel: kf_dispatch_cancel,
+    consume: kf_consume,
+    kick_cpu: kf_kick_cpu,
+    dsq_nr_queued: kf_dsq_nr_queued,
+    destroy_dsq: kf_destroy_dsq,
+    error: kf_error,
+    test_and_clear_cpu_idle: kf_test_and_clear_cpu_idle,
+    pick_idle_cpu: kf_pick_idle_cpu,
+    task_running: kf_task_running,
+    task_cpu: kf_task_cpu,
+    nr_cpu_ids: kf_nr_cpu_ids,
+    idle_cpumask: kf_idle_cpumask,
+    possible_cpumask: kf_possible_cpumask,
+    task_from_pid: kf_task_from_pid,
+    reenqueue_local: kf_reenqueue_local,
+};
+
+impl CScx {
+    /// Run `f` (the C call) as a callback: the context published, the tasks it names
+    /// synced in, and back after.
+    fn enter<R>(
+        &mut self,
+        k: &mut Kf<'_, '_>,
+        tasks: &[TaskId],
+        f: impl FnOnce(&[TaskP]) -> R,
+    ) -> R {
+        self.rt.nr_cpus = k.nr_cpus();
+        let ptrs: Vec<TaskP> = tasks.iter().map(|&p| self.rt.task(k, p)).collect();
+        let cur = Current {
+            // SAFETY: the lifetimes are erased only for the duration of this call; the
+            // context is taken down before `k` goes out of scope.
+            kf: k as *mut Kf<'_, '_> as *mut Kf<'static, 'static>,
+            rt: &mut *self.rt,
+        };
+        let prev = CURRENT.with(|c| c.replace(Some(cur)));
+        let r = f(&ptrs);
+        CURRENT.with(|c| c.set(prev));
+        for &p in tasks {
+            self.rt.sync_back(k, p);
+        }
+        r
+    }
+
+    fn ops(&self) -> &SchedExtOps {
+        // SAFETY: the ops struct lives as long as the library.
+        unsafe { &*self.ops }
+    }
+}
+
+impl ScxOps for CScx {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn has(&self) -> Has {
+        let o = self.ops();
+        Has {
+            select_cpu: o.select_cpu.is_some(),
+            enqueue: o.enqueue.is_some(),
+            dequeue: o.dequeue.is_some(),
+            dispatch: o.dispatch.is_some(),
+            tick: o.tick.is_some(),
+            runnable: o.runnable.is_some(),
+            running: o.running.is_some(),
+            stopping: o.stopping.is_some(),
+            quiescent: o.quiescent.is_some(),
+            yield_: o.yield_.is_some(),
+            update_idle: o.update_idle.is_some(),
+        }
+    }
+
+    fn flags(&self) -> u64 {
+        self.ops().flags
+    }
+
+    fn dispatch_max_batch(&self) -> usize {
+        self.ops().dispatch_max_batch as usize
+    }
+
+    fn timeout_ms(&self) -> u64 {
+        self.ops().timeout_ms as u64
+    }
+
+    fn init(&mut self, k: &mut Kf<'_, '_>) -> i32 {
+        match self.ops().init {
+            // SAFETY: the scheduler's callback, with the context set.
+            Some(f) => self.enter(k, &[], |_| unsafe { f() }),
+            None => 0,
+        }
+    }
+
+    fn exit(&mut self, k: &mut Kf<'_, '_>, kind: i64, reason: &str) {
+        let Some(f) = self.ops().exit else { return };
+        let reason_c = std::ffi::CString::new(reason.replace('\0', " ")).unwrap_or_default();
+        let mut msg = vec![0 as c_char; 1024];
+        let mut dump = vec![0 as c_char; 1];
+        let mut info = ExitInfo {
+            kind: kind as i32,
+            exit_code: 0,
+            reason: reason_c.as_ptr(),
+            bt: std::ptr::null_mut(),
+            bt_len: 0,
+            msg: msg.as_mut_ptr(),
+            dump: dump.as_mut_ptr(),
+        };
+        // SAFETY: the scheduler's callback with a valid exit info.
+        self.enter(k, &[], |_| unsafe { f(&mut info) });
+    }
+
+    fn init_task(&mut self, k: &mut Kf<'_, '_>, p: TaskId, fork: bool) -> i32 {
+        let Some(f) = self.ops().init_task else {
+            return 0;
+        };
+        let mut args = InitTaskArgs {
+            fork,
+            cgroup: std::ptr::null_mut(),
+        };
+        // SAFETY: the scheduler's callback.
+        self.enter(k, &[p], |t| unsafe { f(t[0], &mut args) })
+    }
+
+    fn exit_task(&mut self, k: &mut Kf<'_, '_>, p: TaskId, cancelled: bool) {
+        if let Some(f) = self.ops().exit_task {
+            let mut args = ExitTaskArgs { cancelled };
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0], &mut args) });
+        }
+        if let Some(slot) = self.rt.tasks.get_mut(p as usize) {
+            *slot = None;
+        }
+    }
+
+    fn enable(&mut self, k: &mut Kf<'_, '_>, p: TaskId) {
+        if let Some(f) = self.ops().enable {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0]) });
+        }
+    }
+
+    fn disable(&mut self, k: &mut Kf<'_, '_>, p: TaskId) {
+        if let Some(f) = self.ops().disable {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0]) });
+        }
+    }
+
+    fn select_cpu(&mut self, k: &mut Kf<'_, '_>, p: TaskId, prev: CpuId, wake_flags: u64) -> i32 {
+        match self.ops().select_cpu {
+            // SAFETY: the scheduler's callback.
+            Some(f) => self.enter(k, &[p], |t| unsafe { f(t[0], prev as i32, wake_flags) }),
+            None => prev as i32,
+        }
+    }
+
+    fn enqueue(&mut self, k: &mut Kf<'_, '_>, p: TaskId, enq_flags: u64) {
+        if let Some(f) = self.ops().enqueue {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0], enq_flags) });
+        }
+    }
+
+    fn dequeue(&mut self, k: &mut Kf<'_, '_>, p: TaskId, deq_flags: u64) {
+        if let Some(f) = self.ops().dequeue {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0], deq_flags) });
+        }
+    }
+
+    fn dispatch(&mut self, k: &mut Kf<'_, '_>, cpu: CpuId, prev: Option<TaskId>) {
+        let Some(f) = self.ops().dispatch else { return };
+        let tasks: Vec<TaskId> = prev.into_iter().collect();
+        // SAFETY: the scheduler's callback.
+        self.enter(k, &tasks, |t| unsafe {
+            f(
+                cpu as i32,
+                t.first().copied().unwrap_or(std::ptr::null_mut()),
+            )
+        });
+    }
+
+    fn tick(&mut self, k: &mut Kf<'_, '_>, p: TaskId) {
+        if let Some(f) = self.ops().tick {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0]) });
+        }
+    }
+
+    fn runnable(&mut self, k: &mut Kf<'_, '_>, p: TaskId, enq_flags: u64) {
+        if let Some(f) = self.ops().runnable {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0], enq_flags) });
+        }
+    }
+
+    fn running(&mut self, k: &mut Kf<'_, '_>, p: TaskId) {
+        if let Some(f) = self.ops().running {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0]) });
+        }
+    }
+
+    fn stopping(&mut self, k: &mut Kf<'_, '_>, p: TaskId, runnable: bool) {
+        if let Some(f) = self.ops().stopping {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0], runnable) });
+        }
+    }
+
+    fn quiescent(&mut self, k: &mut Kf<'_, '_>, p: TaskId, deq_flags: u64) {
+        if let Some(f) = self.ops().quiescent {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[p], |t| unsafe { f(t[0], deq_flags) });
+        }
+    }
+
+    fn yield_(&mut self, k: &mut Kf<'_, '_>, p: TaskId) -> bool {
+        match self.ops().yield_ {
+            // SAFETY: the scheduler's callback.
+            Some(f) => self.enter(k, &[p], |t| unsafe { f(t[0], std::ptr::null_mut()) }),
+            None => false,
+        }
+    }
+
+    fn update_idle(&mut self, k: &mut Kf<'_, '_>, cpu: CpuId, idle: bool) {
+        if let Some(f) = self.ops().update_idle {
+            // SAFETY: the scheduler's callback.
+            self.enter(k, &[], |_| unsafe { f(cpu as i32, idle) });
+        }
+    }
+}
