@@ -424,7 +424,7 @@ fn run(a: RunArgs) -> Result<(), CliError> {
         })?;
         eprintln!("schedlab: wrote {}", path.display());
     }
-    match (a.format, latency) {
+    let printed = match (a.format, latency) {
         (Format::Json, None) => out(&format!("{}\n", report.to_json())),
         (Format::Text, None) => out(&report.to_text()),
         (Format::Json, Some(l)) => {
@@ -441,6 +441,14 @@ fn run(a: RunArgs) -> Result<(), CliError> {
                 .unwrap_or_default();
             out(&format!("{}\n{}{stats}", report.to_text(), l.to_text()))
         }
+    };
+    printed?;
+    // The report is out; a scheduler that ended during the run still fails the command.
+    match report.scheduler_exit {
+        Some(why) => Err(CliError::Failed(format!(
+            "the scheduler ended during the run: {why} (the report shows the run that went on without it)"
+        ))),
+        None => Ok(()),
     }
 }
 

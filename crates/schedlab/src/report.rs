@@ -298,6 +298,10 @@ pub struct RunReport {
     pub counters: Counters,
     /// Simulator facts.
     pub sim: SimInfo,
+    /// Why the class's own scheduler ended during the run (sched_ext: an error or the
+    /// watchdog), if it did; the run went on without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler_exit: Option<String>,
 }
 
 fn pct(a: f64, b: f64) -> f64 {
@@ -476,6 +480,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             simulated_ns: k.now,
             events: k.queue.popped(),
         },
+        scheduler_exit: sim.policy().exit_reason(),
     }
 }
 
@@ -609,6 +614,12 @@ impl RunReport {
         if !c.policy.is_empty() {
             let p: Vec<String> = c.policy.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let _ = writeln!(o, "  policy      {}", p.join("  "));
+        }
+        if let Some(why) = &self.scheduler_exit {
+            let _ = writeln!(
+                o,
+                "  scheduler   ENDED: {why} (the run went on in bypass mode: one global FIFO)"
+            );
         }
         let _ = writeln!(
             o,

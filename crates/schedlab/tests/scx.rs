@@ -185,3 +185,199 @@ fn a_task_never_dispatched_trips_the_watchdog() {
     let why = sim.exit_reason().expect("the watchdog ended the scheduler");
     assert!(why.contains("failed to run for"), "{why}");
 }
+
+// ---- C schedulers, compiled natively (policy/scx/cabi.rs) --------------------------------
+
+use schedlab::report::RunReport;
+
+fn c_run(policy: &str, machine: &str, cpus: usize, workload: &str) -> Result<RunReport, String> {
+    schedlab::run(RunConfig {
+        machine: machine.into(),
+        cpus: Some(cpus),
+        policy: policy.into(),
+        workload: workload.into(),
+        seed: 1,
+    })
+    .map_err(|e| e.to_string())
+}
+
+fn scratch(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("schedlab-scx-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn the_shipped_c_schedulers_run_every_kind_of_workload_on_three_machines() {
+    let workloads = [
+        "hackbench:groups=2,loops=10",
+        "reflex:tasks=8,rounds=100",
+        "lat_pipe:rounds=200,warmup=10",
+        "tbench:clients=3,ops=50",
+        "chat:rooms=1,messages=5,users=4",
+        "rtapp:@prodcons",
+        "loop_yield:instances=4,duration_ms=20,warmup_ms=5",
+    ];
+    for src in ["@fifo", "@vtime"] {
+        for (machine, cpus) in [("piii700-1m", 8), ("modern-2s-64", 16), ("numa-1024", 64)] {
+            for w in workloads {
+                let r = c_run(&format!("scx:{src}"), machine, cpus, w)
+                    .unwrap_or_else(|e| panic!("{src} {machine} {w}: {e}"));
+                assert!(
+                    r.scheduler_exit.is_none(),
+                    "{src} {machine} {w}: {:?}",
+                    r.scheduler_exit
+                );
+                assert!(r.counters.context_switches > 0, "{src} {machine} {w}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_c_scheduler_run_is_byte_identical_on_repeat_and_its_knobs_take() {
+    let a = c_run("scx:@vtime", "piii700-1m", 4, "hackbench:groups=2,loops=20").unwrap();
+    let b = c_run("scx:@vtime", "piii700-1m", 4, "hackbench:groups=2,loops=20").unwrap();
+    assert_eq!(a.to_json(), b.to_json());
+    let short = c_run(
+        "scx:@vtime,set=slice_us=500",
+        "piii700-1m",
+        1,
+        "loop_yield:instances=2,duration_ms=50,warmup_ms=0",
+    )
+    .unwrap();
+    assert!(short.scheduler_exit.is_none());
+    // The knob reaches the scheduler: slice_us=0 is refused by its own init.
+    let zero = c_run(
+        "scx:@vtime,set=slice_us=0",
+        "piii700-1m",
+        2,
+        "hackbench:groups=1,loops=5",
+    )
+    .unwrap();
+    let why = zero.scheduler_exit.expect("init refused slice_us=0");
+    assert!(why.contains("slice_us must be positive"), "{why}");
+}
+
+#[test]
+fn a_broken_c_scheduler_ends_with_the_kernel_s_message_not_a_crash() {
+    let nowhere = scratch(
+        "nowhere.bpf.c",
+        r#"#include "schedlab_scx.h"
+void BPF_STRUCT_OPS(nw_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	scx_bpf_dsq_insert(p, 99, SCX_SLICE_DFL, enq_flags);
+}
+SCX_OPS_DEFINE(nowhere_ops, .enqueue = (void *)nw_enqueue, .name = "nowhere");
+"#,
+    );
+    let r = c_run(
+        &format!("scx:src={nowhere}"),
+        "piii700-1m",
+        2,
+        "hackbench:groups=1,loops=5",
+    )
+    .unwrap();
+    let why = r.scheduler_exit.expect("the scheduler ended");
+    assert!(
+        why.starts_with("nowhere: non-existent DSQ 0x63 for"),
+        "{why}"
+    );
+    assert!(r.result.value > 0.0, "the workload finished in bypass mode");
+
+    let hoarder = scratch(
+        "hoarder.bpf.c",
+        r#"#include "schedlab_scx.h"
+void BPF_STRUCT_OPS(h_enqueue, struct task_struct *p, u64 enq_flags) {}
+void BPF_STRUCT_OPS(h_dispatch, s32 cpu, struct task_struct *prev) {}
+SCX_OPS_DEFINE(hoarder_ops, .enqueue = (void *)h_enqueue, .dispatch = (void *)h_dispatch,
+	       .timeout_ms = 100, .name = "hoarder");
+"#,
+    );
+    let r = c_run(
+        &format!("scx:src={hoarder}"),
+        "piii700-1m",
+        2,
+        "hackbench:groups=1,loops=5",
+    )
+    .unwrap();
+    let why = r.scheduler_exit.expect("the watchdog ended it");
+    assert!(why.contains("failed to run for"), "{why}");
+}
+
+#[test]
+fn a_scheduler_that_does_not_compile_shows_the_compiler_s_words() {
+    let bad = scratch("bad.bpf.c", "#include \"schedlab_scx.h\"\nthis is not C;\n");
+    let e = c_run(
+        &format!("scx:src={bad}"),
+        "piii700-1m",
+        2,
+        "hackbench:groups=1,loops=5",
+    )
+    .err()
+    .expect("refused");
+    assert!(e.contains("did not compile") && e.contains("error"), "{e}");
+    let e = c_run("scx:@nosuch", "piii700-1m", 2, "hackbench:groups=1,loops=5")
+        .err()
+        .unwrap();
+    assert!(
+        e.contains("unknown example scheduler '@nosuch'") && e.contains("@fifo"),
+        "{e}"
+    );
+}
+
+/// The kernel's own examples, from Debian's `linux-source-6.12` (GPL: run from there,
+/// never copied here). Skipped, saying so, where the package is not installed.
+#[test]
+fn the_kernel_s_scx_simple_runs_unmodified_in_both_modes() {
+    let Some(dir) = kernel_sched_ext() else {
+        eprintln!("linux-source-6.12 not installed: scx_simple not run");
+        return;
+    };
+    let src = dir.join("scx_simple.bpf.c");
+    for mode in ["", ",set=fifo_sched=1"] {
+        for (machine, cpus) in [("piii700-1m", 8), ("modern-2s-64", 64)] {
+            let r = c_run(
+                &format!("scx:src={}{mode}", src.display()),
+                machine,
+                cpus,
+                "hackbench:groups=4,loops=20",
+            )
+            .unwrap_or_else(|e| panic!("scx_simple{mode} on {machine}: {e}"));
+            assert!(r.scheduler_exit.is_none(), "{:?}", r.scheduler_exit);
+            assert!(r.counters.policy["user_dsqs"] == 1.0, "SHARED_DSQ created");
+        }
+    }
+}
+
+/// `tools/sched_ext` of the installed kernel source, extracted once under the target
+/// directory.
+fn kernel_sched_ext() -> Option<std::path::PathBuf> {
+    if let Some(d) = std::env::var_os("SCHEDLAB_SCHED_EXT_DIR") {
+        return Some(d.into());
+    }
+    let tar = std::path::Path::new("/usr/src/linux-source-6.12.tar.xz");
+    if !tar.is_file() {
+        return None;
+    }
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("linux-sched-ext");
+    let dir = out.join("linux-source-6.12/tools/sched_ext");
+    if !dir.join("scx_simple.bpf.c").is_file() {
+        std::fs::create_dir_all(&out).ok()?;
+        let ok = std::process::Command::new("tar")
+            .arg("-xJf")
+            .arg(tar)
+            .arg("-C")
+            .arg(&out)
+            .arg("linux-source-6.12/tools/sched_ext")
+            .status()
+            .ok()?
+            .success();
+        if !ok {
+            return None;
+        }
+    }
+    Some(dir)
+}
