@@ -3,7 +3,8 @@
 //!
 //! Design (sched_ext.md; ext.c function names): a runnable task is *queued* on its CPU's
 //! run queue (`SCX_TASK_QUEUED`) and sits in at most one dispatch queue (DSQ): its CPU's
-//! local DSQ, the global DSQ, or one the scheduler created (FIFO or vtime-ordered); or in
+//! local DSQ, the global DSQ of its CPU's NUMA node (`global_dsqs[node]`, as Debian's
+//! 6.12 has it), or one the scheduler created (FIFO or vtime-ordered); or in
 //! none, owned by the BPF scheduler between `ops.enqueue` and a later dispatch. A wake-up
 //! asks `ops.select_cpu` for the CPU (which may dispatch directly), then `ops.enqueue`
 //! (likewise); `schedule()` runs `balance_one`: keep `prev` while it has slice, else the
@@ -125,8 +126,8 @@ fn build(p: &Params, _m: &Machine) -> Result<Box<dyn SchedClass>, SpecError> {
 pub enum On {
     /// A CPU's local DSQ.
     Local(CpuId),
-    /// `SCX_DSQ_GLOBAL`.
-    Global,
+    /// `SCX_DSQ_GLOBAL`: one per NUMA node (`global_dsqs[node]`).
+    Global(usize),
     /// A DSQ the scheduler created.
     User(u64),
 }
@@ -199,7 +200,10 @@ struct Disp {
 pub struct ExtState {
     rq_lock: Vec<LockId>,
     local: Vec<VecDeque<TaskId>>,
-    global: Option<Dsq>,
+    /// The global DSQs, one per NUMA node.
+    global: Vec<Dsq>,
+    /// NUMA node per CPU.
+    node: Vec<usize>,
     user: BTreeMap<u64, Dsq>,
     /// Per task.
     pub tasks: Vec<TaskScx>,
@@ -252,10 +256,15 @@ impl ExtState {
 
     fn dsq_mut(&mut self, on: On) -> Option<&mut Dsq> {
         match on {
-            On::Global => self.global.as_mut(),
+            On::Global(n) => self.global.get_mut(n),
             On::User(id) => self.user.get_mut(&id),
             On::Local(_) => None,
         }
+    }
+
+    /// `find_global_dsq(p)`: the global DSQ of the node of `p`'s CPU.
+    fn global_of(&self, ctx: &SchedCtx<'_>, p: TaskId) -> On {
+        On::Global(self.node[ctx.task(p).processor])
     }
 
     /// `find_dsq_for_dispatch`: a local DSQ's CPU, or a shared DSQ; an invalid one is an
@@ -276,10 +285,10 @@ impl ExtState {
                 return On::Local(cpu);
             }
             self.error(format!("invalid cpu {cpu} in SCX_DSQ_LOCAL_ON verdict"));
-            return On::Global;
+            return self.global_of(ctx, p);
         }
         if dsq_id == SCX_DSQ_GLOBAL {
-            return On::Global;
+            return self.global_of(ctx, p);
         }
         if self.user.contains_key(&dsq_id) {
             return On::User(dsq_id);
@@ -290,7 +299,7 @@ impl ExtState {
             t.comm.as_deref().unwrap_or("task"),
             t.pid
         ));
-        On::Global
+        self.global_of(ctx, p)
     }
 
     /// `dispatch_enqueue`: put `p` on `on` (a shared DSQ under its lock).
@@ -316,7 +325,7 @@ impl ExtState {
             self.local_dsq_post_enq(ctx, c, p, enq_flags);
             return;
         }
-        if on == On::Global && enq_flags & SCX_ENQ_DSQ_PRIQ != 0 {
+        if matches!(on, On::Global(_)) && enq_flags & SCX_ENQ_DSQ_PRIQ != 0 {
             self.error("cannot use vtime ordering for built-in DSQs".into());
             enq_flags &= !SCX_ENQ_DSQ_PRIQ;
         }
@@ -468,7 +477,8 @@ impl ExtState {
         match on {
             On::Local(c) => {
                 if !ctx.allowed(p, c) {
-                    self.dispatch_enqueue(ctx, On::Global, p, enq_flags);
+                    let g = self.global_of(ctx, p);
+                    self.dispatch_enqueue(ctx, g, p, enq_flags);
                     return;
                 }
                 self.move_to_cpu(ctx, rq, p, c);
@@ -534,7 +544,7 @@ impl ExtState {
     fn consume_kfunc(&mut self, ctx: &mut SchedCtx<'_>, dsq_id: u64) -> bool {
         let cpu = ctx.cpu();
         let on = match dsq_id {
-            SCX_DSQ_GLOBAL => On::Global,
+            SCX_DSQ_GLOBAL => On::Global(self.node[cpu]),
             id if self.user.contains_key(&id) => On::User(id),
             id => {
                 self.error(format!("non-existent DSQ 0x{id:x}"));
@@ -574,12 +584,10 @@ impl ExtState {
             let c = (id & SCX_DSQ_LOCAL_CPU_MASK) as usize;
             return self.local.get(c).map_or(-2, |q| q.len() as i32);
         }
-        let on = if id == SCX_DSQ_GLOBAL {
-            On::Global
-        } else {
-            On::User(id)
-        };
-        match self.dsq_mut(on) {
+        if id == SCX_DSQ_GLOBAL {
+            return self.global.iter().map(Dsq::nr).sum::<usize>() as i32;
+        }
+        match self.dsq_mut(On::User(id)) {
             Some(d) => {
                 ctx.read(Shared::Line(d.line));
                 d.nr() as i32
@@ -720,13 +728,15 @@ impl Ext {
         if self.st.ended() {
             self.st.tasks[p as usize].ddsp = None;
             self.st.tasks[p as usize].slice = SCX_SLICE_DFL;
-            self.st.dispatch_enqueue(ctx, On::Global, p, enq_flags);
+            let g = self.st.global_of(ctx, p);
+            self.st.dispatch_enqueue(ctx, g, p, enq_flags);
             return;
         }
         if self.st.tasks[p as usize].ddsp.is_none() {
             if !self.has.enqueue {
                 self.st.tasks[p as usize].slice = SCX_SLICE_DFL;
-                self.st.dispatch_enqueue(ctx, On::Global, p, enq_flags);
+                let g = self.st.global_of(ctx, p);
+                self.st.dispatch_enqueue(ctx, g, p, enq_flags);
                 return;
             }
             self.st.ddsp_task = Some(p);
@@ -767,7 +777,8 @@ impl Ext {
             let t = &mut self.st.tasks[p as usize];
             t.owned = false;
             t.slice = SCX_SLICE_DFL;
-            self.st.dispatch_enqueue(ctx, On::Global, p, 0);
+            let g = self.st.global_of(ctx, p);
+            self.st.dispatch_enqueue(ctx, g, p, 0);
         }
         for c in 0..ctx.nr_cpus() {
             if ctx.read_curr(c) == ctx.idle_task(c) {
@@ -844,7 +855,14 @@ impl SchedClass for Ext {
         // scx_idle_reset: the mask starts as the CPUs are — all idle at boot.
         self.st.idle = vec![true; n];
         self.st.in_balance = vec![false; n];
-        self.st.global = Some(Dsq::new(ctx, SCX_DSQ_GLOBAL, "scx_dsq_global"));
+        self.st.node = match &ctx.machine().preset.topology {
+            Some(ids) => ids.node[..n].to_vec(),
+            None => vec![0; n],
+        };
+        let nodes = self.st.node.iter().max().map_or(1, |m| m + 1);
+        self.st.global = (0..nodes)
+            .map(|_| Dsq::new(ctx, SCX_DSQ_GLOBAL, "scx_dsq_global"))
+            .collect();
         self.st.idle_line = Some(ctx.new_line("scx_idle_mask", None));
         self.st.max_batch = match self.ops.dispatch_max_batch() {
             0 => SCX_DSP_DFL_MAX_BATCH,
@@ -1153,14 +1171,14 @@ impl SchedClass for Ext {
                 }
             }
         }
-        for d in self.st.global.iter().chain(self.st.user.values()) {
-            let on = if d.id == SCX_DSQ_GLOBAL {
-                On::Global
-            } else {
-                On::User(d.id)
-            };
+        for (n, d) in self.st.global.iter().enumerate() {
             for &p in d.fifo.iter().chain(d.priq.values()) {
-                mark(p, on)?;
+                mark(p, On::Global(n))?;
+            }
+        }
+        for d in self.st.user.values() {
+            for &p in d.fifo.iter().chain(d.priq.values()) {
+                mark(p, On::User(d.id))?;
             }
         }
         Ok(())
@@ -1181,7 +1199,8 @@ impl Ext {
         if prev_on_rq && self.st.tasks[prev as usize].slice > 0 && !ended {
             return true;
         }
-        if !self.st.local[cpu].is_empty() || self.st.consume(ctx, cpu, On::Global) {
+        let global = On::Global(self.st.node[cpu]);
+        if !self.st.local[cpu].is_empty() || self.st.consume(ctx, cpu, global) {
             return false;
         }
         if self.has.dispatch && !ended {
@@ -1195,7 +1214,7 @@ impl Ext {
                 if prev_on_rq && self.st.tasks[prev as usize].slice > 0 {
                     return true;
                 }
-                if !self.st.local[cpu].is_empty() || self.st.consume(ctx, cpu, On::Global) {
+                if !self.st.local[cpu].is_empty() || self.st.consume(ctx, cpu, global) {
                     return false;
                 }
                 loops -= 1;
