@@ -316,12 +316,10 @@ fn a_scheduler_that_does_not_compile_shows_the_compiler_s_words() {
         2,
         "hackbench:groups=1,loops=5",
     )
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(e.contains("did not compile") && e.contains("error"), "{e}");
-    let e = c_run("scx:@nosuch", "piii700-1m", 2, "hackbench:groups=1,loops=5")
-        .err()
-        .unwrap();
+    let e =
+        c_run("scx:@nosuch", "piii700-1m", 2, "hackbench:groups=1,loops=5").expect_err("refused");
     assert!(
         e.contains("unknown example scheduler '@nosuch'") && e.contains("@fifo"),
         "{e}"

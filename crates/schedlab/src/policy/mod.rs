@@ -83,8 +83,12 @@ pub struct PolicyInfo {
     /// Options.
     pub params: &'static [ParamSpec],
     /// Constructor from validated options.
-    pub build: fn(&Params, &Machine) -> Result<Box<dyn SchedClass>, SpecError>,
+    pub build: Builder,
 }
+
+/// Constructor of a class from validated options; fails where building the class can
+/// (a sched_ext scheduler that does not compile).
+pub type Builder = fn(&Params, &Machine) -> Result<Box<dyn SchedClass>, SpecError>;
 
 /// The registry, in `schedlab list policies` order: the reference policy, then the
 /// schedulers in historical order (the modern fair class last).

@@ -876,7 +876,7 @@ unsafe extern "C" fn kf_task_storage_get(
         let MapData::Task(t) = &mut map.data else {
             return Ptr(std::ptr::null_mut());
         };
-        if !t.contains_key(&id) {
+        if let std::collections::btree_map::Entry::Vacant(e) = t.entry(id) {
             if flags & 1 == 0 {
                 return Ptr(std::ptr::null_mut());
             }
@@ -891,7 +891,7 @@ unsafe extern "C" fn kf_task_storage_get(
                     )
                 };
             }
-            t.insert(id, v);
+            e.insert(v);
         }
         Ptr(t
             .get_mut(&id)
@@ -1154,7 +1154,7 @@ impl CScx {
         let cur = Current {
             // SAFETY: the lifetimes are erased only for the duration of this call; the
             // context is taken down before `k` goes out of scope.
-            kf: k as *mut Kf<'_, '_> as *mut Kf<'static, 'static>,
+            kf: (k as *mut Kf<'_, '_>).cast::<Kf<'static, 'static>>(),
             rt: &mut *self.rt,
         };
         let prev = CURRENT.with(|c| c.replace(Some(cur)));
