@@ -220,7 +220,7 @@ fn the_shipped_c_schedulers_run_every_kind_of_workload_on_three_machines() {
         "rtapp:@prodcons",
         "loop_yield:instances=4,duration_ms=20,warmup_ms=5",
     ];
-    for src in ["@fifo", "@vtime"] {
+    for src in ["@fifo", "@vtime", "@central"] {
         for (machine, cpus) in [("piii700-1m", 8), ("modern-2s-64", 16), ("numa-1024", 64)] {
             for w in workloads {
                 let r = c_run(&format!("scx:{src}"), machine, cpus, w)

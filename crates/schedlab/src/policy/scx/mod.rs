@@ -48,7 +48,7 @@ pub use ops::{Has, Kf, ScxOps};
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "scx",
-    about: "sched_ext (Linux 6.12 ext.c) running a scheduler's C source: scx:src=FILE.bpf.c, scx:@fifo, scx:@vtime",
+    about: "sched_ext (Linux 6.12 ext.c) running a scheduler's C source: scx:src=FILE.bpf.c, scx:@fifo, @vtime, @central",
     params: PARAMS,
     build,
 };
@@ -58,7 +58,7 @@ crate::options! {
     pub struct Options in PARAMS {
         /// The scheduler's source.
         src: String = text("@fifo")
-            .help("the scheduler: a sched_ext C source (FILE.bpf.c) compiled natively, or a shipped example (@fifo, @vtime)")
+            .help("the scheduler: a sched_ext C source (FILE.bpf.c) compiled natively, or a shipped example (@fifo, @vtime, @central)")
             .source("sched_ext.md; scx/examples");
         /// A shared object built before.
         so: String = text("none")
