@@ -682,6 +682,20 @@ impl<'a> SchedCtx<'a> {
         self.resched_task(cpu, idle);
     }
 
+    /// Leave `cpu`'s idle loop a reason to schedule, without an IPI: for a CPU seen busy
+    /// by a hook that, in the kernel, would have waited on that CPU's run-queue lock and
+    /// found it idle (sched_ext's remote dispatches and kicks take the target's lock; here
+    /// the target may be between its pick and its switch to idle). Harmless if it stays
+    /// busy: its idle loop, when next entered, schedules once more.
+    pub fn resched_idle_later(&mut self, cpu: CpuId) {
+        let idle = self.cpus[cpu].idle;
+        let t = &mut self.tasks[idle as usize];
+        if !t.need_resched {
+            t.need_resched = true;
+            t.need_resched_at = self.cpus[self.cpu].clock;
+        }
+    }
+
     /// `resched_task(t)` of `t` on `cpu` (2.4 and 2.6 alike).
     #[inline]
     fn resched_task(&mut self, cpu: CpuId, t: TaskId) {

@@ -56,7 +56,10 @@ const FILES: &[(&str, &str)] = &[
 pub const EXAMPLES: &[(&str, &str)] = &[
     ("fifo", include_str!("../../../scx/examples/fifo.bpf.c")),
     ("vtime", include_str!("../../../scx/examples/vtime.bpf.c")),
-    ("central", include_str!("../../../scx/examples/central.bpf.c")),
+    (
+        "central",
+        include_str!("../../../scx/examples/central.bpf.c"),
+    ),
 ];
 
 const NR_CPUS: usize = 1024;

@@ -380,6 +380,10 @@ impl ExtState {
             ctx.resched_cpu(c);
         } else if idle {
             ctx.resched_idle(c);
+        } else if c != ctx.cpu() {
+            // ext.c enqueues on another CPU's local DSQ under that CPU's rq lock, so it
+            // never misses the CPU going idle in between; here it may be on the way.
+            ctx.resched_idle_later(c);
         }
     }
 
@@ -609,6 +613,9 @@ impl ExtState {
         if flags & SCX_KICK_IDLE != 0 {
             if idle {
                 ctx.resched_idle(c);
+            } else if c != ctx.cpu() {
+                // kick_one_cpu_if_idle runs under the target's rq lock (see above).
+                ctx.resched_idle_later(c);
             }
             return;
         }
