@@ -1400,3 +1400,63 @@ fn schedstats_agree_with_the_latency_summary_and_print_under_latency() {
         "{text}"
     );
 }
+
+/// See: issue 44 (sched_ext): the scheduler's DSQ moves are trace events, and a
+/// scheduler that ends fails the command after printing the run.
+#[test]
+fn scx_runs_trace_their_dsq_moves_and_a_failed_scheduler_exits_1() {
+    let dir = std::env::temp_dir().join(format!("schedlab-cli-scx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let txt = dir.join("t.txt");
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "2",
+        "--policy",
+        "scx:@vtime",
+        "--workload",
+        "hackbench:groups=1,loops=10,fds=4",
+        "--trace",
+        txt.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = std::fs::read_to_string(&txt).unwrap();
+    assert!(
+        t.contains("scx_dsq_insert:") && t.contains("scx_dsq_move_to_local:"),
+        "{t}"
+    );
+    let src = dir.join("zero.bpf.c");
+    std::fs::write(
+        &src,
+        "#include \"schedlab_scx.h\"\n\
+         s32 BPF_STRUCT_OPS_SLEEPABLE(z_init) { scx_bpf_error(\"refusing %d tasks\", 7); return 0; }\n\
+         SCX_OPS_DEFINE(z_ops, .init = (void *)z_init, .name = \"zero\");\n",
+    )
+    .unwrap();
+    let policy = format!("scx:src={}", src.display());
+    let o = schedlab(&[
+        "run",
+        "--machine",
+        "piii700-1m",
+        "--cpus",
+        "2",
+        "--policy",
+        &policy,
+        "--workload",
+        "hackbench:groups=1,loops=5,fds=2",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["scheduler_exit"], "zero: refusing 7 tasks");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("the scheduler ended during the run: zero: refusing 7 tasks"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -74,6 +74,16 @@ pub enum KEvent<'a> {
         to: Time,
         lock: &'static str,
     },
+    /// sched_ext: `cpu` (running `curr`) moved `p` into the dispatch queue `dsq` (`op`:
+    /// `dsq_insert`) or out of it to its local DSQ (`dsq_move_to_local`).
+    Dsq {
+        cpu: usize,
+        curr: TaskId,
+        ts: Time,
+        p: TaskId,
+        op: &'static str,
+        dsq: u64,
+    },
     /// `cpu` (running `curr`) sent a reschedule IPI to `target`.
     Ipi {
         cpu: usize,

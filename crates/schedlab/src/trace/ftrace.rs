@@ -167,9 +167,11 @@ pub fn event_of(r: &Rec<'_>) -> (&'static str, &'static str) {
         Kind::Rename { .. } => (sched, "task_rename"),
         Kind::Exit { .. } => (sched, "sched_process_exit"),
         Kind::Free { .. } => (sched, "sched_process_free"),
-        Kind::SpinBegin { .. } | Kind::SpinEnd { .. } | Kind::Ipi { .. } | Kind::RqLen { .. } => {
-            (".....", "tracing_mark_write")
-        }
+        Kind::SpinBegin { .. }
+        | Kind::SpinEnd { .. }
+        | Kind::Ipi { .. }
+        | Kind::RqLen { .. }
+        | Kind::Dsq { .. } => (".....", "tracing_mark_write"),
     }
 }
 
@@ -226,6 +228,11 @@ pub fn write_args(a: &mut Vec<u8>, r: &Rec<'_>) {
         Kind::SpinEnd { .. } => write!(a, "C|0|cpu{}_spinning|0", r.cpu),
         Kind::Ipi { target } => write!(a, "I|{}|ipi:{target}", r.by.tgid),
         Kind::RqLen { rq, n } => write!(a, "C|0|rq{rq}_nr_running|{n}"),
+        Kind::Dsq { p, op, dsq } => write!(
+            a,
+            "I|{}|scx_{op}:{}:{} dsq=0x{dsq:x}",
+            r.by.tgid, p.comm, p.pid
+        ),
     };
 }
 

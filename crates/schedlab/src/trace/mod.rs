@@ -175,6 +175,13 @@ pub enum Kind<'a> {
     SpinEnd { lock: &'static str },
     /// A reschedule IPI to `target` (simulator-only).
     Ipi { target: usize },
+    /// sched_ext moved `p` into (`dsq_insert`) or out of (`dsq_move_to_local`) the
+    /// dispatch queue `dsq` (simulator-only: ext.c has no tracepoint for it).
+    Dsq {
+        p: &'a TaskInfo,
+        op: &'static str,
+        dsq: u64,
+    },
     /// Run queue `rq` now holds `n` runnable tasks, the running one included
     /// (simulator-only; `nr_running`).
     RqLen { rq: usize, n: u32 },
@@ -644,6 +651,29 @@ impl TraceSink for Tracer {
                     };
                     send(&mut self.outs, &r);
                 }
+            }
+            KEvent::Dsq {
+                cpu,
+                curr,
+                ts,
+                p,
+                op,
+                dsq,
+            } => {
+                self.ensure(p);
+                let ts = self.stamp(cpu, ts);
+                self.windows(ts);
+                let r = Rec {
+                    cpu,
+                    ts,
+                    by: &self.tasks[curr as usize],
+                    kind: Kind::Dsq {
+                        p: &self.tasks[p as usize],
+                        op,
+                        dsq,
+                    },
+                };
+                send(&mut self.outs, &r);
             }
             KEvent::Ipi {
                 cpu,

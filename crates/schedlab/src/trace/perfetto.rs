@@ -331,6 +331,14 @@ impl Output for PerfettoWriter {
                 };
                 return self.track(ts, target, 2, ev);
             }
+            Kind::Dsq { p, op, dsq } => {
+                let ev = proto::TrackEvent {
+                    r#type: Some(track_type::INSTANT),
+                    name: Some(format!("scx {op} {}:{} dsq 0x{dsq:x}", p.comm, p.pid)),
+                    ..Default::default()
+                };
+                return self.track(ts, cpu, 2, ev);
+            }
             Kind::RqLen { rq, n } => {
                 let ev = proto::TrackEvent {
                     r#type: Some(track_type::COUNTER),

@@ -682,6 +682,20 @@ impl<'a> SchedCtx<'a> {
         self.resched_task(cpu, idle);
     }
 
+    /// Trace a sched_ext dispatch-queue move of `p` (`op`, the queue's id `dsq`).
+    pub fn trace_dsq(&mut self, p: TaskId, op: &'static str, dsq: u64) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.event(&crate::kernel::events::KEvent::Dsq {
+                cpu: self.cpu,
+                curr: self.cpus[self.cpu].curr,
+                ts: self.cpus[self.cpu].clock,
+                p,
+                op,
+                dsq,
+            });
+        }
+    }
+
     /// Leave `cpu`'s idle loop a reason to schedule, without an IPI: for a CPU seen busy
     /// by a hook that, in the kernel, would have waited on that CPU's run-queue lock and
     /// found it idle (sched_ext's remote dispatches and kicks take the target's lock; here

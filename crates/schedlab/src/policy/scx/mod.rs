@@ -132,6 +132,17 @@ pub enum On {
     User(u64),
 }
 
+impl On {
+    /// The DSQ's id as the scheduler names it (a local one as `SCX_DSQ_LOCAL_ON | cpu`).
+    pub fn dsq_id(self) -> u64 {
+        match self {
+            On::Local(c) => SCX_DSQ_LOCAL_ON | c as u64,
+            On::Global(_) => SCX_DSQ_GLOBAL,
+            On::User(id) => id,
+        }
+    }
+}
+
 /// A shared dispatch queue (`struct scx_dispatch_q`).
 pub struct Dsq {
     /// `dsq->id`.
@@ -304,6 +315,7 @@ impl ExtState {
 
     /// `dispatch_enqueue`: put `p` on `on` (a shared DSQ under its lock).
     fn dispatch_enqueue(&mut self, ctx: &mut SchedCtx<'_>, on: On, p: TaskId, mut enq_flags: u64) {
+        ctx.trace_dsq(p, "dsq_insert", on.dsq_id());
         let t = &mut self.tasks[p as usize];
         debug_assert!(t.on.is_none(), "task {p} already on {:?}", t.on);
         t.owned = false;
@@ -536,6 +548,7 @@ impl ExtState {
             return false;
         };
         self.dispatch_dequeue(ctx, p);
+        ctx.trace_dsq(p, "dsq_move_to_local", on.dsq_id());
         if ctx.task(p).processor != cpu {
             self.stats.consumed_remote += 1;
         }
