@@ -39,6 +39,18 @@ def test_run_returns_the_same_report_as_the_cli():
     assert got["seed"] == 3 and got["cpus"] == 2
 
 
+def test_run_takes_a_sched_ext_scheduler_as_the_cli_does():
+    got = schedlab.run(machine="piii700-1m", cpus=2, policy="scx:@vtime",
+                       workload="hackbench:groups=1,loops=5", seed=1)
+    out = subprocess.run(
+        [cli(), "run", "--machine", "piii700-1m", "--cpus", "2", "--policy", "scx:@vtime",
+         "--workload", "hackbench:groups=1,loops=5", "--seed", "1", "--format", "json"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    assert got == json.loads(out)
+    assert got["policy"]["name"] == "scx" and got["policy"]["options"]["src"] == "@vtime"
+
+
 def test_bad_input_raises_input_error_with_the_cli_message():
     with pytest.raises(schedlab.InputError) as e:
         schedlab.run(machine="piii700-1m", policy="nosuch", workload="reflex")
