@@ -237,6 +237,27 @@ fn the_shipped_c_schedulers_run_every_kind_of_workload_on_three_machines() {
 }
 
 #[test]
+fn the_shipped_c_schedulers_keep_64_and_1024_cpus_busy_without_ending() {
+    // hackbench 50: more runnable tasks than a dispatch buffer holds, on every CPU.
+    for src in ["@fifo", "@vtime", "@central"] {
+        for (machine, cpus) in [("modern-2s-64", 64), ("numa-1024", 1024)] {
+            let r = c_run(
+                &format!("scx:{src}"),
+                machine,
+                cpus,
+                "hackbench:groups=50,loops=5",
+            )
+            .unwrap_or_else(|e| panic!("{src} {machine}: {e}"));
+            assert!(
+                r.scheduler_exit.is_none(),
+                "{src} {machine}: {:?}",
+                r.scheduler_exit
+            );
+        }
+    }
+}
+
+#[test]
 fn a_c_scheduler_run_is_byte_identical_on_repeat_and_its_knobs_take() {
     let a = c_run("scx:@vtime", "piii700-1m", 4, "hackbench:groups=2,loops=20").unwrap();
     let b = c_run("scx:@vtime", "piii700-1m", 4, "hackbench:groups=2,loops=20").unwrap();

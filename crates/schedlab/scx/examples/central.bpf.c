@@ -84,7 +84,8 @@ void BPF_STRUCT_OPS(central_dispatch, s32 cpu, struct task_struct *prev)
 		scx_bpf_kick_cpu(CENTRAL, SCX_KICK_PREEMPT);
 		return;
 	}
-	for (u32 c = 0; c < nr; c++) {
+	/* One dispatch buffer per call: keep a slot for the central CPU's own task. */
+	for (u32 c = 0; c < nr && scx_bpf_dispatch_nr_slots() > 1; c++) {
 		if (c == CENTRAL || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | c))
 			continue;
 		if (!hand_out(c))

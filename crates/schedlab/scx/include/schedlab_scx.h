@@ -19,6 +19,7 @@ s32 scx_bpf_select_cpu_dfl(struct task_struct *p, s32 prev_cpu, u64 wake_flags, 
 void scx_bpf_dsq_insert(struct task_struct *p, u64 dsq_id, u64 slice, u64 enq_flags);
 void scx_bpf_dsq_insert_vtime(struct task_struct *p, u64 dsq_id, u64 slice, u64 vtime, u64 enq_flags);
 bool scx_bpf_dsq_move_to_local(u64 dsq_id);
+u32 scx_bpf_dispatch_nr_slots(void);
 s32 scx_bpf_dsq_nr_queued(u64 dsq_id);
 void scx_bpf_kick_cpu(s32 cpu, u64 flags);
 bool scx_bpf_test_and_clear_cpu_idle(s32 cpu);

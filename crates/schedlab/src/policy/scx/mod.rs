@@ -1012,9 +1012,14 @@ impl SchedClass for Ext {
         self.st.dispatch_dequeue(ctx, p);
     }
 
-    fn wakeup_preempt(&mut self, _ctx: &mut SchedCtx<'_>, _cpu: CpuId, _p: TaskId, _wake: Wake) {
-        // wakeup_preempt_scx is empty: preemption is the scheduler's, by kicks and
-        // SCX_ENQ_PREEMPT.
+    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, _p: TaskId, _wake: Wake) {
+        // wakeup_preempt_scx is empty: preemption among the scheduler's tasks is its own,
+        // by kicks and SCX_ENQ_PREEMPT. But the core's wakeup_preempt reschedules a CPU
+        // whose current task is of a lower class: an idle CPU the task was placed on
+        // wakes and runs balance_one, whatever DSQ the task went to.
+        if ctx.read_curr(cpu) == ctx.idle_task(cpu) {
+            ctx.resched_idle(cpu);
+        }
     }
 
     fn pick_next_task(
