@@ -41,7 +41,13 @@ struct bpf_cpumask {
 	int usage;
 };
 
-struct rq;
+struct task_struct;
+/* The parts of a run queue schedulers read through scx_bpf_cpu_rq(). */
+struct rq {
+	struct task_struct *curr;
+	int cpu;
+	unsigned int nr_running;
+};
 struct cgroup;
 struct scx_dispatch_q;
 struct bpf_iter_scx_dsq {
@@ -49,6 +55,9 @@ struct bpf_iter_scx_dsq {
 };
 struct bpf_iter_num {
 	u64 __opaque[1];
+};
+struct bpf_iter_bits {
+	u64 __opaque[2];
 };
 struct bpf_list_head {
 	u64 __opaque[2];
@@ -95,6 +104,7 @@ struct sched_entity {
 };
 
 struct task_struct {
+	unsigned int __state;
 	int pid;
 	int tgid;
 	unsigned int flags;
@@ -115,7 +125,9 @@ struct task_struct {
 enum scx_public_consts {
 	SCX_OPS_NAME_LEN = 128,
 	SCX_SLICE_DFL = 20 * 1000000,
+	SCX_CPUPERF_ONE = 1024,
 };
+#define BPF_MAX_LOOPS (8 * 1024 * 1024)
 #define SCX_SLICE_INF ((u64)-1)
 
 enum scx_dsq_id_flags {

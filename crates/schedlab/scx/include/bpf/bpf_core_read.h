@@ -8,6 +8,10 @@
 #define bpf_core_type_exists(type) 1
 #define bpf_core_enum_value_exists(type, value) 1
 #define bpf_core_type_id_local(type) 0
+#define bpf_core_type_id_kernel(type) 0
+#define bpf_core_enum_value(type, value) (value)
+#define bpf_core_field_size(field) sizeof(field)
+#define bpf_core_type_matches(type) 1
 #define bpf_core_read(dst, sz, src) bpf_probe_read_kernel(dst, sz, src)
 #define BPF_CORE_READ(src, a, ...) ((src)->a)
 #endif

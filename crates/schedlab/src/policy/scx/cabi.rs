@@ -103,6 +103,7 @@ struct SchedEntity {
 /// `struct task_struct` of schedlab's `vmlinux.h`.
 #[repr(C)]
 pub struct CTask {
+    state: u32,
     pid: i32,
     tgid: i32,
     flags: u32,
@@ -469,6 +470,15 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
     };
     // SAFETY: the table is the shim's global of this layout.
     unsafe { table.write(KF_TABLE) };
+    // Newer scx headers read the kernel's enums from `__SCX_<NAME>` globals the loader
+    // fills from BTF (enums.autogen.bpf.h): fill the ones the 6.12 ABI defines.
+    for (name, size) in &symbols.data {
+        let Some(v) = name.strip_prefix("__SCX_").and_then(scx_enum) else {
+            continue;
+        };
+        // SAFETY: as for `set=` below: a global of `size` bytes.
+        unsafe { write_global(&lib, name, *size, v)? };
+    }
     for (name, value) in &spec.set {
         let (_, size) = symbols
             .data
@@ -482,27 +492,8 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
                 format!("set={name}={v}: not an integer (accepted: integers, true|false)")
             })?,
         };
-        // SAFETY: the symbol is a global of `size` bytes; its page is made writable
-        // first (a `const volatile` knob may sit in .rodata, as the BPF loader writes it
-        // before the program runs).
-        unsafe {
-            let p: libloading::Symbol<*mut u8> = lib
-                .get(name.as_bytes())
-                .map_err(|e| format!("{name}: {e}"))?;
-            let addr = *p;
-            let page = (addr as usize) & !4095;
-            libc::mprotect(
-                page as *mut c_void,
-                8192,
-                libc::PROT_READ | libc::PROT_WRITE,
-            );
-            match size {
-                1 => addr.write(v as u8),
-                2 => (addr as *mut u16).write_unaligned(v as u16),
-                4 => (addr as *mut u32).write_unaligned(v as u32),
-                _ => (addr as *mut u64).write_unaligned(v),
-            }
-        }
+        // SAFETY: the symbol is a global of `size` bytes.
+        unsafe { write_global(&lib, name, *size, v)? };
     }
     // SAFETY: ops points at the scheduler's struct sched_ext_ops.
     let name = unsafe { CStr::from_ptr((*ops).name.as_ptr()) }
@@ -524,6 +515,79 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
             rng: 0x9e37_79b9_7f4a_7c15,
         }),
         name: if name.is_empty() { "scx".into() } else { name },
+    })
+}
+
+/// Write `v` into the scheduler's global `name` of `size` bytes, its page made writable
+/// first (a `const volatile` knob may sit in .rodata: the BPF loader writes it before the
+/// program runs).
+///
+/// # Safety
+/// `name` must be a data object of `size` bytes in `lib`.
+unsafe fn write_global(
+    lib: &libloading::Library,
+    name: &str,
+    size: u64,
+    v: u64,
+) -> Result<(), String> {
+    let p: libloading::Symbol<*mut u8> = lib
+        .get(name.as_bytes())
+        .map_err(|e| format!("{name}: {e}"))?;
+    let addr = *p;
+    let page = (addr as usize) & !4095;
+    libc::mprotect(
+        page as *mut c_void,
+        8192,
+        libc::PROT_READ | libc::PROT_WRITE,
+    );
+    match size {
+        1 => addr.write(v as u8),
+        2 => (addr as *mut u16).write_unaligned(v as u16),
+        4 => (addr as *mut u32).write_unaligned(v as u32),
+        _ => (addr as *mut u64).write_unaligned(v),
+    }
+    Ok(())
+}
+
+/// The 6.12 value of the sched_ext enum constant `SCX_<name>`, for the globals newer
+/// headers read them from.
+fn scx_enum(name: &str) -> Option<u64> {
+    use super::ops::consts::*;
+    Some(match name {
+        "OPS_NAME_LEN" => 128,
+        "SLICE_DFL" => SCX_SLICE_DFL,
+        "SLICE_INF" => SCX_SLICE_INF,
+        "DSQ_FLAG_BUILTIN" => SCX_DSQ_FLAG_BUILTIN,
+        "DSQ_FLAG_LOCAL_ON" => SCX_DSQ_FLAG_LOCAL_ON,
+        "DSQ_INVALID" => SCX_DSQ_INVALID,
+        "DSQ_GLOBAL" => SCX_DSQ_GLOBAL,
+        "DSQ_LOCAL" => SCX_DSQ_LOCAL,
+        "DSQ_LOCAL_ON" => SCX_DSQ_LOCAL_ON,
+        "DSQ_LOCAL_CPU_MASK" => SCX_DSQ_LOCAL_CPU_MASK,
+        "ENQ_WAKEUP" => SCX_ENQ_WAKEUP,
+        "ENQ_HEAD" => SCX_ENQ_HEAD,
+        "ENQ_PREEMPT" => SCX_ENQ_PREEMPT,
+        "ENQ_REENQ" => SCX_ENQ_REENQ,
+        "ENQ_LAST" => SCX_ENQ_LAST,
+        "ENQ_CLEAR_OPSS" => 1 << 56,
+        "ENQ_DSQ_PRIQ" => SCX_ENQ_DSQ_PRIQ,
+        "KICK_IDLE" => SCX_KICK_IDLE,
+        "KICK_PREEMPT" => SCX_KICK_PREEMPT,
+        "KICK_WAIT" => SCX_KICK_WAIT,
+        "TASK_QUEUED" => 1,
+        "TASK_RESET_RUNNABLE_AT" => 1 << 2,
+        "TASK_DEQD_FOR_SLEEP" => 1 << 3,
+        "TASK_STATE_SHIFT" => 8,
+        "TASK_STATE_BITS" => 2,
+        "TASK_STATE_MASK" => 3 << 8,
+        "TASK_CURSOR" => 1 << 31,
+        "TASK_NONE" => 0,
+        "TASK_INIT" => 1,
+        "TASK_READY" => 2,
+        "TASK_ENABLED" => 3,
+        "TASK_NR_STATES" => 4,
+        "TASK_DSQ_ON_PRIQ" => 1,
+        _ => return None,
     })
 }
 
@@ -593,6 +657,7 @@ impl Runtime {
                 }
             }
             let mut t = Box::new(CTask {
+                state: 0,
                 pid: k.pid(p) as i32,
                 tgid: k.pid(p) as i32,
                 flags: 0,
