@@ -309,7 +309,10 @@ pub fn build(spec: &Spec) -> Result<PathBuf, String> {
     if so.is_file() {
         return Ok(so);
     }
-    let work = dir.join(format!("build-{key}-{}", std::process::id()));
+    // A build directory of its own: runs in parallel threads may build the same
+    // scheduler at once; the last rename into the cache wins, with equal contents.
+    let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let work = dir.join(format!("build-{key}-{}-{n}", std::process::id()));
     std::fs::create_dir_all(work.join("bpf"))
         .map_err(|e| format!("cannot create the scheduler cache {}: {e}", dir.display()))?;
     for (name, text) in FILES {
