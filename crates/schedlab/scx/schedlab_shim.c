@@ -35,6 +35,10 @@ struct schedlab_kfuncs {
 	const struct cpumask *(*possible_cpumask)(void);
 	struct task_struct *(*task_from_pid)(s32 pid);
 	u32 (*reenqueue_local)(void);
+	long (*timer_init)(struct bpf_timer *t, void *map, u64 flags);
+	long (*timer_set_callback)(struct bpf_timer *t, void *cb);
+	long (*timer_start)(struct bpf_timer *t, u64 nsecs, u64 flags);
+	long (*timer_cancel)(struct bpf_timer *t);
 };
 
 struct schedlab_kfuncs schedlab_kf;
@@ -126,6 +130,10 @@ void scx_bpf_put_cpumask(const struct cpumask *m) { (void)m; }
 struct task_struct *bpf_task_from_pid(s32 pid) { return schedlab_kf.task_from_pid(pid); }
 struct task_struct *bpf_task_acquire(struct task_struct *p) { return p; }
 void bpf_task_release(struct task_struct *p) { (void)p; }
+long bpf_timer_init(struct bpf_timer *t, void *map, u64 flags) { return schedlab_kf.timer_init(t, map, flags); }
+long bpf_timer_set_callback(struct bpf_timer *t, void *cb) { return schedlab_kf.timer_set_callback(t, cb); }
+long bpf_timer_start(struct bpf_timer *t, u64 nsecs, u64 flags) { return schedlab_kf.timer_start(t, nsecs, flags); }
+long bpf_timer_cancel(struct bpf_timer *t) { return schedlab_kf.timer_cancel(t); }
 void bpf_rcu_read_lock(void) {}
 void bpf_rcu_read_unlock(void) {}
 

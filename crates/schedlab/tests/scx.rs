@@ -371,6 +371,28 @@ fn the_kernel_s_scx_simple_runs_unmodified_in_both_modes() {
     }
 }
 
+/// scx_central: one CPU dispatches for all, with a BPF timer pinned to it (fired at
+/// that CPU's ticks) and `ARRAY_ELEM_PTR`'s BPF assembly read as the C it stands for.
+#[test]
+fn the_kernel_s_scx_central_runs_unmodified() {
+    let Some(dir) = kernel_sched_ext() else {
+        eprintln!("linux-source-6.12 not installed: scx_central not run");
+        return;
+    };
+    let src = dir.join("scx_central.bpf.c");
+    for (machine, cpus) in [("piii700-1m", 8), ("modern-2s-64", 64)] {
+        for w in ["hackbench:groups=4,loops=10", "reflex:tasks=16,rounds=100"] {
+            let r = c_run(&format!("scx:src={}", src.display()), machine, cpus, w)
+                .unwrap_or_else(|e| panic!("scx_central on {machine} {w}: {e}"));
+            assert!(r.scheduler_exit.is_none(), "{w}: {:?}", r.scheduler_exit);
+            assert!(
+                r.counters.policy["kicks"] > 0.0,
+                "the central CPU kicks the others"
+            );
+        }
+    }
+}
+
 /// `tools/sched_ext` of the installed kernel source, extracted once under the target
 /// directory.
 fn kernel_sched_ext() -> Option<std::path::PathBuf> {

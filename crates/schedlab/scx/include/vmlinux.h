@@ -326,6 +326,11 @@ enum {
 };
 
 enum {
+	BPF_F_TIMER_ABS = 1ULL << 0,
+	BPF_F_TIMER_CPU_PIN = 1ULL << 1,
+};
+
+enum {
 	BPF_F_NO_PREALLOC = 1U << 0,
 	BPF_F_MMAPABLE = 1U << 10,
 };

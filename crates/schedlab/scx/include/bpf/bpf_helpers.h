@@ -93,6 +93,10 @@ long bpf_probe_read_kernel(void *dst, u32 size, const void *src);
 long bpf_probe_read_kernel_str(void *dst, u32 size, const void *src);
 #define bpf_probe_read(dst, size, src) bpf_probe_read_kernel(dst, size, src)
 void *bpf_kptr_xchg(void *map_value, void *ptr);
+long bpf_timer_init(struct bpf_timer *timer, void *map, u64 flags);
+long bpf_timer_set_callback(struct bpf_timer *timer, void *callback_fn);
+long bpf_timer_start(struct bpf_timer *timer, u64 nsecs, u64 flags);
+long bpf_timer_cancel(struct bpf_timer *timer);
 #define bpf_spin_lock(l) ((void)(l))
 #define bpf_spin_unlock(l) ((void)(l))
 #define bpf_printk(fmt, ...) ((void)0)

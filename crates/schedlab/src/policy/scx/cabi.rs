@@ -230,6 +230,10 @@ struct KfTable {
     possible_cpumask: unsafe extern "C" fn() -> *const CpuMaskC,
     task_from_pid: unsafe extern "C" fn(i32) -> TaskP,
     reenqueue_local: unsafe extern "C" fn() -> u32,
+    timer_init: unsafe extern "C" fn(*mut c_void, *mut c_void, u64) -> i64,
+    timer_set_callback: unsafe extern "C" fn(*mut c_void, *mut c_void) -> i64,
+    timer_start: unsafe extern "C" fn(*mut c_void, u64, u64) -> i64,
+    timer_cancel: unsafe extern "C" fn(*mut c_void) -> i64,
 }
 
 /// How a scheduler is given.
@@ -332,7 +336,12 @@ pub fn build(spec: &Spec) -> Result<PathBuf, String> {
     cmd.args(["-O2", "-g0", "-shared", "-fPIC", "-std=gnu11", "-D__bpf__"]);
     cmd.args(["-Wno-int-conversion", "-Wno-incompatible-pointer-types"]);
     if let Some(inc) = &include {
-        cmd.arg("-I").arg(inc);
+        // The scheduler's own headers, with the macros written in BPF assembly
+        // (MEMBER_VPTR, ARRAY_ELEM_PTR: verifier-visible bounds clamps) in plain C.
+        let native = work.join("sched-include");
+        copy_headers_native(inc, &native)
+            .map_err(|e| format!("cannot copy the scheduler's headers {}: {e}", inc.display()))?;
+        cmd.arg("-I").arg(&native);
     }
     cmd.arg("-I")
         .arg(&work)
@@ -353,6 +362,56 @@ pub fn build(spec: &Spec) -> Result<PathBuf, String> {
     std::fs::rename(&tmp, &so).map_err(|e| format!("cannot cache {}: {e}", so.display()))?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(so)
+}
+
+/// Copy a scheduler's include tree, rewriting the BPF-assembly macros of scx's
+/// `common.bpf.h` as the C they stand for.
+fn copy_headers_native(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let p = e?.path();
+        let dst = to.join(p.file_name().expect("a directory entry has a name"));
+        if p.is_dir() {
+            copy_headers_native(&p, &dst)?;
+        } else {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            std::fs::write(&dst, native_macros(&text))?;
+        }
+    }
+    Ok(())
+}
+
+/// Replace the definitions of `MEMBER_VPTR` and `ARRAY_ELEM_PTR` (a `#define` and its
+/// continuation lines) with plain C: the member's address; the element's address when
+/// the index is in bounds, else NULL — what the BPF assembly computes.
+fn native_macros(text: &str) -> String {
+    const NATIVE: &[(&str, &str)] = &[
+        (
+            "#define MEMBER_VPTR(",
+            "#define MEMBER_VPTR(base, member) (typeof((base) member) *)(&((base) member))",
+        ),
+        (
+            "#define ARRAY_ELEM_PTR(",
+            "#define ARRAY_ELEM_PTR(arr, i, n) (typeof(arr[i]) *)((u64)(i) < (u64)(n) ? (void *)&(arr[i]) : (void *)0)",
+        ),
+    ];
+    let mut out = String::with_capacity(text.len());
+    let mut skipping = false;
+    for line in text.lines() {
+        if skipping {
+            skipping = line.trim_end().ends_with('\\');
+            continue;
+        }
+        if let Some((_, native)) = NATIVE.iter().find(|(head, _)| line.starts_with(head)) {
+            out.push_str(native);
+            out.push('\n');
+            skipping = line.trim_end().ends_with('\\');
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 fn hash_dir(h: &mut Sha256, dir: &Path) {
@@ -404,8 +463,23 @@ fn words(bytes: usize) -> usize {
     bytes.div_ceil(8).max(1)
 }
 
+/// A `struct bpf_timer` the scheduler initialised.
+#[derive(Clone, Copy, Debug, Default)]
+struct CTimer {
+    /// The map whose value holds it (the callback's first argument).
+    map: usize,
+    /// `int cb(void *map, void *key, void *value)`.
+    cb: usize,
+    /// When it fires, if armed.
+    expires: Option<u64>,
+    /// The CPU that armed it (where it fires: `BPF_F_TIMER_CPU_PIN`, and in the model
+    /// always).
+    cpu: usize,
+}
+
 /// What a loaded scheduler keeps beside the class: its library, tasks and maps.
 struct Runtime {
+    timers: BTreeMap<usize, CTimer>,
     tasks: Vec<Option<Box<CTask>>>,
     maps: BTreeMap<usize, Map>,
     idle_mask: Box<CpuMaskC>,
@@ -506,6 +580,7 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
         _lib: lib,
         ops,
         rt: Box::new(Runtime {
+            timers: BTreeMap::new(),
             tasks: Vec::new(),
             maps: BTreeMap::new(),
             idle_mask: Box::new(CpuMaskC {
@@ -718,6 +793,35 @@ impl Runtime {
             t.scx.slice = k.slice(p);
             t.scx.dsq_vtime = k.dsq_vtime(p);
         }
+    }
+
+    /// The map element holding address `addr` (a timer in a map value): its key and
+    /// the element's address.
+    fn element_of(&mut self, addr: usize) -> Option<(Vec<u8>, usize)> {
+        for map in self.maps.values_mut() {
+            let w = words(map.vs) * 8;
+            match &mut map.data {
+                MapData::Array(copies) => {
+                    for copy in copies.iter_mut() {
+                        let base = copy.as_mut_ptr() as usize;
+                        if (base..base + copy.len() * 8).contains(&addr) {
+                            let i = (addr - base) / w;
+                            return Some(((i as u32).to_ne_bytes().to_vec(), base + i * w));
+                        }
+                    }
+                }
+                MapData::Hash(h) => {
+                    for (k, v) in h.iter_mut() {
+                        let base = v.as_mut_ptr() as usize;
+                        if (base..base + v.len() * 8).contains(&addr) {
+                            return Some((k.clone(), base));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
     }
 
     fn map(&mut self, m: *mut c_void, kind: u32, vs: u32, max: u32, nr_cpus: usize) -> &mut Map {
@@ -1172,6 +1276,51 @@ unsafe extern "C" fn kf_reenqueue_local() -> u32 {
     0
 }
 
+unsafe extern "C" fn kf_timer_init(t: *mut c_void, map: *mut c_void, _flags: u64) -> i64 {
+    with(|_, rt| {
+        let timer = rt.timers.entry(t as usize).or_default();
+        if timer.map != 0 {
+            return -16; // -EBUSY: initialised already
+        }
+        timer.map = map as usize;
+        0
+    })
+}
+
+unsafe extern "C" fn kf_timer_set_callback(t: *mut c_void, cb: *mut c_void) -> i64 {
+    with(|_, rt| match rt.timers.get_mut(&(t as usize)) {
+        Some(timer) => {
+            timer.cb = cb as usize;
+            0
+        }
+        None => -22,
+    })
+}
+
+unsafe extern "C" fn kf_timer_start(t: *mut c_void, nsecs: u64, flags: u64) -> i64 {
+    with(|k, rt| {
+        let (now, cpu) = (k.now(), k.cpu());
+        match rt.timers.get_mut(&(t as usize)) {
+            Some(timer) if timer.cb != 0 => {
+                timer.expires = Some(if flags & 1 != 0 { nsecs } else { now + nsecs });
+                timer.cpu = cpu;
+                0
+            }
+            _ => -22,
+        }
+    })
+}
+
+unsafe extern "C" fn kf_timer_cancel(t: *mut c_void) -> i64 {
+    with(|_, rt| match rt.timers.get_mut(&(t as usize)) {
+        Some(timer) => {
+            timer.expires = None;
+            0
+        }
+        None => -22,
+    })
+}
+
 /// A raw pointer with a default (null), for [`with`].
 struct Ptr(*mut c_void);
 impl Default for Ptr {
@@ -1210,6 +1359,10 @@ const KF_TABLE: KfTable = KfTable {
     possible_cpumask: kf_possible_cpumask,
     task_from_pid: kf_task_from_pid,
     reenqueue_local: kf_reenqueue_local,
+    timer_init: kf_timer_init,
+    timer_set_callback: kf_timer_set_callback,
+    timer_start: kf_timer_start,
+    timer_cancel: kf_timer_cancel,
 };
 
 impl CScx {
@@ -1422,6 +1575,37 @@ impl ScxOps for CScx {
         if let Some(f) = self.ops().update_idle {
             // SAFETY: the scheduler's callback.
             self.enter(k, &[], |_| unsafe { f(cpu as i32, idle) });
+        }
+    }
+
+    fn timers(&mut self, k: &mut Kf<'_, '_>, cpu: CpuId) {
+        let now = k.now();
+        let mut due: Vec<(u64, usize)> = self
+            .rt
+            .timers
+            .iter()
+            .filter(|(_, t)| t.cpu == cpu && t.expires.is_some_and(|e| e <= now))
+            .map(|(&a, t)| (t.expires.unwrap_or(0), a))
+            .collect();
+        due.sort_unstable();
+        for (_, addr) in due {
+            let t = self.rt.timers.get_mut(&addr).expect("a due timer");
+            t.expires = None;
+            let (map, cb) = (t.map, t.cb);
+            let Some((mut key, value)) = self.rt.element_of(addr) else {
+                continue;
+            };
+            // SAFETY: the callback the scheduler set, `int cb(void *map, void *key,
+            // void *value)`, with its map, the element's key and the element.
+            let f: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> i32 =
+                unsafe { std::mem::transmute(cb) };
+            self.enter(k, &[], |_| unsafe {
+                f(
+                    map as *mut c_void,
+                    key.as_mut_ptr() as *mut c_void,
+                    value as *mut c_void,
+                )
+            });
         }
     }
 }

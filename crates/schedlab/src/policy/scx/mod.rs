@@ -1109,6 +1109,11 @@ impl SchedClass for Ext {
             // The tasks the scheduler held go to the global DSQ at the next pick.
             ctx.resched_cpu(cpu);
         }
+        if !self.st.ended() {
+            // BPF timers run from the timer softirq, outside the run-queue lock; the
+            // model looks for due ones at the tick (so they fire on a tick boundary).
+            self.call(ctx, |o, k| o.timers(k, cpu));
+        }
         if ctx.task(curr).is_idle {
             return;
         }

@@ -187,6 +187,11 @@ pub trait ScxOps: Send {
     fn update_idle(&mut self, k: &mut Kf<'_, '_>, cpu: CpuId, idle: bool) {
         let _ = (k, cpu, idle);
     }
+    /// Not an op: the scheduler's BPF timers armed on `cpu` that are due now fire
+    /// (the class asks at each tick of `cpu`).
+    fn timers(&mut self, k: &mut Kf<'_, '_>, cpu: CpuId) {
+        let _ = (k, cpu);
+    }
 }
 
 /// The context of one callback: the class's state and the kernel's, for the kfuncs.
