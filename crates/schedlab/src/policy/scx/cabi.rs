@@ -1311,12 +1311,10 @@ unsafe extern "C" fn kf_timer_start(t: *mut c_void, nsecs: u64, flags: u64) -> i
     })
 }
 
+/// `bpf_timer_cancel`: 1 if the timer was armed, 0 if not, −EINVAL if never initialised.
 unsafe extern "C" fn kf_timer_cancel(t: *mut c_void) -> i64 {
     with(|_, rt| match rt.timers.get_mut(&(t as usize)) {
-        Some(timer) => {
-            timer.expires = None;
-            0
-        }
+        Some(timer) => i64::from(timer.expires.take().is_some()),
         None => -22,
     })
 }
