@@ -426,7 +426,13 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
                 value: round(result.value),
                 ..result
             },
-            crate::kernel::schedstat::by_group(&k.tasks, &wspec.name),
+            crate::kernel::schedstat::by_group(
+                k.tasks
+                    .iter()
+                    .filter(|t| !t.is_idle)
+                    .map(|t| (t.comm.as_deref(), t.stats.runtime_ns, &t.stats.sched)),
+                &wspec.name,
+            ),
         ),
         counters: Counters {
             context_switches: s.context_switches,

@@ -26,8 +26,6 @@ use std::collections::BTreeMap;
 
 use crate::engine::Time;
 
-use super::task::Task;
-
 /// One task's counters (`struct sched_statistics` and the `task_struct` switch counts).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SchedStat {
@@ -151,12 +149,16 @@ pub fn group_of(comm: &str) -> &str {
     comm.split(':').next().unwrap_or(comm)
 }
 
-/// Per task group, in name order; idle tasks are left out, and tasks whose programs
-/// never named them (nor their ancestors') are `unnamed`'s, the workload's name.
-pub fn by_group(tasks: &[Task], unnamed: &str) -> Vec<GroupStat> {
+/// Per task group, in name order, from each task's (comm, CPU time, statistics); tasks
+/// whose programs never named them (nor their ancestors') are `unnamed`'s, the
+/// workload's name. The caller leaves the idle tasks out.
+pub fn by_group<'a>(
+    tasks: impl IntoIterator<Item = (Option<&'a str>, Time, &'a SchedStat)>,
+    unnamed: &'a str,
+) -> Vec<GroupStat> {
     let mut groups: BTreeMap<&str, GroupStat> = BTreeMap::new();
-    for t in tasks.iter().filter(|t| !t.is_idle) {
-        let name = group_of(t.comm.as_deref().unwrap_or(unnamed));
+    for (comm, runtime_ns, stat) in tasks {
+        let name = group_of(comm.unwrap_or(unnamed));
         let g = groups.entry(name).or_insert_with(|| GroupStat {
             group: name.to_string(),
             tasks: 0,
@@ -164,8 +166,8 @@ pub fn by_group(tasks: &[Task], unnamed: &str) -> Vec<GroupStat> {
             stat: SchedStat::new(),
         });
         g.tasks += 1;
-        g.runtime_ns += t.stats.runtime_ns;
-        g.stat.add(&t.stats.sched);
+        g.runtime_ns += runtime_ns;
+        g.stat.add(stat);
     }
     groups.into_values().collect()
 }
@@ -242,5 +244,28 @@ mod tests {
     fn groups_merge_by_comm_up_to_the_colon() {
         assert_eq!(group_of("sender:3"), "sender");
         assert_eq!(group_of("hackbench"), "hackbench");
+        let mut a = SchedStat::new();
+        a.switched_out(false, 0);
+        a.wait_start(10);
+        a.wait_end(40);
+        let mut b = SchedStat::new();
+        b.switched_out(true, 0);
+        b.wait_end(90);
+        let g = by_group(
+            [
+                (Some("sender:1"), 5, &a),
+                (Some("sender:2"), 7, &b),
+                (None, 1, &SchedStat::new()),
+            ],
+            "hackbench",
+        );
+        assert_eq!(g.len(), 2);
+        assert_eq!((g[0].group.as_str(), g[0].tasks), ("hackbench", 1));
+        let s = &g[1];
+        assert_eq!((s.group.as_str(), s.tasks, s.runtime_ns), ("sender", 2, 12));
+        assert_eq!(
+            (s.stat.nr_switches, s.stat.wait_sum, s.stat.wait_max),
+            (2, 120, 90)
+        );
     }
 }
