@@ -480,6 +480,10 @@ struct CTimer {
 /// What a loaded scheduler keeps beside the class: its library, tasks and maps.
 struct Runtime {
     timers: BTreeMap<usize, CTimer>,
+    /// Task by the address of its C task's `cpus_mask` (what `p->cpus_ptr` points at).
+    by_mask: BTreeMap<usize, TaskId>,
+    /// Task by pid (`bpf_task_from_pid`).
+    by_pid: BTreeMap<i32, TaskId>,
     tasks: Vec<Option<Box<CTask>>>,
     maps: BTreeMap<usize, Map>,
     idle_mask: Box<CpuMaskC>,
@@ -581,6 +585,8 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
         ops,
         rt: Box::new(Runtime {
             timers: BTreeMap::new(),
+            by_mask: BTreeMap::new(),
+            by_pid: BTreeMap::new(),
             tasks: Vec::new(),
             maps: BTreeMap::new(),
             idle_mask: Box::new(CpuMaskC {
@@ -772,6 +778,8 @@ impl Runtime {
             t.cpus_ptr = &t.cpus_mask;
             t
         });
+        self.by_mask.insert(t.cpus_ptr as usize, p);
+        self.by_pid.insert(t.pid, p);
         t.scx.slice = k.slice(p);
         t.scx.dsq_vtime = k.dsq_vtime(p);
         t.scx.weight = k.weight(p);
@@ -1186,26 +1194,12 @@ unsafe extern "C" fn kf_test_and_clear_cpu_idle(cpu: i32) -> bool {
 }
 
 unsafe extern "C" fn kf_pick_idle_cpu(allowed: *const CpuMaskC, _flags: u64, any: i32) -> i32 {
-    // The mask given is nearly always the task's own (`p->cpus_ptr`): find that task.
-    let owner = if allowed.is_null() {
-        None
-    } else {
-        // SAFETY: the mask lies in a CTask when it is a task's cpus_mask.
-        Some(unsafe {
-            (allowed as *const u8).sub(std::mem::offset_of!(CTask, cpus_mask)) as *const CTask
-        })
-    };
     with(|k, rt| {
-        let task = owner.and_then(|t| {
-            rt.tasks
-                .iter()
-                .flatten()
-                .find(|x| std::ptr::eq(&***x, t))
-                .map(|x| x.schedlab_id)
-        });
-        match task {
+        // The mask given is nearly always a task's own (`p->cpus_ptr`).
+        match rt.by_mask.get(&(allowed as usize)).copied() {
             Some(p) if any != 0 => k.pick_any_cpu(p),
             Some(p) => k.pick_idle_cpu(p),
+            None if allowed.is_null() => -22,
             None => {
                 // A mask of the scheduler's own: the first idle CPU in it.
                 // SAFETY: a cpumask the scheduler passed.
@@ -1261,13 +1255,9 @@ unsafe extern "C" fn kf_possible_cpumask() -> *const CpuMaskC {
 }
 
 unsafe extern "C" fn kf_task_from_pid(pid: i32) -> TaskP {
-    with(|k, rt| {
-        let found = (0..rt.tasks.len() as TaskId)
-            .find(|&p| rt.tasks[p as usize].as_ref().is_some_and(|t| t.pid == pid));
-        match found {
-            Some(p) => Ptr(rt.task(k, p) as *mut c_void),
-            None => Ptr(std::ptr::null_mut()),
-        }
+    with(|k, rt| match rt.by_pid.get(&pid).copied() {
+        Some(p) => Ptr(rt.task(k, p) as *mut c_void),
+        None => Ptr(std::ptr::null_mut()),
     })
     .0 as TaskP
 }
@@ -1389,6 +1379,28 @@ impl CScx {
         r
     }
 
+    /// A `void op(struct task_struct *p)` callback, if the scheduler has it.
+    fn task_op(&mut self, k: &mut Kf<'_, '_>, op: Option<unsafe extern "C" fn(TaskP)>, p: TaskId) {
+        if let Some(f) = op {
+            // SAFETY: the scheduler's callback, with the context set.
+            self.enter(k, &[p], |t| unsafe { f(t[0]) });
+        }
+    }
+
+    /// A `void op(struct task_struct *p, u64 flags)` callback, if the scheduler has it.
+    fn task_flags_op(
+        &mut self,
+        k: &mut Kf<'_, '_>,
+        op: Option<unsafe extern "C" fn(TaskP, u64)>,
+        p: TaskId,
+        flags: u64,
+    ) {
+        if let Some(f) = op {
+            // SAFETY: the scheduler's callback, with the context set.
+            self.enter(k, &[p], |t| unsafe { f(t[0], flags) });
+        }
+    }
+
     fn ops(&self) -> &SchedExtOps {
         // SAFETY: the ops struct lives as long as the library.
         unsafe { &*self.ops }
@@ -1473,23 +1485,20 @@ impl ScxOps for CScx {
             // SAFETY: the scheduler's callback.
             self.enter(k, &[p], |t| unsafe { f(t[0], &mut args) });
         }
-        if let Some(slot) = self.rt.tasks.get_mut(p as usize) {
-            *slot = None;
+        if let Some(t) = self.rt.tasks.get_mut(p as usize).and_then(Option::take) {
+            self.rt.by_mask.remove(&(t.cpus_ptr as usize));
+            self.rt.by_pid.remove(&t.pid);
         }
     }
 
     fn enable(&mut self, k: &mut Kf<'_, '_>, p: TaskId) {
-        if let Some(f) = self.ops().enable {
-            // SAFETY: the scheduler's callback.
-            self.enter(k, &[p], |t| unsafe { f(t[0]) });
-        }
+        let op = self.ops().enable;
+        self.task_op(k, op, p);
     }
 
     fn disable(&mut self, k: &mut Kf<'_, '_>, p: TaskId) {
-        if let Some(f) = self.ops().disable {
-            // SAFETY: the scheduler's callback.
-            self.enter(k, &[p], |t| unsafe { f(t[0]) });
-        }
+        let op = self.ops().disable;
+        self.task_op(k, op, p);
     }
 
     fn select_cpu(&mut self, k: &mut Kf<'_, '_>, p: TaskId, prev: CpuId, wake_flags: u64) -> i32 {
@@ -1501,17 +1510,13 @@ impl ScxOps for CScx {
     }
 
     fn enqueue(&mut self, k: &mut Kf<'_, '_>, p: TaskId, enq_flags: u64) {
-        if let Some(f) = self.ops().enqueue {
-            // SAFETY: the scheduler's callback.
-            self.enter(k, &[p], |t| unsafe { f(t[0], enq_flags) });
-        }
+        let op = self.ops().enqueue;
+        self.task_flags_op(k, op, p, enq_flags);
     }
 
     fn dequeue(&mut self, k: &mut Kf<'_, '_>, p: TaskId, deq_flags: u64) {
-        if let Some(f) = self.ops().dequeue {
-            // SAFETY: the scheduler's callback.
-            self.enter(k, &[p], |t| unsafe { f(t[0], deq_flags) });
-        }
+        let op = self.ops().dequeue;
+        self.task_flags_op(k, op, p, deq_flags);
     }
 
     fn dispatch(&mut self, k: &mut Kf<'_, '_>, cpu: CpuId, prev: Option<TaskId>) {
@@ -1527,24 +1532,18 @@ impl ScxOps for CScx {
     }
 
     fn tick(&mut self, k: &mut Kf<'_, '_>, p: TaskId) {
-        if let Some(f) = self.ops().tick {
-            // SAFETY: the scheduler's callback.
-            self.enter(k, &[p], |t| unsafe { f(t[0]) });
-        }
+        let op = self.ops().tick;
+        self.task_op(k, op, p);
     }
 
     fn runnable(&mut self, k: &mut Kf<'_, '_>, p: TaskId, enq_flags: u64) {
-        if let Some(f) = self.ops().runnable {
-            // SAFETY: the scheduler's callback.
-            self.enter(k, &[p], |t| unsafe { f(t[0], enq_flags) });
-        }
+        let op = self.ops().runnable;
+        self.task_flags_op(k, op, p, enq_flags);
     }
 
     fn running(&mut self, k: &mut Kf<'_, '_>, p: TaskId) {
-        if let Some(f) = self.ops().running {
-            // SAFETY: the scheduler's callback.
-            self.enter(k, &[p], |t| unsafe { f(t[0]) });
-        }
+        let op = self.ops().running;
+        self.task_op(k, op, p);
     }
 
     fn stopping(&mut self, k: &mut Kf<'_, '_>, p: TaskId, runnable: bool) {
@@ -1555,10 +1554,8 @@ impl ScxOps for CScx {
     }
 
     fn quiescent(&mut self, k: &mut Kf<'_, '_>, p: TaskId, deq_flags: u64) {
-        if let Some(f) = self.ops().quiescent {
-            // SAFETY: the scheduler's callback.
-            self.enter(k, &[p], |t| unsafe { f(t[0], deq_flags) });
-        }
+        let op = self.ops().quiescent;
+        self.task_flags_op(k, op, p, deq_flags);
     }
 
     fn yield_(&mut self, k: &mut Kf<'_, '_>, p: TaskId) -> bool {
