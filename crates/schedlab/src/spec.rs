@@ -129,9 +129,10 @@ impl Spec {
                 if part.is_empty() {
                     continue;
                 }
-                // `scx:@fifo`: a shipped scheduler by name is its source.
-                if name == "scx" && part.starts_with('@') {
-                    args.push(("src".to_string(), part.to_string()));
+                // A bare `@NAME` names a built-in (`scx:@fifo` is `scx:src=@fifo`).
+                let at_key = AT_NAMES.iter().find(|(n, _)| *n == name).map(|(_, k)| *k);
+                if let Some(key) = at_key.filter(|_| part.starts_with('@')) {
+                    args.push((key.to_string(), part.to_string()));
                     continue;
                 }
                 let Some((k, v)) = part.split_once('=') else {
@@ -194,6 +195,10 @@ pub enum Kind {
 /// `rtapp:FILE.json` is `rtapp:file=FILE.json`, and `mix:A+B` (workloads with options of
 /// their own) is `mix:of=A+B`.
 const PATH_SPECS: &[(&str, &str)] = &[("rtapp", "file"), ("mix", "of")];
+
+/// Specs whose `@NAME` option names a built-in, as (name, key): `scx:@vtime,set=…` is
+/// `scx:src=@vtime,set=…`.
+const AT_NAMES: &[(&str, &str)] = &[("scx", "src")];
 
 /// A declared parameter: name, type and accepted range, default, unit, and where the
 /// default comes from. Declared once, with the const builders below (or the [`crate::options!`]
