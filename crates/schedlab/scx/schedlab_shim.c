@@ -6,13 +6,16 @@
 #include "bpf/bpf_helpers.h"
 
 struct schedlab_kfuncs {
-	void *(*map_lookup)(void *map, const void *key, unsigned ks, unsigned type, unsigned vs, unsigned max);
-	long (*map_update)(void *map, const void *key, const void *value, u64 flags, unsigned ks, unsigned type, unsigned vs, unsigned max);
-	long (*map_delete)(void *map, const void *key, unsigned ks, unsigned type, unsigned vs, unsigned max);
-	long (*map_push)(void *map, const void *value, u64 flags, unsigned type, unsigned vs, unsigned max);
-	long (*map_pop)(void *map, void *value, int peek, unsigned type, unsigned vs, unsigned max);
-	void *(*task_storage_get)(void *map, struct task_struct *p, void *value, u64 flags, unsigned vs);
+	void *(*map_lookup)(void *map, const void *key);
+	void *(*map_lookup_percpu)(void *map, const void *key, u32 cpu);
+	long (*map_update)(void *map, const void *key, const void *value, u64 flags);
+	long (*map_delete)(void *map, const void *key);
+	long (*map_push)(void *map, const void *value, u64 flags);
+	long (*map_pop)(void *map, void *value, int peek);
+	void *(*task_storage_get)(void *map, struct task_struct *p, void *value, u64 flags);
 	long (*task_storage_delete)(void *map, struct task_struct *p);
+	void *(*cgrp_storage_get)(void *map, u64 cgid, void *value, u64 flags);
+	long (*cgrp_storage_delete)(void *map, u64 cgid);
 	u64 (*ktime)(void);
 	u32 (*cpu)(void);
 	u32 (*prandom)(void);
@@ -39,26 +42,26 @@ struct schedlab_kfuncs {
 	long (*timer_set_callback)(struct bpf_timer *t, void *cb);
 	long (*timer_start)(struct bpf_timer *t, u64 nsecs, u64 flags);
 	long (*timer_cancel)(struct bpf_timer *t);
+	int (*iter_dsq_new)(struct bpf_iter_scx_dsq *it, u64 dsq_id, u64 flags);
+	struct task_struct *(*iter_dsq_next)(struct bpf_iter_scx_dsq *it);
+	void (*iter_dsq_destroy)(struct bpf_iter_scx_dsq *it);
+	bool (*dispatch_from_dsq)(struct bpf_iter_scx_dsq *it, struct task_struct *p, u64 dsq_id, u64 enq_flags);
+	void (*events)(struct scx_event_stats *events);
 };
 
 struct schedlab_kfuncs schedlab_kf;
 
-void *schedlab_map_lookup(void *m, const void *k, unsigned ks, unsigned t, unsigned vs, unsigned max)
-{ return schedlab_kf.map_lookup(m, k, ks, t, vs, max); }
-long schedlab_map_update(void *m, const void *k, const void *v, u64 f, unsigned ks, unsigned t, unsigned vs, unsigned max)
-{ return schedlab_kf.map_update(m, k, v, f, ks, t, vs, max); }
-long schedlab_map_delete(void *m, const void *k, unsigned ks, unsigned t, unsigned vs, unsigned max)
-{ return schedlab_kf.map_delete(m, k, ks, t, vs, max); }
-long schedlab_map_push(void *m, const void *v, u64 f, unsigned t, unsigned vs, unsigned max)
-{ return schedlab_kf.map_push(m, v, f, t, vs, max); }
-long schedlab_map_pop(void *m, void *v, unsigned t, unsigned vs, unsigned max)
-{ return schedlab_kf.map_pop(m, v, 0, t, vs, max); }
-long schedlab_map_peek(void *m, void *v, unsigned t, unsigned vs, unsigned max)
-{ return schedlab_kf.map_pop(m, v, 1, t, vs, max); }
-void *schedlab_task_storage_get(void *m, struct task_struct *p, void *v, u64 f, unsigned vs)
-{ return schedlab_kf.task_storage_get(m, p, v, f, vs); }
-long schedlab_task_storage_delete(void *m, struct task_struct *p)
-{ return schedlab_kf.task_storage_delete(m, p); }
+void *bpf_map_lookup_elem(void *m, const void *k) { return schedlab_kf.map_lookup(m, k); }
+void *bpf_map_lookup_percpu_elem(void *m, const void *k, u32 cpu) { return schedlab_kf.map_lookup_percpu(m, k, cpu); }
+long bpf_map_update_elem(void *m, const void *k, const void *v, u64 f) { return schedlab_kf.map_update(m, k, v, f); }
+long bpf_map_delete_elem(void *m, const void *k) { return schedlab_kf.map_delete(m, k); }
+long bpf_map_push_elem(void *m, const void *v, u64 f) { return schedlab_kf.map_push(m, v, f); }
+long bpf_map_pop_elem(void *m, void *v) { return schedlab_kf.map_pop(m, v, 0); }
+long bpf_map_peek_elem(void *m, void *v) { return schedlab_kf.map_pop(m, v, 1); }
+void *bpf_task_storage_get(void *m, struct task_struct *p, void *v, u64 f) { return schedlab_kf.task_storage_get(m, p, v, f); }
+long bpf_task_storage_delete(void *m, struct task_struct *p) { return schedlab_kf.task_storage_delete(m, p); }
+void *bpf_cgrp_storage_get(void *m, struct cgroup *c, void *v, u64 f) { return c ? schedlab_kf.cgrp_storage_get(m, c->kn->id, v, f) : NULL; }
+long bpf_cgrp_storage_delete(void *m, struct cgroup *c) { return c ? schedlab_kf.cgrp_storage_delete(m, c->kn->id) : -22; }
 
 u64 bpf_ktime_get_ns(void) { return schedlab_kf.ktime(); }
 u32 bpf_get_smp_processor_id(void) { return schedlab_kf.cpu(); }
@@ -134,6 +137,96 @@ long bpf_timer_init(struct bpf_timer *t, void *map, u64 flags) { return schedlab
 long bpf_timer_set_callback(struct bpf_timer *t, void *cb) { return schedlab_kf.timer_set_callback(t, cb); }
 long bpf_timer_start(struct bpf_timer *t, u64 nsecs, u64 flags) { return schedlab_kf.timer_start(t, nsecs, flags); }
 long bpf_timer_cancel(struct bpf_timer *t) { return schedlab_kf.timer_cancel(t); }
+/* DSQ iteration (ext.c's bpf_iter_scx_dsq_*): the iterator's words are
+ * [0] schedlab's cursor, [1] flags (SCX_DSQ_ITER_REV, __SCX_DSQ_ITER_HAS_SLICE/VTIME),
+ * [2] the slice and [3] the vtime a move applies. */
+#define SL_ITER_HAS_SLICE (1ULL << 30)
+#define SL_ITER_HAS_VTIME (1ULL << 31)
+int bpf_iter_scx_dsq_new(struct bpf_iter_scx_dsq *it, u64 dsq_id, u64 flags) { return schedlab_kf.iter_dsq_new(it, dsq_id, flags); }
+struct task_struct *bpf_iter_scx_dsq_next(struct bpf_iter_scx_dsq *it) { return schedlab_kf.iter_dsq_next(it); }
+void bpf_iter_scx_dsq_destroy(struct bpf_iter_scx_dsq *it) { schedlab_kf.iter_dsq_destroy(it); }
+void scx_bpf_dispatch_from_dsq_set_slice(struct bpf_iter_scx_dsq *it, u64 slice)
+{ it->__opaque[2] = slice; it->__opaque[1] |= SL_ITER_HAS_SLICE; }
+void scx_bpf_dispatch_from_dsq_set_vtime(struct bpf_iter_scx_dsq *it, u64 vtime)
+{ it->__opaque[3] = vtime; it->__opaque[1] |= SL_ITER_HAS_VTIME; }
+bool scx_bpf_dispatch_from_dsq(struct bpf_iter_scx_dsq *it, struct task_struct *p, u64 dsq_id, u64 enq_flags)
+{ return schedlab_kf.dispatch_from_dsq(it, p, dsq_id, enq_flags); }
+bool scx_bpf_dispatch_vtime_from_dsq(struct bpf_iter_scx_dsq *it, struct task_struct *p, u64 dsq_id, u64 enq_flags)
+{ return schedlab_kf.dispatch_from_dsq(it, p, dsq_id, enq_flags | SCX_ENQ_DSQ_PRIQ); }
+/* The 6.13+ names. */
+void scx_bpf_dsq_move_set_slice(struct bpf_iter_scx_dsq *it, u64 slice) { scx_bpf_dispatch_from_dsq_set_slice(it, slice); }
+void scx_bpf_dsq_move_set_vtime(struct bpf_iter_scx_dsq *it, u64 vtime) { scx_bpf_dispatch_from_dsq_set_vtime(it, vtime); }
+bool scx_bpf_dsq_move(struct bpf_iter_scx_dsq *it, struct task_struct *p, u64 dsq_id, u64 enq_flags)
+{ return scx_bpf_dispatch_from_dsq(it, p, dsq_id, enq_flags); }
+bool scx_bpf_dsq_move_vtime(struct bpf_iter_scx_dsq *it, struct task_struct *p, u64 dsq_id, u64 enq_flags)
+{ return scx_bpf_dispatch_vtime_from_dsq(it, p, dsq_id, enq_flags); }
+
+/* scx_bpf_events (6.15+): the counters the model keeps, the others zero. */
+void scx_bpf_events(struct scx_event_stats *events, unsigned long size)
+{
+	struct scx_event_stats e = {};
+	schedlab_kf.events(&e);
+	__builtin_memcpy(events, &e, size < sizeof(e) ? size : sizeof(e));
+}
+
+/* CPU performance: the modelled machines run at one fixed frequency, so every CPU's
+ * capacity and current performance are SCX_CPUPERF_ONE and a target set changes nothing
+ * (ext.c passes it to schedutil, cpufreq_update_util). */
+u32 scx_bpf_cpuperf_cap(s32 cpu) { (void)cpu; return SCX_CPUPERF_ONE; }
+u32 scx_bpf_cpuperf_cur(s32 cpu) { (void)cpu; return SCX_CPUPERF_ONE; }
+void scx_bpf_cpuperf_set(s32 cpu, u32 perf) { (void)cpu; (void)perf; }
+
+/* Cgroups: the root alone (ext.c's root_task_group), every task in it. */
+static struct kernfs_node sl_root_kn = { .id = 1 };
+struct cgroup schedlab_root_cgrp = { .level = 0, .kn = &sl_root_kn, .ancestors = { &schedlab_root_cgrp } };
+struct cgroup *scx_bpf_task_cgroup(struct task_struct *p) { (void)p; return &schedlab_root_cgrp; }
+struct cgroup *bpf_cgroup_acquire(struct cgroup *c) { return c; }
+void bpf_cgroup_release(struct cgroup *c) { (void)c; }
+struct cgroup *bpf_cgroup_ancestor(struct cgroup *c, int level)
+{ return c && level >= 0 && level <= c->level ? c->ancestors[level] : NULL; }
+struct cgroup *bpf_cgroup_from_id(u64 cgid) { return cgid == 1 ? &schedlab_root_cgrp : NULL; }
+
+/* Allocated objects (bpf_obj_new: the "type id" is the object's size, see
+ * bpf_core_read.h) and the red-black tree kfuncs over them, kept as a list sorted by the
+ * scheduler's less() — equal keys after the ones already there, as rb_add places them.
+ * A node's words: [0] the next node, [1] whether it is in a tree. */
+void *calloc(unsigned long n, unsigned long size);
+void free(void *p);
+void *bpf_obj_new_impl(u64 size, void *meta) { (void)meta; return calloc(1, size); }
+void bpf_obj_drop_impl(void *p, void *meta) { (void)meta; free(p); }
+void *bpf_refcount_acquire_impl(void *p, void *meta) { (void)meta; return p; }
+int bpf_rbtree_add_impl(struct bpf_rb_root *root, struct bpf_rb_node *node,
+			bool (less)(struct bpf_rb_node *a, const struct bpf_rb_node *b),
+			void *meta, u64 off)
+{
+	(void)meta;
+	(void)off;
+	if (node->__opaque[1])
+		return -22;
+	struct bpf_rb_node **pp = (struct bpf_rb_node **)&root->__opaque[0];
+	while (*pp && !less(node, *pp))
+		pp = (struct bpf_rb_node **)&(*pp)->__opaque[0];
+	node->__opaque[0] = (u64)(unsigned long)*pp;
+	node->__opaque[1] = 1;
+	*pp = node;
+	return 0;
+}
+struct bpf_rb_node *bpf_rbtree_first(struct bpf_rb_root *root) { return (struct bpf_rb_node *)(unsigned long)root->__opaque[0]; }
+struct bpf_rb_node *bpf_rbtree_remove(struct bpf_rb_root *root, struct bpf_rb_node *node)
+{
+	if (!node->__opaque[1])
+		return NULL;
+	struct bpf_rb_node **pp = (struct bpf_rb_node **)&root->__opaque[0];
+	while (*pp && *pp != node)
+		pp = (struct bpf_rb_node **)&(*pp)->__opaque[0];
+	if (!*pp)
+		return NULL;
+	*pp = (struct bpf_rb_node *)(unsigned long)node->__opaque[0];
+	node->__opaque[0] = 0;
+	node->__opaque[1] = 0;
+	return node;
+}
+
 void bpf_rcu_read_lock(void) {}
 void bpf_rcu_read_unlock(void) {}
 

@@ -393,6 +393,89 @@ fn the_kernel_s_scx_central_runs_unmodified() {
     }
 }
 
+/// scx_qmap: five BPF queue maps reached through an array of maps (inner maps known by
+/// address, from the scheduler's BTF), and with `highpri_boosting` the DSQ iterator and
+/// `scx_bpf_dispatch_from_dsq` moving nice −20 tasks ahead.
+#[test]
+fn the_kernel_s_scx_qmap_runs_unmodified_with_its_maps_of_maps_and_dsq_iterator() {
+    let Some(dir) = kernel_sched_ext() else {
+        eprintln!("linux-source-6.12 not installed: scx_qmap not run");
+        return;
+    };
+    let src = dir.join("scx_qmap.bpf.c");
+    for (machine, cpus) in [("piii700-1m", 8), ("modern-2s-64", 64), ("numa-1024", 1024)] {
+        let r = c_run(
+            &format!("scx:src={}", src.display()),
+            machine,
+            cpus,
+            "hackbench:groups=8,loops=5",
+        )
+        .unwrap_or_else(|e| panic!("scx_qmap on {machine}: {e}"));
+        assert!(
+            r.scheduler_exit.is_none(),
+            "{machine}: {:?}",
+            r.scheduler_exit
+        );
+        assert_eq!(
+            r.counters.policy["user_dsqs"], 2.0,
+            "SHARED_DSQ and HIGHPRI_DSQ"
+        );
+    }
+    let boosted = format!("scx:src={},set=highpri_boosting=1", src.display());
+    let r = c_run(
+        &boosted,
+        "piii700-1m",
+        8,
+        "chat:rooms=2,messages=20,nice=-20",
+    )
+    .unwrap();
+    assert!(r.scheduler_exit.is_none(), "{:?}", r.scheduler_exit);
+    // Each boosted task goes SHARED_DSQ → HIGHPRI_DSQ → a local DSQ: two moves.
+    let moves = r.counters.policy["dsq_moves"];
+    assert!(moves > 0.0, "dispatch_from_dsq moved nothing");
+    assert!(moves <= 2.0 * r.counters.policy["dispatched"], "{moves}");
+    let plain = c_run(
+        &format!("scx:src={}", src.display()),
+        "piii700-1m",
+        8,
+        "chat:rooms=2,messages=20,nice=-20",
+    )
+    .unwrap();
+    assert_eq!(
+        plain.counters.policy["dsq_moves"], 0.0,
+        "no boosting, no moves"
+    );
+}
+
+/// scx_flatcg: cgroup storage, the red-black tree of cgroups by vtime, objects from
+/// `bpf_obj_new` and `ops.cgroup_init` for the root cgroup; both modes, three machines,
+/// and byte-identical on repeat.
+#[test]
+fn the_kernel_s_scx_flatcg_runs_unmodified_with_the_root_cgroup() {
+    let Some(dir) = kernel_sched_ext() else {
+        eprintln!("linux-source-6.12 not installed: scx_flatcg not run");
+        return;
+    };
+    let src = dir.join("scx_flatcg.bpf.c");
+    for mode in ["", ",set=fifo_sched=1"] {
+        let policy = format!("scx:src={}{mode}", src.display());
+        for (machine, cpus) in [("piii700-1m", 8), ("modern-2s-64", 64), ("numa-1024", 1024)] {
+            let r = c_run(&policy, machine, cpus, "hackbench:groups=8,loops=5")
+                .unwrap_or_else(|e| panic!("scx_flatcg{mode} on {machine}: {e}"));
+            assert!(
+                r.scheduler_exit.is_none(),
+                "{machine}: {:?}",
+                r.scheduler_exit
+            );
+            // FALLBACK_DSQ from ops.init, the root cgroup's DSQ from ops.cgroup_init.
+            assert_eq!(r.counters.policy["user_dsqs"], 2.0, "{machine}");
+        }
+        let a = c_run(&policy, "piii700-1m", 8, "reflex:tasks=8,rounds=100").unwrap();
+        let b = c_run(&policy, "piii700-1m", 8, "reflex:tasks=8,rounds=100").unwrap();
+        assert_eq!(a.to_json(), b.to_json());
+    }
+}
+
 /// `tools/sched_ext` of the installed kernel source, extracted once under the target
 /// directory.
 fn kernel_sched_ext() -> Option<std::path::PathBuf> {

@@ -48,7 +48,15 @@ struct rq {
 	int cpu;
 	unsigned int nr_running;
 };
-struct cgroup;
+/* The cgroup fields schedulers read; schedlab has one cgroup, the root (id 1). */
+struct kernfs_node {
+	u64 id;
+};
+struct cgroup {
+	int level;
+	struct kernfs_node *kn;
+	struct cgroup *ancestors[];
+};
 struct scx_dispatch_q;
 struct bpf_iter_scx_dsq {
 	u64 __opaque[6];
@@ -168,6 +176,13 @@ enum scx_kick_flags {
 	SCX_KICK_WAIT = 1ULL << 2,
 };
 
+enum scx_dsq_iter_flags {
+	SCX_DSQ_ITER_REV = 1U << 16,
+	__SCX_DSQ_ITER_HAS_SLICE = 1U << 30,
+	__SCX_DSQ_ITER_HAS_VTIME = 1U << 31,
+	__SCX_DSQ_ITER_USER_FLAGS = SCX_DSQ_ITER_REV,
+};
+
 enum scx_pick_idle_cpu_flags {
 	SCX_PICK_IDLE_CORE = 1ULL << 0,
 };
@@ -197,6 +212,19 @@ enum scx_cpu_preempt_reason {
 	SCX_CPU_PREEMPT_DL,
 	SCX_CPU_PREEMPT_STOP,
 	SCX_CPU_PREEMPT_UNKNOWN,
+};
+
+/* The event counters of 6.15+ (scx_bpf_events). */
+struct scx_event_stats {
+	s64 SCX_EV_SELECT_CPU_FALLBACK;
+	s64 SCX_EV_DISPATCH_LOCAL_DSQ_OFFLINE;
+	s64 SCX_EV_DISPATCH_KEEP_LAST;
+	s64 SCX_EV_ENQ_SKIP_EXITING;
+	s64 SCX_EV_ENQ_SKIP_MIGRATION_DISABLED;
+	s64 SCX_EV_REFILL_SLICE_DFL;
+	s64 SCX_EV_BYPASS_DURATION;
+	s64 SCX_EV_BYPASS_DISPATCH;
+	s64 SCX_EV_BYPASS_ACTIVATE;
 };
 
 struct scx_exit_info {

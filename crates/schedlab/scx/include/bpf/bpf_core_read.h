@@ -7,7 +7,9 @@
 #define bpf_core_field_exists(field) 1
 #define bpf_core_type_exists(type) 1
 #define bpf_core_enum_value_exists(type, value) 1
-#define bpf_core_type_id_local(type) 0
+/* bpf_obj_new() passes the local type id for the kernel to size the object by: here the
+ * size itself stands in for the id (the shim's bpf_obj_new_impl allocates that many). */
+#define bpf_core_type_id_local(type) sizeof(type)
 #define bpf_core_type_id_kernel(type) 0
 #define bpf_core_enum_value(type, value) (value)
 #define bpf_core_field_size(field) sizeof(field)

@@ -45,46 +45,25 @@
 #define NULL ((void *)0)
 #endif
 
-/* Map definitions: every member's size carries its value, as libbpf reads BTF; a
- * __type() also gives the size member a __uint() would (key_size, value_size), so the
- * helpers below learn a map's shape at each call from its type alone. */
+/* Map definitions as libbpf's: the loader reads each map's shape from the BTF the
+ * compiler writes (-gbtf), so a helper needs only the map's address. */
 #define __uint(name, val) int (*name)[val]
-#define __type(name, val) typeof(val) *name; int (*name##_size)[sizeof(val)]
+#define __type(name, val) typeof(val) *name
 #define __array(name, val) typeof(val) *name[]
 #define __ulong(name, val) enum { ___bpf_concat(__unique_value, __COUNTER__) = val } name
 #define ___bpf_concat(a, b) a##b
 
-#define SCHEDLAB_MAP_SHAPE(m) \
-	(unsigned)(sizeof(*(m)->type) / sizeof(int)), \
-	(unsigned)(sizeof(*(m)->value_size) / sizeof(int)), \
-	(unsigned)(sizeof(*(m)->max_entries) / sizeof(int))
-#define SCHEDLAB_KEY_SIZE(m) (unsigned)(sizeof(*(m)->key_size) / sizeof(int))
-
-struct schedlab_kfuncs;
-extern struct schedlab_kfuncs schedlab_kf;
-
-void *schedlab_map_lookup(void *map, const void *key, unsigned ks, unsigned type, unsigned vs, unsigned max);
-long schedlab_map_update(void *map, const void *key, const void *value, u64 flags, unsigned ks, unsigned type, unsigned vs, unsigned max);
-long schedlab_map_delete(void *map, const void *key, unsigned ks, unsigned type, unsigned vs, unsigned max);
-long schedlab_map_push(void *map, const void *value, u64 flags, unsigned type, unsigned vs, unsigned max);
-long schedlab_map_pop(void *map, void *value, unsigned type, unsigned vs, unsigned max);
-long schedlab_map_peek(void *map, void *value, unsigned type, unsigned vs, unsigned max);
-void *schedlab_task_storage_get(void *map, struct task_struct *p, void *value, u64 flags, unsigned vs);
-long schedlab_task_storage_delete(void *map, struct task_struct *p);
-
-#define bpf_map_lookup_elem(m, k) \
-	schedlab_map_lookup((void *)(m), (const void *)(k), SCHEDLAB_KEY_SIZE(m), SCHEDLAB_MAP_SHAPE(m))
-#define bpf_map_update_elem(m, k, v, f) \
-	schedlab_map_update((void *)(m), (const void *)(k), (const void *)(v), (f), SCHEDLAB_KEY_SIZE(m), SCHEDLAB_MAP_SHAPE(m))
-#define bpf_map_delete_elem(m, k) \
-	schedlab_map_delete((void *)(m), (const void *)(k), SCHEDLAB_KEY_SIZE(m), SCHEDLAB_MAP_SHAPE(m))
-#define bpf_map_push_elem(m, v, f) \
-	schedlab_map_push((void *)(m), (const void *)(v), (f), SCHEDLAB_MAP_SHAPE(m))
-#define bpf_map_pop_elem(m, v) schedlab_map_pop((void *)(m), (void *)(v), SCHEDLAB_MAP_SHAPE(m))
-#define bpf_map_peek_elem(m, v) schedlab_map_peek((void *)(m), (void *)(v), SCHEDLAB_MAP_SHAPE(m))
-#define bpf_task_storage_get(m, p, v, f) \
-	schedlab_task_storage_get((void *)(m), (p), (void *)(v), (f), (unsigned)(sizeof(*(m)->value_size) / sizeof(int)))
-#define bpf_task_storage_delete(m, p) schedlab_task_storage_delete((void *)(m), (p))
+void *bpf_map_lookup_elem(void *map, const void *key);
+void *bpf_map_lookup_percpu_elem(void *map, const void *key, u32 cpu);
+long bpf_map_update_elem(void *map, const void *key, const void *value, u64 flags);
+long bpf_map_delete_elem(void *map, const void *key);
+long bpf_map_push_elem(void *map, const void *value, u64 flags);
+long bpf_map_pop_elem(void *map, void *value);
+long bpf_map_peek_elem(void *map, void *value);
+void *bpf_task_storage_get(void *map, struct task_struct *task, void *value, u64 flags);
+long bpf_task_storage_delete(void *map, struct task_struct *task);
+void *bpf_cgrp_storage_get(void *map, struct cgroup *cgroup, void *value, u64 flags);
+long bpf_cgrp_storage_delete(void *map, struct cgroup *cgroup);
 
 u64 bpf_ktime_get_ns(void);
 u32 bpf_get_smp_processor_id(void);
@@ -105,6 +84,14 @@ long bpf_timer_cancel(struct bpf_timer *timer);
 /* Counted loops: plain C loops, which is what the verifier lets a program express. */
 #define bpf_for(i, start, end) for ((i) = (start); (i) < (end); (i)++)
 #define bpf_repeat(n) for (int ___i = 0; ___i < (n); ___i++)
+
+/* Open-coded iterators: new, next until NULL, destroy when the loop is left (the cleanup
+ * attribute runs it on break and return too). */
+#define bpf_for_each(type, cur, args...)                                                   \
+	for (struct bpf_iter_##type ___it                                                    \
+		     __attribute__((aligned(8), cleanup(bpf_iter_##type##_destroy))),          \
+	     *___p __attribute__((unused)) = (bpf_iter_##type##_new(&___it, ##args), (void *)0); \
+	     ((cur) = bpf_iter_##type##_next(&___it));)
 
 /* Argument counting and packing for the bstr kfuncs' formats. */
 #define ___bpf_nth(_, _1, _2, _3, _4, _5, _6, _7, _8, _9, _a, _b, _c, N, ...) N

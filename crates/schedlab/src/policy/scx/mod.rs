@@ -23,9 +23,12 @@
 //! Invariants (checked by [`Ext::check`]): a task is on at most one DSQ, and one on a DSQ
 //! is queued and not running; a local DSQ holds only tasks of that CPU.
 //!
+//! Cgroups: one, the root (`ops.cgroup_init` runs for it at enable; every task is in
+//! it), as a run with no cgroup hierarchy set up has.
+//!
 //! Not modelled: other sched classes than this one and the idle class (no RT, so
 //! `cpu_acquire`/`cpu_release` never run), `SCX_KICK_WAIT`'s wait, core scheduling,
-//! cgroups, SMT-aware idle picking, and the switch back to the fair class after an error
+//! cgroups below the root, SMT-aware idle picking, and the switch back to the fair class after an error
 //! (the run goes on in bypass mode).
 
 pub mod cabi;
@@ -248,6 +251,7 @@ struct Stats {
     dispatched: u64,
     consumed: u64,
     consumed_remote: u64,
+    moved: u64,
     kicks: u64,
     keep_prev: u64,
     select_cpu_dfl_idle: u64,
@@ -569,6 +573,68 @@ impl ExtState {
             }
         };
         self.consume(ctx, cpu, on)
+    }
+
+    /// `bpf_iter_scx_dsq_new`: the tasks queued on user DSQ `id` now, in its order
+    /// (reversed for `SCX_DSQ_ITER_REV`), and the DSQ's sequence number — a task queued
+    /// later is not visited, nor one that left. 6.12 iterates user DSQs only.
+    fn dsq_iter_new(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        id: u64,
+        rev: bool,
+    ) -> Option<(u64, Vec<TaskId>)> {
+        let dsq = self.user.get(&id)?;
+        ctx.lock(dsq.lock);
+        ctx.read(Shared::Line(dsq.line));
+        let mut order: Vec<TaskId> = dsq.priq.values().chain(dsq.fifo.iter()).copied().collect();
+        let (seq, l) = (dsq.seq, dsq.lock);
+        ctx.unlock(l);
+        if rev {
+            order.reverse();
+        }
+        Some((seq, order))
+    }
+
+    /// Whether `p` is still on user DSQ `id`, queued no later than `seq`
+    /// (`bpf_iter_scx_dsq_next`'s test, and `scx_dispatch_from_dsq`'s).
+    fn on_dsq_since(&self, p: TaskId, id: u64, seq: u64) -> bool {
+        let t = &self.tasks[p as usize];
+        t.on == Some(On::User(id)) && t.priq_key.1 <= seq
+    }
+
+    /// `scx_dispatch_from_dsq`: move `p`, still on user DSQ `src` since before the
+    /// iteration began, to `dst` (any DSQ, a local one taking it to that CPU), with the
+    /// slice and vtime the iterator carries.
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch_from_dsq(
+        &mut self,
+        ctx: &mut SchedCtx<'_>,
+        src: u64,
+        seq: u64,
+        p: TaskId,
+        dst: u64,
+        enq_flags: u64,
+        slice: Option<u64>,
+        vtime: Option<u64>,
+    ) -> bool {
+        if !self.on_dsq_since(p, src, seq) {
+            return false;
+        }
+        let t = &mut self.tasks[p as usize];
+        if let Some(v) = vtime {
+            t.dsq_vtime = v;
+        }
+        if let Some(s) = slice {
+            t.slice = s;
+        }
+        let cpu = ctx.cpu();
+        self.dispatch_dequeue(ctx, p);
+        ctx.trace_dsq(p, "dsq_move", src);
+        self.stats.moved += 1;
+        let on = self.find_dsq_for_dispatch(ctx, cpu, dst, p);
+        self.dispatch_to(ctx, cpu, on, p, enq_flags);
+        true
     }
 
     fn create_dsq(&mut self, ctx: &mut SchedCtx<'_>, id: u64) -> i32 {
@@ -898,6 +964,14 @@ impl SchedClass for Ext {
         let ret = self.call(ctx, |o, k| o.init(k));
         if ret < 0 {
             self.st.error(format!("ops.init() failed ({ret})"));
+            return;
+        }
+        // scx_cgroup_init: every cgroup, root first; the model's tasks all live in the
+        // root cgroup.
+        let ret = self.call(ctx, |o, k| o.cgroup_init(k));
+        if ret < 0 {
+            self.st
+                .error(format!("ops.cgroup_init() failed ({ret}) for cgroup /"));
         }
     }
 
@@ -1159,6 +1233,7 @@ impl SchedClass for Ext {
             ("dispatched", s.dispatched),
             ("consumed", s.consumed),
             ("consumed_remote", s.consumed_remote),
+            ("dsq_moves", s.moved),
             ("kicks", s.kicks),
             ("keep_prev", s.keep_prev),
             ("select_cpu_dfl_idle", s.select_cpu_dfl_idle),

@@ -120,6 +120,12 @@ pub trait ScxOps: Send {
         let _ = k;
         0
     }
+    /// `ops.cgroup_init` for the root cgroup (weight 100, `CGROUP_WEIGHT_DFL`): 0 or a
+    /// negative errno.
+    fn cgroup_init(&mut self, k: &mut Kf<'_, '_>) -> i32 {
+        let _ = k;
+        0
+    }
     /// `ops.exit`.
     fn exit(&mut self, k: &mut Kf<'_, '_>, kind: i64, reason: &str) {
         let _ = (k, kind, reason);
@@ -274,6 +280,41 @@ impl Kf<'_, '_> {
     /// to this CPU's local DSQ.
     pub fn consume(&mut self, dsq_id: u64) -> bool {
         self.st.consume_kfunc(self.ctx, dsq_id)
+    }
+
+    /// `bpf_iter_scx_dsq_new`: (the DSQ's sequence number, its tasks in order), or
+    /// `None` (−ENOENT) for a DSQ that is not a user DSQ.
+    pub fn dsq_iter_new(&mut self, dsq_id: u64, rev: bool) -> Option<(u64, Vec<TaskId>)> {
+        self.st.dsq_iter_new(self.ctx, dsq_id, rev)
+    }
+
+    /// Whether `p` is still on user DSQ `dsq_id`, queued no later than `seq`; the
+    /// iterator's look at it is charged.
+    pub fn dsq_iter_visible(&mut self, p: TaskId, dsq_id: u64, seq: u64) -> bool {
+        self.ctx.examine(p);
+        self.st.on_dsq_since(p, dsq_id, seq)
+    }
+
+    /// `scx_bpf_dispatch_from_dsq` / `scx_bpf_dsq_move` (and the vtime variants, with
+    /// `SCX_ENQ_DSQ_PRIQ` in `enq_flags`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn dispatch_from_dsq(
+        &mut self,
+        src: u64,
+        seq: u64,
+        p: TaskId,
+        dst: u64,
+        enq_flags: u64,
+        slice: Option<u64>,
+        vtime: Option<u64>,
+    ) -> bool {
+        self.st
+            .dispatch_from_dsq(self.ctx, src, seq, p, dst, enq_flags, slice, vtime)
+    }
+
+    /// For `scx_bpf_events`: (prev tasks kept running, whether the scheduler is bypassed).
+    pub fn event_counts(&self) -> (u64, bool) {
+        (self.st.stats.keep_prev, self.st.ended())
     }
 
     /// `scx_bpf_create_dsq(dsq_id, node)`: 0 or a negative errno.

@@ -147,7 +147,14 @@ pub fn build(spec: &Spec) -> Result<PathBuf, String> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let tmp = work.join("scheduler.so");
     let mut cmd = std::process::Command::new(&cc);
-    cmd.args(["-O2", "-g0", "-shared", "-fPIC", "-std=gnu11", "-D__bpf__"]);
+    cmd.args([
+        "-O2",
+        "-gbtf",
+        "-shared",
+        "-fPIC",
+        "-std=gnu11",
+        "-D__bpf__",
+    ]);
     cmd.args(["-Wno-int-conversion", "-Wno-incompatible-pointer-types"]);
     if let Some(inc) = &include {
         // The scheduler's own headers, with the macros written in BPF assembly

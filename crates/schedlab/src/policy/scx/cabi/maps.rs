@@ -1,26 +1,42 @@
 //! BPF maps: each lives here, keyed by the address of its definition in the scheduler's
-//! data, created at load from its BTF definition ([`super::btf`]); the helpers find a
-//! map by that address, whatever type the C code holds it as.
+//! data. The definitions come from the scheduler's BTF at load ([`super::btf`], as libbpf
+//! reads them); a map's storage is made at its first use. The helpers find a map by its
+//! address, whatever type the C code holds it as — an inner map looked up in an array of
+//! maps arrives as a `void *`.
+//!
+//! Not modelled: per-CPU copies of PERCPU_HASH values (one shared copy), LRU eviction
+//! (a full LRU hash refuses as a plain one does).
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 
+use super::btf::MapDef;
 use super::{id_of, with, Ptr, Runtime, TaskP};
 
 /// A map's storage.
 enum MapData {
-    /// ARRAY (one copy) or PERCPU_ARRAY (one per CPU): values of `vs` bytes.
+    /// ARRAY (one copy), PERCPU_ARRAY (one per CPU), ARRAY_OF_MAPS (inner maps'
+    /// addresses): values of `value_size` bytes, each in whole words.
     Array(Vec<Vec<u64>>),
-    /// HASH and its kinds.
+    /// HASH and its kinds; HASH_OF_MAPS.
     Hash(BTreeMap<Vec<u8>, Box<[u64]>>),
     /// QUEUE (FIFO) or STACK.
     Queue(std::collections::VecDeque<Box<[u64]>>),
-    /// TASK_STORAGE: per task id.
-    Task(BTreeMap<u32, Box<[u64]>>),
+    /// TASK_STORAGE (per task id) and CGRP_STORAGE (per cgroup id).
+    Local(BTreeMap<u64, Box<[u64]>>),
+}
+
+/// A map the scheduler defined: where its definition sits, and what it says.
+#[derive(Clone, Debug)]
+pub(super) struct MapSym {
+    pub def: MapDef,
+    /// The definition's size in bytes, with the inner maps a map of maps starts with.
+    pub size: usize,
 }
 
 pub(super) struct Map {
     kind: u32,
+    ks: usize,
     vs: usize,
     max: usize,
     data: MapData,
@@ -28,17 +44,103 @@ pub(super) struct Map {
 
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
+const BPF_MAP_TYPE_ARRAY_OF_MAPS: u32 = 12;
+const BPF_MAP_TYPE_HASH_OF_MAPS: u32 = 13;
 const BPF_MAP_TYPE_QUEUE: u32 = 22;
 const BPF_MAP_TYPE_STACK: u32 = 23;
 const BPF_MAP_TYPE_TASK_STORAGE: u32 = 29;
+const BPF_MAP_TYPE_CGRP_STORAGE: u32 = 32;
 const BPF_NOEXIST: u64 = 1;
 const BPF_EXIST: u64 = 2;
+
+/// The map types the model keeps; the loader refuses the others.
+pub(super) fn modelled(kind: u32) -> bool {
+    matches!(kind, 1..=2 | 5..=6 | 9..=10 | 12..=13 | 22..=23 | 29 | 32)
+}
 
 fn words(bytes: usize) -> usize {
     bytes.div_ceil(8).max(1)
 }
 
+impl Map {
+    /// The storage of the map defined at `addr`: a map of maps starts with the inner
+    /// maps its definition's `values` names, at their indices (libbpf's
+    /// `init_map_in_map_slots`).
+    fn new(sym: &MapSym, addr: usize, nr_cpus: usize) -> Map {
+        let d = &sym.def;
+        let (vs, max) = (d.value_size as usize, d.max_entries as usize);
+        let inner: Vec<u64> = match d.values_offset {
+            Some(off) => {
+                let n = (sym.size.saturating_sub(off as usize) / 8).min(max);
+                // SAFETY: `values` lies inside the definition's `size` bytes.
+                (0..n)
+                    .map(|i| unsafe { ((addr + off as usize + 8 * i) as *const u64).read() })
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        let data = match d.kind {
+            BPF_MAP_TYPE_ARRAY => MapData::Array(vec![vec![0; words(vs) * max]]),
+            BPF_MAP_TYPE_PERCPU_ARRAY => MapData::Array(vec![vec![0; words(vs) * max]; nr_cpus]),
+            BPF_MAP_TYPE_ARRAY_OF_MAPS => {
+                let mut slots = vec![0; max];
+                slots[..inner.len()].copy_from_slice(&inner);
+                MapData::Array(vec![slots])
+            }
+            BPF_MAP_TYPE_HASH_OF_MAPS => MapData::Hash(
+                inner
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &m)| m != 0)
+                    .map(|(i, &m)| {
+                        (
+                            (i as u32).to_ne_bytes().to_vec(),
+                            vec![m].into_boxed_slice(),
+                        )
+                    })
+                    .collect(),
+            ),
+            BPF_MAP_TYPE_QUEUE | BPF_MAP_TYPE_STACK => MapData::Queue(Default::default()),
+            BPF_MAP_TYPE_TASK_STORAGE | BPF_MAP_TYPE_CGRP_STORAGE => {
+                MapData::Local(BTreeMap::new())
+            }
+            _ => MapData::Hash(BTreeMap::new()),
+        };
+        Map {
+            kind: d.kind,
+            ks: d.key_size as usize,
+            vs,
+            max,
+            data,
+        }
+    }
+
+    fn of_maps(&self) -> bool {
+        matches!(
+            self.kind,
+            BPF_MAP_TYPE_ARRAY_OF_MAPS | BPF_MAP_TYPE_HASH_OF_MAPS
+        )
+    }
+}
+
 impl Runtime {
+    /// The map defined at `m`, its storage made at first use; `None` (and the scheduler
+    /// ended) for an address that is no map of the scheduler's.
+    pub(super) fn map(&mut self, m: *mut c_void, k: &mut super::Kf<'_, '_>) -> Option<&mut Map> {
+        let addr = m as usize;
+        if !self.maps.contains_key(&addr) {
+            let Some(sym) = self.map_syms.get(&addr) else {
+                k.error(format!(
+                    "bpf map helper called on {m:p}, which is not one of the scheduler's maps"
+                ));
+                return None;
+            };
+            let map = Map::new(sym, addr, self.nr_cpus);
+            self.maps.insert(addr, map);
+        }
+        self.maps.get_mut(&addr)
+    }
+
     /// The map element holding address `addr` (a timer in a map value): its key and
     /// the element's address.
     pub(super) fn element_of(&mut self, addr: usize) -> Option<(Vec<u8>, usize)> {
@@ -67,75 +169,62 @@ impl Runtime {
         }
         None
     }
-
-    pub(super) fn map(
-        &mut self,
-        m: *mut c_void,
-        kind: u32,
-        vs: u32,
-        max: u32,
-        nr_cpus: usize,
-    ) -> &mut Map {
-        self.maps.entry(m as usize).or_insert_with(|| {
-            let (vs, max) = (vs as usize, max as usize);
-            let data = match kind {
-                BPF_MAP_TYPE_ARRAY => MapData::Array(vec![vec![0; words(vs) * max]]),
-                BPF_MAP_TYPE_PERCPU_ARRAY => {
-                    MapData::Array(vec![vec![0; words(vs) * max]; nr_cpus])
-                }
-                BPF_MAP_TYPE_QUEUE | BPF_MAP_TYPE_STACK => MapData::Queue(Default::default()),
-                BPF_MAP_TYPE_TASK_STORAGE => MapData::Task(BTreeMap::new()),
-                _ => MapData::Hash(BTreeMap::new()),
-            };
-            Map {
-                kind,
-                vs,
-                max,
-                data,
-            }
-        })
-    }
 }
 
 unsafe fn bytes<'a>(p: *const c_void, n: usize) -> &'a [u8] {
     std::slice::from_raw_parts(p as *const u8, n)
 }
 
-pub(super) unsafe extern "C" fn kf_map_lookup(
-    m: *mut c_void,
-    key: *const c_void,
-    ks: u32,
-    kind: u32,
-    vs: u32,
-    max: u32,
-) -> *mut c_void {
+/// `bpf_map_lookup_elem`, or `bpf_map_lookup_percpu_elem` when `cpu` is given: the
+/// value's address; for a map of maps, the inner map's.
+unsafe fn lookup(m: *mut c_void, key: *const c_void, cpu: Option<u32>) -> *mut c_void {
     with(|k, rt| {
-        let (n, cpu) = (rt.nr_cpus, k.cpu());
-        let map = rt.map(m, kind, vs, max, n);
-        let w = words(map.vs);
-        match &mut map.data {
+        let this = cpu.map_or(k.cpu(), |c| c as usize);
+        let Some(map) = rt.map(m, k) else {
+            return Ptr(std::ptr::null_mut());
+        };
+        let (w, of_maps) = (words(map.vs), map.of_maps());
+        let slot: *mut u64 = match &mut map.data {
             MapData::Array(copies) => {
                 let i = unsafe { (key as *const u32).read_unaligned() } as usize;
+                let which = if copies.len() > 1 { this } else { 0 };
+                let Some(copy) = copies.get_mut(which) else {
+                    return Ptr(std::ptr::null_mut());
+                };
                 if i >= map.max {
                     return Ptr(std::ptr::null_mut());
                 }
-                let copy = if copies.len() > 1 {
-                    &mut copies[cpu]
-                } else {
-                    &mut copies[0]
-                };
-                Ptr(copy[i * w..].as_mut_ptr() as *mut c_void)
+                copy[i * w..].as_mut_ptr()
             }
             MapData::Hash(h) => {
-                let kb = unsafe { bytes(key, ks as usize) }.to_vec();
-                Ptr(h
-                    .get_mut(&kb)
-                    .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr() as *mut c_void))
+                let kb = unsafe { bytes(key, map.ks) }.to_vec();
+                match h.get_mut(&kb) {
+                    Some(v) => v.as_mut_ptr(),
+                    None => return Ptr(std::ptr::null_mut()),
+                }
             }
-            _ => Ptr(std::ptr::null_mut()),
+            _ => return Ptr(std::ptr::null_mut()),
+        };
+        if of_maps {
+            // SAFETY: the slot holds an inner map's address.
+            Ptr(unsafe { slot.read() } as usize as *mut c_void)
+        } else {
+            Ptr(slot as *mut c_void)
         }
     })
     .0
+}
+
+pub(super) unsafe extern "C" fn kf_map_lookup(m: *mut c_void, key: *const c_void) -> *mut c_void {
+    lookup(m, key, None)
+}
+
+pub(super) unsafe extern "C" fn kf_map_lookup_percpu(
+    m: *mut c_void,
+    key: *const c_void,
+    cpu: u32,
+) -> *mut c_void {
+    lookup(m, key, Some(cpu))
 }
 
 pub(super) unsafe extern "C" fn kf_map_update(
@@ -143,14 +232,13 @@ pub(super) unsafe extern "C" fn kf_map_update(
     key: *const c_void,
     value: *const c_void,
     flags: u64,
-    ks: u32,
-    kind: u32,
-    vs: u32,
-    max: u32,
 ) -> i64 {
     with(|k, rt| {
-        let (n, cpu) = (rt.nr_cpus, k.cpu());
-        let map = rt.map(m, kind, vs, max, n);
+        let cpu = k.cpu();
+        let Some(map) = rt.map(m, k) else { return -22 };
+        if map.of_maps() {
+            return -95; // -EOPNOTSUPP: a BPF program cannot update a map of maps
+        }
         let (vsz, w) = (map.vs, words(map.vs));
         let val = unsafe { bytes(value, vsz) };
         match &mut map.data {
@@ -175,7 +263,7 @@ pub(super) unsafe extern "C" fn kf_map_update(
                 0
             }
             MapData::Hash(h) => {
-                let kb = unsafe { bytes(key, ks as usize) }.to_vec();
+                let kb = unsafe { bytes(key, map.ks) }.to_vec();
                 let exists = h.contains_key(&kb);
                 if (flags == BPF_NOEXIST && exists) || (flags == BPF_EXIST && !exists) {
                     return if exists { -17 } else { -2 };
@@ -195,20 +283,13 @@ pub(super) unsafe extern "C" fn kf_map_update(
     })
 }
 
-pub(super) unsafe extern "C" fn kf_map_delete(
-    m: *mut c_void,
-    key: *const c_void,
-    ks: u32,
-    kind: u32,
-    vs: u32,
-    max: u32,
-) -> i64 {
-    with(|_k, rt| {
-        let n = rt.nr_cpus;
-        let map = rt.map(m, kind, vs, max, n);
+pub(super) unsafe extern "C" fn kf_map_delete(m: *mut c_void, key: *const c_void) -> i64 {
+    with(|k, rt| {
+        let Some(map) = rt.map(m, k) else { return -22 };
+        let ks = map.ks;
         match &mut map.data {
             MapData::Hash(h) => {
-                let kb = unsafe { bytes(key, ks as usize) }.to_vec();
+                let kb = unsafe { bytes(key, ks) }.to_vec();
                 if h.remove(&kb).is_some() {
                     0
                 } else {
@@ -224,13 +305,9 @@ pub(super) unsafe extern "C" fn kf_map_push(
     m: *mut c_void,
     value: *const c_void,
     _flags: u64,
-    kind: u32,
-    vs: u32,
-    max: u32,
 ) -> i64 {
-    with(|_k, rt| {
-        let n = rt.nr_cpus;
-        let map = rt.map(m, kind, vs, max, n);
+    with(|k, rt| {
+        let Some(map) = rt.map(m, k) else { return -22 };
         let (vsz, w, cap) = (map.vs, words(map.vs), map.max);
         match &mut map.data {
             MapData::Queue(q) => {
@@ -254,17 +331,9 @@ pub(super) unsafe extern "C" fn kf_map_push(
     })
 }
 
-pub(super) unsafe extern "C" fn kf_map_pop(
-    m: *mut c_void,
-    value: *mut c_void,
-    peek: i32,
-    kind: u32,
-    vs: u32,
-    max: u32,
-) -> i64 {
-    with(|_k, rt| {
-        let n = rt.nr_cpus;
-        let map = rt.map(m, kind, vs, max, n);
+pub(super) unsafe extern "C" fn kf_map_pop(m: *mut c_void, value: *mut c_void, peek: i32) -> i64 {
+    with(|k, rt| {
+        let Some(map) = rt.map(m, k) else { return -22 };
         let (vsz, stack) = (map.vs, map.kind == BPF_MAP_TYPE_STACK);
         match &mut map.data {
             MapData::Queue(q) => {
@@ -286,24 +355,18 @@ pub(super) unsafe extern "C" fn kf_map_pop(
     })
 }
 
-pub(super) unsafe extern "C" fn kf_task_storage_get(
-    m: *mut c_void,
-    p: TaskP,
-    value: *mut c_void,
-    flags: u64,
-    vs: u32,
-) -> *mut c_void {
-    let Some(id) = id_of(p) else {
-        return std::ptr::null_mut();
-    };
-    with(|_k, rt| {
-        let n = rt.nr_cpus;
-        let map = rt.map(m, BPF_MAP_TYPE_TASK_STORAGE, vs, u32::MAX, n);
-        let (vsz, w) = (map.vs, words(map.vs));
-        let MapData::Task(t) = &mut map.data else {
+/// `bpf_{task,cgrp}_storage_get`: the value `owner` (a task's or a cgroup's id) keeps in
+/// local-storage map `m`, made (from `value`, or zeroed) with `BPF_LOCAL_STORAGE_GET_F_CREATE`.
+unsafe fn storage_get(m: *mut c_void, owner: u64, value: *mut c_void, flags: u64) -> *mut c_void {
+    with(|k, rt| {
+        let Some(map) = rt.map(m, k) else {
             return Ptr(std::ptr::null_mut());
         };
-        if let std::collections::btree_map::Entry::Vacant(e) = t.entry(id) {
+        let (vsz, w) = (map.vs, words(map.vs));
+        let MapData::Local(t) = &mut map.data else {
+            return Ptr(std::ptr::null_mut());
+        };
+        if let std::collections::btree_map::Entry::Vacant(e) = t.entry(owner) {
             if flags & 1 == 0 {
                 return Ptr(std::ptr::null_mut());
             }
@@ -321,18 +384,46 @@ pub(super) unsafe extern "C" fn kf_task_storage_get(
             e.insert(v);
         }
         Ptr(t
-            .get_mut(&id)
+            .get_mut(&owner)
             .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr() as *mut c_void))
     })
     .0
 }
 
-pub(super) unsafe extern "C" fn kf_task_storage_delete(m: *mut c_void, p: TaskP) -> i64 {
-    let Some(id) = id_of(p) else { return -22 };
+fn storage_delete(m: *mut c_void, owner: u64) -> i64 {
     with(
         |_k, rt| match rt.maps.get_mut(&(m as usize)).map(|m| &mut m.data) {
-            Some(MapData::Task(t)) => t.remove(&id).map_or(-2, |_| 0),
+            Some(MapData::Local(t)) => t.remove(&owner).map_or(-2, |_| 0),
             _ => -2,
         },
     )
+}
+
+pub(super) unsafe extern "C" fn kf_task_storage_get(
+    m: *mut c_void,
+    p: TaskP,
+    value: *mut c_void,
+    flags: u64,
+) -> *mut c_void {
+    match id_of(p) {
+        Some(id) => storage_get(m, u64::from(id), value, flags),
+        None => std::ptr::null_mut(),
+    }
+}
+
+pub(super) unsafe extern "C" fn kf_task_storage_delete(m: *mut c_void, p: TaskP) -> i64 {
+    id_of(p).map_or(-22, |id| storage_delete(m, u64::from(id)))
+}
+
+pub(super) unsafe extern "C" fn kf_cgrp_storage_get(
+    m: *mut c_void,
+    cgid: u64,
+    value: *mut c_void,
+    flags: u64,
+) -> *mut c_void {
+    storage_get(m, cgid, value, flags)
+}
+
+pub(super) unsafe extern "C" fn kf_cgrp_storage_delete(m: *mut c_void, cgid: u64) -> i64 {
+    storage_delete(m, cgid)
 }

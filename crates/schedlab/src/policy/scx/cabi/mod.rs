@@ -9,8 +9,8 @@
 //! pointers ([`KfTable`]) leads each kfunc back to it. Every task has a C `struct
 //! task_struct` ([`CTask`]) whose `scx` fields are copied in before a callback that names
 //! the task and copied back after; kfuncs that change them refresh the copy. Maps live
-//! here, keyed by the address of their definition, their shape read from the
-//! definition's type at each call (the headers' `__uint`/`__type` carry it).
+//! here ([`maps`]), keyed by the address of their definition, their shape read at load
+//! from the BTF the compiler writes beside the code ([`btf`]), as libbpf reads it.
 //!
 //! Invariants: the thread-local context is set only while a callback runs and is
 //! cleared on return; a kfunc called outside a callback is an error, not a crash.
@@ -24,6 +24,7 @@ use crate::machine::CpuId;
 
 use super::ops::{Has, Kf, ScxOps};
 
+mod btf;
 mod build;
 mod maps;
 
@@ -116,7 +117,7 @@ struct SchedExtOps {
     dump: *const c_void,
     dump_cpu: *const c_void,
     dump_task: *const c_void,
-    cgroup_init: *const c_void,
+    cgroup_init: Option<unsafe extern "C" fn(*mut c_void, *mut CgroupInitArgs) -> i32>,
     cgroup_exit: *const c_void,
     cgroup_prep_move: *const c_void,
     cgroup_move: *const c_void,
@@ -141,6 +142,11 @@ struct InitTaskArgs {
 }
 
 #[repr(C)]
+struct CgroupInitArgs {
+    weight: u32,
+}
+
+#[repr(C)]
 struct ExitTaskArgs {
     cancelled: bool,
 }
@@ -159,23 +165,16 @@ struct ExitInfo {
 /// The shim's `struct schedlab_kfuncs`: one entry per kfunc, in its order.
 #[repr(C)]
 struct KfTable {
-    map_lookup: unsafe extern "C" fn(*mut c_void, *const c_void, u32, u32, u32, u32) -> *mut c_void,
-    map_update: unsafe extern "C" fn(
-        *mut c_void,
-        *const c_void,
-        *const c_void,
-        u64,
-        u32,
-        u32,
-        u32,
-        u32,
-    ) -> i64,
-    map_delete: unsafe extern "C" fn(*mut c_void, *const c_void, u32, u32, u32, u32) -> i64,
-    map_push: unsafe extern "C" fn(*mut c_void, *const c_void, u64, u32, u32, u32) -> i64,
-    map_pop: unsafe extern "C" fn(*mut c_void, *mut c_void, i32, u32, u32, u32) -> i64,
-    task_storage_get:
-        unsafe extern "C" fn(*mut c_void, TaskP, *mut c_void, u64, u32) -> *mut c_void,
+    map_lookup: unsafe extern "C" fn(*mut c_void, *const c_void) -> *mut c_void,
+    map_lookup_percpu: unsafe extern "C" fn(*mut c_void, *const c_void, u32) -> *mut c_void,
+    map_update: unsafe extern "C" fn(*mut c_void, *const c_void, *const c_void, u64) -> i64,
+    map_delete: unsafe extern "C" fn(*mut c_void, *const c_void) -> i64,
+    map_push: unsafe extern "C" fn(*mut c_void, *const c_void, u64) -> i64,
+    map_pop: unsafe extern "C" fn(*mut c_void, *mut c_void, i32) -> i64,
+    task_storage_get: unsafe extern "C" fn(*mut c_void, TaskP, *mut c_void, u64) -> *mut c_void,
     task_storage_delete: unsafe extern "C" fn(*mut c_void, TaskP) -> i64,
+    cgrp_storage_get: unsafe extern "C" fn(*mut c_void, u64, *mut c_void, u64) -> *mut c_void,
+    cgrp_storage_delete: unsafe extern "C" fn(*mut c_void, u64) -> i64,
     ktime: unsafe extern "C" fn() -> u64,
     cpu: unsafe extern "C" fn() -> u32,
     prandom: unsafe extern "C" fn() -> u32,
@@ -202,6 +201,49 @@ struct KfTable {
     timer_set_callback: unsafe extern "C" fn(*mut c_void, *mut c_void) -> i64,
     timer_start: unsafe extern "C" fn(*mut c_void, u64, u64) -> i64,
     timer_cancel: unsafe extern "C" fn(*mut c_void) -> i64,
+    iter_dsq_new: unsafe extern "C" fn(*mut DsqIterC, u64, u64) -> i32,
+    iter_dsq_next: unsafe extern "C" fn(*mut DsqIterC) -> TaskP,
+    iter_dsq_destroy: unsafe extern "C" fn(*mut DsqIterC),
+    dispatch_from_dsq: unsafe extern "C" fn(*mut DsqIterC, TaskP, u64, u64) -> bool,
+    events: unsafe extern "C" fn(*mut ScxEventStats),
+}
+
+/// `struct scx_event_stats` (6.15+).
+#[repr(C)]
+#[derive(Default)]
+struct ScxEventStats {
+    select_cpu_fallback: i64,
+    dispatch_local_dsq_offline: i64,
+    dispatch_keep_last: i64,
+    enq_skip_exiting: i64,
+    enq_skip_migration_disabled: i64,
+    refill_slice_dfl: i64,
+    bypass_duration: i64,
+    bypass_dispatch: i64,
+    bypass_activate: i64,
+}
+
+/// `struct bpf_iter_scx_dsq` as the shim uses its words: [0] unused, [1] flags,
+/// [2] slice, [3] vtime (set by `scx_bpf_dispatch_from_dsq_set_*`).
+#[repr(C)]
+struct DsqIterC {
+    opaque: [u64; 6],
+}
+
+/// `SCX_DSQ_ITER_REV`.
+const SCX_DSQ_ITER_REV: u64 = 1 << 16;
+/// `__SCX_DSQ_ITER_HAS_SLICE`.
+const SCX_DSQ_ITER_HAS_SLICE: u64 = 1 << 30;
+/// `__SCX_DSQ_ITER_HAS_VTIME`.
+const SCX_DSQ_ITER_HAS_VTIME: u64 = 1 << 31;
+
+/// A DSQ iteration in progress: the DSQ, its sequence number when it began, the tasks
+/// then on it and how far the walk is.
+struct DsqIter {
+    dsq: u64,
+    seq: u64,
+    tasks: Vec<TaskId>,
+    next: usize,
 }
 
 /// A `struct bpf_timer` the scheduler initialised.
@@ -227,6 +269,10 @@ struct Runtime {
     by_pid: BTreeMap<i32, TaskId>,
     tasks: Vec<Option<Box<CTask>>>,
     maps: BTreeMap<usize, Map>,
+    /// The scheduler's map definitions, by address.
+    map_syms: BTreeMap<usize, MapSym>,
+    /// DSQ iterations in progress, by the iterator's address.
+    iters: BTreeMap<usize, DsqIter>,
     idle_mask: Box<CpuMaskC>,
     possible: Box<CpuMaskC>,
     nr_cpus: usize,
@@ -245,6 +291,8 @@ thread_local! {
 
 /// A loaded C scheduler.
 pub struct CScx {
+    /// The shim's root `struct cgroup`.
+    root_cgroup: *mut c_void,
     _lib: libloading::Library,
     ops: *const SchedExtOps,
     rt: Box<Runtime>,
@@ -274,7 +322,7 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
     .map_err(|e| format!("cannot load {}: {e}", so.display()))?;
     let _ = std::fs::remove_file(&copy);
     let lib: libloading::Library = lib.into();
-    let ops_name = symbols.ops.ok_or_else(|| {
+    let ops_name = symbols.ops.clone().ok_or_else(|| {
         format!(
             "{}: no struct sched_ext_ops in section .struct_ops.link (SCX_OPS_DEFINE)",
             so.display()
@@ -292,6 +340,7 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
     };
     // SAFETY: the table is the shim's global of this layout.
     unsafe { table.write(KF_TABLE) };
+    let map_syms = map_syms(&symbols, table as usize)?;
     // Newer scx headers read the kernel's enums from `__SCX_<NAME>` globals the loader
     // fills from BTF (enums.autogen.bpf.h): fill the ones the 6.12 ABI defines.
     for (name, size) in &symbols.data {
@@ -321,7 +370,13 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
     let name = unsafe { CStr::from_ptr((*ops).name.as_ptr()) }
         .to_string_lossy()
         .into_owned();
+    // SAFETY: the shim's global of that name.
+    let root_cgroup = unsafe {
+        *lib.get::<*mut c_void>(b"schedlab_root_cgrp")
+            .map_err(|e| format!("{}: not built with schedlab's shim: {e}", so.display()))?
+    };
     Ok(CScx {
+        root_cgroup,
         _lib: lib,
         ops,
         rt: Box::new(Runtime {
@@ -330,6 +385,8 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
             by_pid: BTreeMap::new(),
             tasks: Vec::new(),
             maps: BTreeMap::new(),
+            map_syms,
+            iters: BTreeMap::new(),
             idle_mask: Box::new(CpuMaskC {
                 bits: [0; MASK_WORDS],
             }),
@@ -341,6 +398,40 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
         }),
         name: if name.is_empty() { "scx".into() } else { name },
     })
+}
+
+/// The scheduler's maps by their address in this run's copy, their definitions read from
+/// its BTF (the object's `schedlab_kf` gives the load base).
+fn map_syms(symbols: &Symbols, kf_table: usize) -> Result<BTreeMap<usize, MapSym>, String> {
+    if symbols.maps.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let raw = symbols.btf.as_deref().ok_or(
+        "the compiler wrote no BTF for the scheduler's maps (accepted: gcc 12 or later, which writes it with -gbtf; set CC=gcc)",
+    )?;
+    let btf = btf::Btf::parse(raw)?;
+    let base = kf_table
+        - symbols
+            .kf_table
+            .ok_or("no schedlab_kf: not built with schedlab's shim")? as usize;
+    let mut out = BTreeMap::new();
+    for (name, addr, size) in &symbols.maps {
+        let def = btf.map_def(name)?;
+        if !modelled(def.kind) {
+            return Err(format!(
+                "map '{name}': BPF map type {} is not modelled (accepted: hash, array, per-CPU array and hash, LRU hash, array and hash of maps, queue, stack, task storage)",
+                def.kind
+            ));
+        }
+        out.insert(
+            base + *addr as usize,
+            MapSym {
+                def,
+                size: *size as usize,
+            },
+        );
+    }
+    Ok(out)
 }
 
 /// Write `v` into the scheduler's global `name` of `size` bytes, its page made writable
@@ -419,15 +510,21 @@ fn scx_enum(name: &str) -> Option<u64> {
 struct Symbols {
     ops: Option<String>,
     data: Vec<(String, u64)>,
+    /// The globals in `.maps`: (name, address in the object, size).
+    maps: Vec<(String, u64, u64)>,
+    /// `schedlab_kf`'s address in the object (to find the load base).
+    kf_table: Option<u64>,
+    /// The `.BTF` section.
+    btf: Option<Vec<u8>>,
 }
 
 /// The ops struct (the object in `.struct_ops.link` or `.struct_ops`) and the global
-/// data objects with their sizes.
+/// data objects with their sizes, the maps and the BTF.
 fn find_symbols(bytes: &[u8]) -> Result<Symbols, String> {
     use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
     let f = object::File::parse(bytes).map_err(|e| format!("not a shared object: {e}"))?;
     let mut ops = None;
-    let mut data = Vec::new();
+    let (mut data, mut maps, mut kf_table) = (Vec::new(), Vec::new(), None);
     for s in f.symbols() {
         if s.kind() != SymbolKind::Data {
             continue;
@@ -441,9 +538,25 @@ fn find_symbols(bytes: &[u8]) -> Result<Symbols, String> {
         if section == ".struct_ops.link" || section == ".struct_ops" {
             ops = Some(name.to_string());
         }
+        if section == ".maps" && !maps.iter().any(|(n, _, _)| n == name) {
+            maps.push((name.to_string(), s.address(), s.size()));
+        }
+        if name == "schedlab_kf" {
+            kf_table = Some(s.address());
+        }
         data.push((name.to_string(), s.size()));
     }
-    Ok(Symbols { ops, data })
+    let btf = f
+        .section_by_name(".BTF")
+        .and_then(|sec| sec.data().ok())
+        .map(<[u8]>::to_vec);
+    Ok(Symbols {
+        ops,
+        data,
+        maps,
+        kf_table,
+        btf,
+    })
 }
 
 /// Run `f` with the current callback's context; outside a callback, nothing happens.
@@ -760,6 +873,94 @@ unsafe extern "C" fn kf_timer_cancel(t: *mut c_void) -> i64 {
     })
 }
 
+/// `bpf_iter_scx_dsq_new`: 0, −EINVAL for unknown flags, −ENOENT for a DSQ that is not
+/// a user DSQ (next() then yields nothing).
+unsafe extern "C" fn kf_iter_dsq_new(it: *mut DsqIterC, dsq: u64, flags: u64) -> i32 {
+    // SAFETY: the scheduler's iterator, on its stack.
+    let words = unsafe { &mut (*it).opaque };
+    *words = [0; 6];
+    with(|k, rt| {
+        rt.iters.remove(&(it as usize));
+        if flags & !SCX_DSQ_ITER_REV != 0 {
+            return -22;
+        }
+        let Some((seq, tasks)) = k.dsq_iter_new(dsq, flags & SCX_DSQ_ITER_REV != 0) else {
+            return -2;
+        };
+        words[1] = flags;
+        rt.iters.insert(
+            it as usize,
+            DsqIter {
+                dsq,
+                seq,
+                tasks,
+                next: 0,
+            },
+        );
+        0
+    })
+}
+
+/// `bpf_iter_scx_dsq_next`: the next task still on the DSQ since the walk began.
+unsafe extern "C" fn kf_iter_dsq_next(it: *mut DsqIterC) -> TaskP {
+    with(|k, rt| {
+        let Some(iter) = rt.iters.get_mut(&(it as usize)) else {
+            return Ptr(std::ptr::null_mut());
+        };
+        while let Some(&p) = iter.tasks.get(iter.next) {
+            iter.next += 1;
+            let (dsq, seq) = (iter.dsq, iter.seq);
+            if k.dsq_iter_visible(p, dsq, seq) {
+                return Ptr(rt.task(k, p) as *mut c_void);
+            }
+        }
+        Ptr(std::ptr::null_mut())
+    })
+    .0 as TaskP
+}
+
+unsafe extern "C" fn kf_iter_dsq_destroy(it: *mut DsqIterC) {
+    with(|_, rt| {
+        rt.iters.remove(&(it as usize));
+    })
+}
+
+/// `scx_bpf_dispatch_from_dsq`: the slice and vtime set on the iterator apply to this
+/// move only.
+unsafe extern "C" fn kf_dispatch_from_dsq(
+    it: *mut DsqIterC,
+    p: TaskP,
+    dst: u64,
+    enq_flags: u64,
+) -> bool {
+    let Some(id) = id_of(p) else { return false };
+    // SAFETY: the scheduler's iterator.
+    let words = unsafe { &mut (*it).opaque };
+    let slice = (words[1] & SCX_DSQ_ITER_HAS_SLICE != 0).then_some(words[2]);
+    let vtime = (words[1] & SCX_DSQ_ITER_HAS_VTIME != 0).then_some(words[3]);
+    words[1] &= !(SCX_DSQ_ITER_HAS_SLICE | SCX_DSQ_ITER_HAS_VTIME);
+    with(|k, rt| {
+        let Some(iter) = rt.iters.get(&(it as usize)) else {
+            return false;
+        };
+        let (src, seq) = (iter.dsq, iter.seq);
+        let moved = k.dispatch_from_dsq(src, seq, id, dst, enq_flags, slice, vtime);
+        rt.refresh(k, id);
+        moved
+    })
+}
+
+/// `scx_bpf_events`: a prev task kept (`SCX_EV_DISPATCH_KEEP_LAST`) and the bypass
+/// counters are the model's; it has no offline CPUs, exiting-task or migration-disabled
+/// skips, or default-slice refills to count.
+unsafe extern "C" fn kf_events(out: *mut ScxEventStats) {
+    let (keep_last, bypassing) = with(|k, _| k.event_counts());
+    // SAFETY: the shim's zeroed struct.
+    let e = unsafe { &mut *out };
+    e.dispatch_keep_last = keep_last as i64;
+    e.bypass_activate = i64::from(bypassing);
+}
+
 /// A raw pointer with a default (null), for [`with`].
 struct Ptr(*mut c_void);
 impl Default for Ptr {
@@ -770,12 +971,15 @@ impl Default for Ptr {
 
 const KF_TABLE: KfTable = KfTable {
     map_lookup: kf_map_lookup,
+    map_lookup_percpu: kf_map_lookup_percpu,
     map_update: kf_map_update,
     map_delete: kf_map_delete,
     map_push: kf_map_push,
     map_pop: kf_map_pop,
     task_storage_get: kf_task_storage_get,
     task_storage_delete: kf_task_storage_delete,
+    cgrp_storage_get: kf_cgrp_storage_get,
+    cgrp_storage_delete: kf_cgrp_storage_delete,
     ktime: kf_ktime,
     cpu: kf_cpu,
     prandom: kf_prandom,
@@ -802,6 +1006,11 @@ const KF_TABLE: KfTable = KfTable {
     timer_set_callback: kf_timer_set_callback,
     timer_start: kf_timer_start,
     timer_cancel: kf_timer_cancel,
+    iter_dsq_new: kf_iter_dsq_new,
+    iter_dsq_next: kf_iter_dsq_next,
+    iter_dsq_destroy: kf_iter_dsq_destroy,
+    dispatch_from_dsq: kf_dispatch_from_dsq,
+    events: kf_events,
 };
 
 impl CScx {
@@ -918,13 +1127,22 @@ impl ScxOps for CScx {
         self.enter(k, &[], |_| unsafe { f(&mut info) });
     }
 
+    fn cgroup_init(&mut self, k: &mut Kf<'_, '_>) -> i32 {
+        let Some(f) = self.ops().cgroup_init else {
+            return 0;
+        };
+        let (root, mut args) = (self.root_cgroup, CgroupInitArgs { weight: 100 });
+        // SAFETY: the scheduler's callback, with the shim's root cgroup.
+        self.enter(k, &[], |_| unsafe { f(root, &mut args) })
+    }
+
     fn init_task(&mut self, k: &mut Kf<'_, '_>, p: TaskId, fork: bool) -> i32 {
         let Some(f) = self.ops().init_task else {
             return 0;
         };
         let mut args = InitTaskArgs {
             fork,
-            cgroup: std::ptr::null_mut(),
+            cgroup: self.root_cgroup,
         };
         // SAFETY: the scheduler's callback.
         self.enter(k, &[p], |t| unsafe { f(t[0], &mut args) })
