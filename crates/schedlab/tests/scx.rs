@@ -306,7 +306,10 @@ SCX_OPS_DEFINE(nowhere_ops, .enqueue = (void *)nw_enqueue, .name = "nowhere");
         why.starts_with("nowhere: non-existent DSQ 0x63 for"),
         "{why}"
     );
-    assert!(r.result.value > 0.0, "the workload finished in bypass mode");
+    assert!(r.result.value > 0.0, "the workload finished");
+    // Bypass mode until the next tick, then the fair class runs every task.
+    assert_eq!(r.counters.policy["on_fair"], 1.0, "{:?}", r.counters.policy);
+    assert!(r.counters.policy.keys().any(|k| k.starts_with("fair_")));
 
     let hoarder = scratch(
         "hoarder.bpf.c",
@@ -326,6 +329,68 @@ SCX_OPS_DEFINE(hoarder_ops, .enqueue = (void *)h_enqueue, .dispatch = (void *)h_
     .unwrap();
     let why = r.scheduler_exit.expect("the watchdog ended it");
     assert!(why.contains("failed to run for"), "{why}");
+    assert_eq!(
+        r.counters.policy["on_fair"], 1.0,
+        "the hoarded tasks ran under EEVDF"
+    );
+}
+
+/// After an error every kind of workload finishes under the fair class, with the
+/// kernel's and EEVDF's invariants holding (checked as the run goes in debug builds).
+#[test]
+fn after_an_error_every_workload_goes_on_under_the_fair_class() {
+    // Errors at the 200th enqueue: the switch happens with tasks running, queued on
+    // DSQs and held by the scheduler.
+    let late = scratch(
+        "late.bpf.c",
+        r#"#include "schedlab_scx.h"
+static u64 n;
+void BPF_STRUCT_OPS(l_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	if (++n == 200)
+		scx_bpf_error("enough after %llu", n);
+	if (n % 3)
+		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
+}
+void BPF_STRUCT_OPS(l_dispatch, s32 cpu, struct task_struct *prev) {}
+s32 BPF_STRUCT_OPS(l_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	return prev_cpu;
+}
+SCX_OPS_DEFINE(late_ops, .select_cpu = (void *)l_select_cpu, .enqueue = (void *)l_enqueue,
+	       .dispatch = (void *)l_dispatch,
+	       .timeout_ms = 50, .name = "late");
+"#,
+    );
+    for (machine, cpus) in [("piii700-1m", 8), ("modern-2s-64", 16)] {
+        for w in [
+            "hackbench:groups=4,loops=50",
+            "reflex:tasks=8,rounds=300",
+            "tbench:clients=4,ops=100",
+            "chat:rooms=1,messages=20,users=4",
+            "loop_yield:instances=4,duration_ms=200,warmup_ms=5",
+            "lat_proc:op=fork,n=50",
+        ] {
+            let cfg = RunConfig {
+                machine: machine.into(),
+                cpus: Some(cpus),
+                policy: format!("scx:src={late}"),
+                workload: w.into(),
+                seed: 1,
+            };
+            let mut sim = Simulation::new(cfg).unwrap();
+            sim.run(&mut |_, _| {}).unwrap();
+            sim.check().unwrap_or_else(|e| panic!("{machine} {w}: {e}"));
+            let r = sim.report().unwrap();
+            let why = sim.exit_reason().unwrap_or_default();
+            assert!(
+                why.contains("failed to run for") || why.contains("enough after 200"),
+                "{machine} {w}: {why}"
+            );
+            assert_eq!(r.counters.policy["on_fair"], 1.0, "{machine} {w}");
+            assert!(r.result.value > 0.0, "{machine} {w}");
+        }
+    }
 }
 
 #[test]

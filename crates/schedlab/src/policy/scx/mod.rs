@@ -11,9 +11,11 @@
 //! local DSQ, else the global DSQ, else `ops.dispatch` in a loop, its dispatches buffered
 //! and flushed after each call (`finish_dispatch`). Slices run down by the time a task
 //! runs (`update_curr_scx`); at zero the tick reschedules. The built-in idle mask
-//! answers `scx_bpf_select_cpu_dfl`. `scx_bpf_error` (or an invalid verdict) ends the BPF
-//! scheduler: from then on every task goes through the global DSQ in FIFO order (ext.c's
-//! bypass mode), and the report says why.
+//! answers `scx_bpf_select_cpu_dfl`. `scx_bpf_error` (or an invalid verdict, or the
+//! watchdog) ends the BPF scheduler: at once every task goes through the global DSQ in
+//! FIFO order (ext.c's bypass mode); at the next tick the disable path moves every task
+//! to the fair class (EEVDF, sharing the run queues' locks), which runs them from then
+//! on; the report says why.
 //!
 //! Costs: each CPU's run queue has its spinlock, the global DSQ and each created DSQ
 //! theirs (`dsq->lock`), all the machine's spinlocks; a DSQ's list head and the idle mask
@@ -28,8 +30,7 @@
 //!
 //! Not modelled: other sched classes than this one and the idle class (no RT, so
 //! `cpu_acquire`/`cpu_release` never run), `SCX_KICK_WAIT`'s wait, core scheduling,
-//! cgroups below the root, SMT-aware idle picking, and the switch back to the fair class after an error
-//! (the run goes on in bypass mode).
+//! cgroups below the root, SMT-aware idle picking.
 
 pub mod cabi;
 pub mod ops;
@@ -80,7 +81,7 @@ crate::options! {
     }
 }
 
-fn build(p: &Params, _m: &Machine) -> Result<Box<dyn SchedClass>, SpecError> {
+fn build(p: &Params, m: &Machine) -> Result<Box<dyn SchedClass>, SpecError> {
     let o = Options::from_params(p);
     let source = if o.so != "none" {
         cabi::Source::SharedObject(o.so.clone().into())
@@ -121,7 +122,17 @@ fn build(p: &Params, _m: &Machine) -> Result<Box<dyn SchedClass>, SpecError> {
         set,
     };
     let ops = cabi::load(&spec).map_err(SpecError::Invalid)?;
-    Ok(Box::new(Ext::new(Box::new(ops), o.hz, p.to_map())))
+    // The class the tasks return to if the scheduler ends: 6.12's, EEVDF at its defaults.
+    let eevdf = &crate::policy::fair::INFO_EEVDF;
+    let fair_params = crate::spec::resolve(
+        "policy",
+        &crate::spec::Spec::parse("policy", eevdf.name)?,
+        eevdf.params,
+    )?;
+    let fair = (eevdf.build)(&fair_params, m)?;
+    Ok(Box::new(
+        Ext::new(Box::new(ops), o.hz, p.to_map()).with_fair(fair),
+    ))
 }
 
 /// Where a task waits.
@@ -769,6 +780,11 @@ pub struct Ext {
     options: BTreeMap<String, String>,
     /// The state the kfuncs act on.
     pub st: ExtState,
+    /// The fair class the tasks return to when the BPF scheduler ends
+    /// (`scx_ops_disable_workfn`), sharing the run queues' locks.
+    fair: Option<Box<dyn SchedClass>>,
+    /// The tasks run under `fair` now.
+    on_fair: bool,
 }
 
 impl Ext {
@@ -781,7 +797,74 @@ impl Ext {
             hz,
             options,
             st: ExtState::default(),
+            fair: None,
+            on_fair: false,
         }
+    }
+
+    /// With `fair` to take the tasks over when the BPF scheduler ends, as the kernel's
+    /// disable path moves them to the fair class; without one the run goes on in bypass
+    /// mode (every task through the global DSQ).
+    pub fn with_fair(mut self, fair: Box<dyn SchedClass>) -> Ext {
+        self.fair = Some(fair);
+        self
+    }
+
+    /// The fair class, once it runs the tasks.
+    fn active_fair(&mut self) -> Option<&mut Box<dyn SchedClass>> {
+        if self.on_fair {
+            self.fair.as_mut()
+        } else {
+            None
+        }
+    }
+
+    /// `scx_ops_disable_workfn`: the scheduler's `ops.exit`, then every task leaves the
+    /// ext class for the fair one — `__sched_fork`'s per-task state, and each runnable
+    /// task dequeued here and enqueued there under its CPU's lock (the current one also
+    /// `set_next_task`, as `sched_enq_and_set_task` does); every CPU reschedules. Runs
+    /// from the tick with no lock held, as the kernel's worker runs outside the
+    /// scheduler; until then the tasks run in bypass mode.
+    fn switch_to_fair(&mut self, ctx: &mut SchedCtx<'_>) {
+        if !self.st.drained {
+            self.st.drained = true;
+            let reason = self.st.exit.clone().unwrap_or_default();
+            self.call(ctx, |o, k| o.exit(k, SCX_EXIT_ERROR, &reason));
+        }
+        let Some(mut fair) = self.fair.take() else {
+            return;
+        };
+        let n = self.st.tasks.len() as TaskId;
+        for p in 0..n {
+            fair.task_fork(ctx, p, None);
+        }
+        for p in 0..n {
+            let t = ctx.task(p);
+            let (running, cpu, idle) = (t.on_cpu, t.processor, t.is_idle);
+            if idle || !(self.st.tasks[p as usize].queued || running.is_some()) {
+                continue;
+            }
+            self.st.dispatch_dequeue(ctx, p);
+            let ts = &mut self.st.tasks[p as usize];
+            (ts.queued, ts.owned, ts.runnable_at) = (false, false, None);
+            let cpu = running.unwrap_or(cpu);
+            let l = self.st.rq_lock[cpu];
+            ctx.lock(l);
+            fair.enqueue_task(ctx, cpu, p, Wake::default());
+            if running.is_some() {
+                fair.set_next_task(ctx, cpu, p, p);
+            }
+            ctx.unlock(l);
+        }
+        for c in 0..ctx.nr_cpus() {
+            if ctx.read_curr(c) == ctx.idle_task(c) {
+                ctx.resched_idle(c);
+            } else {
+                ctx.resched_cpu(c);
+            }
+        }
+        self.fair = Some(fair);
+        self.on_fair = true;
     }
 
     /// Run one callback with the kfunc context.
@@ -933,9 +1016,15 @@ impl SchedClass for Ext {
 
     fn init(&mut self, ctx: &mut SchedCtx<'_>) {
         let n = ctx.nr_cpus();
-        for c in 0..n {
-            let line = ctx.new_line("scx_rq", Some(c));
-            self.st.rq_lock.push(ctx.new_lock("rq->lock", Some(line)));
+        if let Some(fair) = self.fair.as_mut() {
+            // One rq->lock per CPU, whichever class runs its tasks (struct rq's).
+            fair.init(ctx);
+            self.st.rq_lock = (0..n).map(|c| fair.rq_lockp(c)).collect();
+        } else {
+            for c in 0..n {
+                let line = ctx.new_line("scx_rq", Some(c));
+                self.st.rq_lock.push(ctx.new_lock("rq->lock", Some(line)));
+            }
         }
         self.st.local = vec![VecDeque::new(); n];
         // scx_idle_reset: the mask starts as the CPUs are — all idle at boot.
@@ -975,15 +1064,52 @@ impl SchedClass for Ext {
         }
     }
 
+    fn wake_order(&self) -> crate::kernel::sched::WakeOrder {
+        match (self.on_fair, &self.fair) {
+            (true, Some(f)) => f.wake_order(),
+            _ => crate::kernel::sched::WakeOrder::TaskRqFirst,
+        }
+    }
+
+    fn balance(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, why: crate::kernel::sched::Balance) {
+        if let Some(f) = self.active_fair() {
+            f.balance(ctx, cpu, why);
+        }
+    }
+
+    fn finish_task_switch(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId) {
+        if let Some(f) = self.active_fair() {
+            f.finish_task_switch(ctx, cpu, prev);
+        }
+    }
+
+    fn prio_changed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        if let Some(f) = self.active_fair() {
+            f.prio_changed(ctx, p);
+        }
+    }
+
+    fn set_cpus_allowed(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) {
+        if let Some(f) = self.active_fair() {
+            f.set_cpus_allowed(ctx, p);
+        }
+    }
+
     fn rq_lockp(&self, cpu: CpuId) -> LockId {
         self.st.rq_lock[cpu]
     }
 
     fn task_on_rq(&self, ctx: &SchedCtx<'_>, p: TaskId) -> bool {
+        if let (true, Some(f)) = (self.on_fair, &self.fair) {
+            return f.task_on_rq(ctx, p);
+        }
         self.st.tasks.get(p as usize).is_some_and(|t| t.queued) || ctx.task(p).on_cpu.is_some()
     }
 
     fn task_fork(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, parent: Option<TaskId>) {
+        if let Some(f) = self.active_fair() {
+            return f.task_fork(ctx, p, parent);
+        }
         let n = p as usize + 1;
         if self.st.tasks.len() < n {
             self.st.tasks.resize(n, TaskScx::default());
@@ -1010,6 +1136,9 @@ impl SchedClass for Ext {
     }
 
     fn select_task_rq(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, wake: Wake) -> CpuId {
+        if let Some(f) = self.active_fair() {
+            return f.select_task_rq(ctx, p, wake);
+        }
         let prev = ctx.task(p).processor;
         let wake_flags = if wake.fork {
             SCX_WAKE_FORK
@@ -1052,6 +1181,9 @@ impl SchedClass for Ext {
     }
 
     fn enqueue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake) {
+        if let Some(f) = self.active_fair() {
+            return f.enqueue_task(ctx, cpu, p, wake);
+        }
         let now = ctx.now();
         let t = &mut self.st.tasks[p as usize];
         t.queued = true;
@@ -1063,7 +1195,10 @@ impl SchedClass for Ext {
         self.do_enqueue(ctx, cpu, p, enq_flags);
     }
 
-    fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, _cpu: CpuId, p: TaskId) {
+    fn dequeue_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+        if let Some(f) = self.active_fair() {
+            return f.dequeue_task(ctx, cpu, p);
+        }
         if !self.st.tasks[p as usize].queued {
             return;
         }
@@ -1086,7 +1221,10 @@ impl SchedClass for Ext {
         self.st.dispatch_dequeue(ctx, p);
     }
 
-    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, _p: TaskId, _wake: Wake) {
+    fn wakeup_preempt(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId, wake: Wake) {
+        if let Some(f) = self.active_fair() {
+            return f.wakeup_preempt(ctx, cpu, p, wake);
+        }
         // wakeup_preempt_scx is empty: preemption among the scheduler's tasks is its own,
         // by kicks and SCX_ENQ_PREEMPT. But the core's wakeup_preempt reschedules a CPU
         // whose current task is of a lower class: an idle CPU the task was placed on
@@ -1102,6 +1240,9 @@ impl SchedClass for Ext {
         cpu: CpuId,
         prev: TaskId,
     ) -> Option<TaskId> {
+        if let Some(f) = self.active_fair() {
+            return f.pick_next_task(ctx, cpu, prev);
+        }
         self.drain(ctx);
         let prev_t = ctx.task(prev);
         let prev_on_scx = !prev_t.is_idle;
@@ -1136,6 +1277,9 @@ impl SchedClass for Ext {
     }
 
     fn put_prev_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, prev: TaskId, next: TaskId) {
+        if let Some(f) = self.active_fair() {
+            return f.put_prev_task(ctx, cpu, prev, next);
+        }
         if next == prev || !self.st.tasks[prev as usize].queued {
             return;
         }
@@ -1163,6 +1307,9 @@ impl SchedClass for Ext {
     }
 
     fn set_next_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, next: TaskId, prev: TaskId) {
+        if let Some(f) = self.active_fair() {
+            return f.set_next_task(ctx, cpu, next, prev);
+        }
         if next == prev {
             return;
         }
@@ -1175,7 +1322,13 @@ impl SchedClass for Ext {
         }
     }
 
-    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, _user: bool) {
+    fn task_tick(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, curr: TaskId, user: bool) {
+        if self.st.ended() && self.fair.is_some() && !self.on_fair {
+            self.switch_to_fair(ctx);
+        }
+        if let Some(f) = self.active_fair() {
+            return f.task_tick(ctx, cpu, curr, user);
+        }
         if cpu == 0 {
             self.watchdog(ctx);
         }
@@ -1204,6 +1357,9 @@ impl SchedClass for Ext {
     }
 
     fn yield_task(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, p: TaskId) {
+        if let Some(f) = self.active_fair() {
+            return f.yield_task(ctx, cpu, p);
+        }
         let l = self.st.rq_lock[cpu];
         ctx.lock(l);
         if self.has.yield_ && !self.st.ended() {
@@ -1215,7 +1371,10 @@ impl SchedClass for Ext {
         ctx.resched_cpu(cpu);
     }
 
-    fn task_dead(&mut self, ctx: &mut SchedCtx<'_>, _parent: TaskId, p: TaskId) {
+    fn task_dead(&mut self, ctx: &mut SchedCtx<'_>, parent: TaskId, p: TaskId) {
+        if let Some(f) = self.active_fair() {
+            return f.task_dead(ctx, parent, p);
+        }
         if !self.st.ended() {
             self.call(ctx, |o, k| {
                 o.disable(k, p);
@@ -1243,6 +1402,14 @@ impl SchedClass for Ext {
         .map(|(k, v)| (k.to_string(), v as f64))
         .collect();
         m.insert("scheduler_ended".into(), self.st.ended() as u64 as f64);
+        m.insert("on_fair".into(), self.on_fair as u64 as f64);
+        if let (true, Some(f)) = (self.on_fair, &self.fair) {
+            m.extend(
+                f.counters()
+                    .into_iter()
+                    .map(|(k, v)| (format!("fair_{k}"), v)),
+            );
+        }
         m
     }
 
@@ -1254,6 +1421,9 @@ impl SchedClass for Ext {
     }
 
     fn check(&self, k: &crate::kernel::Kernel) -> Result<(), String> {
+        if let (true, Some(f)) = (self.on_fair, &self.fair) {
+            return f.check(k);
+        }
         let mut seen = vec![0u8; self.st.tasks.len()];
         let mut mark = |p: TaskId, on: On| -> Result<(), String> {
             let t = &self.st.tasks[p as usize];
