@@ -157,6 +157,7 @@ pub fn build(w: &NativeWorkload, p: &Params, runs: Vec<OneRun>) -> NativeReport 
             unit: o.unit.clone(),
             better: o.better.clone(),
             details: None,
+            output: schedlab::workload::tool_output(w.name, p, med),
         },
         counters: NativeCounters {
             context_switches: s.ctxt,
@@ -231,6 +232,11 @@ impl NativeReport {
                 String::new()
             }
         );
+        if let Some(out) = &self.result.output {
+            for line in out.lines() {
+                let _ = writeln!(o, "  output      {line}");
+            }
+        }
         let c = &self.counters;
         let _ = writeln!(
             o,

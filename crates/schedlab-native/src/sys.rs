@@ -142,6 +142,23 @@ pub fn fdpair(use_pipe: bool) -> Res<(RawFd, RawFd)> {
     }
 }
 
+/// A connected TCP pair over 127.0.0.1 as raw fds (read end, write end), as rt-tests'
+/// `inet_socketpair()` makes it: listen, connect, accept, no socket options.
+pub fn tcp_socketpair() -> Res<(RawFd, RawFd)> {
+    use std::os::fd::IntoRawFd;
+    let l = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+    let addr = l
+        .local_addr()
+        .map_err(|e| format!("no local address: {e}"))?;
+    let tx = std::net::TcpStream::connect(addr)
+        .map_err(|e| format!("cannot connect over loopback: {e}"))?;
+    let (rx, _) = l
+        .accept()
+        .map_err(|e| format!("cannot accept over loopback: {e}"))?;
+    Ok((rx.into_raw_fd(), tx.into_raw_fd()))
+}
+
 /// A private SysV semaphore set (`semget(IPC_PRIVATE)`), removed (`IPC_RMID`) when
 /// dropped so that a failed run leaves none behind.
 pub struct SemSet {

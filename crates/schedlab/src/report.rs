@@ -424,6 +424,9 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
         result: with_schedstats(
             Metric {
                 value: round(result.value),
+                output: sim
+                    .workload_validated()
+                    .and_then(|p| crate::workload::tool_output(&wspec.name, p, result.value)),
                 ..result
             },
             crate::kernel::schedstat::by_group(
@@ -527,6 +530,11 @@ impl RunReport {
             "  result      {} = {} {} ({} is better)",
             self.result.metric, self.result.value, self.result.unit, self.result.better
         );
+        if let Some(out) = &self.result.output {
+            for line in out.lines() {
+                let _ = writeln!(o, "  output      {line}");
+            }
+        }
         if let Some(threads) = self
             .result
             .details

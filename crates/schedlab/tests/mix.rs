@@ -62,6 +62,30 @@ fn a_load_that_finishes_leaves_and_the_measured_one_runs_on() {
     );
 }
 
+/// The measured program runs in init, which also forked the loads: its `wait()` must
+/// reap its own children only, not a load's process that exited first (else hackbench's
+/// parent counts a load as one of its children and ends one child early).
+#[test]
+fn the_measured_parent_reaps_only_its_own_children() {
+    for (load, cpus) in [
+        ("reflex:tasks=2,rounds=20", 2),
+        ("loop_yield:instances=2,duration_ms=1,warmup_ms=0", 1),
+        ("lat_proc:op=fork,n=5", 2),
+    ] {
+        let w = format!("mix:hackbench:groups=2,loops=100+{load}");
+        let r = on(&w, cpus);
+        assert_eq!(r.result.metric, "seconds", "{w}");
+        assert!(
+            load_finished(&r),
+            "{w}: the load ended before hackbench did"
+        );
+    }
+}
+
+fn load_finished(r: &schedlab::report::RunReport) -> bool {
+    load(r)["value"].as_f64().is_some_and(|v| v > 0.0)
+}
+
 #[test]
 fn a_mix_is_deterministic_and_its_spec_round_trips() {
     let w = "mix:hackbench:groups=1,loops=20,fds=4+hackbench:groups=1,loops=50,fds=4,pipe=on";

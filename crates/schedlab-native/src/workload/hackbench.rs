@@ -36,7 +36,17 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let fds = o.fds as usize;
     let use_pipe = o.pipe;
     let threads = o.threads;
+    schedlab::workload::hackbench::check(&o).map_err(|e| e.to_string())?;
     let c = Counters::new(NAMES)?;
+    // The channels: rt-tests' -i/--inet connects a TCP pair over 127.0.0.1 per receiver
+    // (Nagle on); the ready and wake channels stay pipes or socketpairs.
+    let channel = |_: ()| -> Res<(i32, i32)> {
+        if o.inet {
+            sys::tcp_socketpair()
+        } else {
+            sys::fdpair(use_pipe)
+        }
+    };
 
     let (ready_in, ready_out) = sys::fdpair(use_pipe)?;
     let (wake_in, wake_out) = sys::fdpair(use_pipe)?;
@@ -44,7 +54,7 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     for _ in 0..groups {
         let mut out_fds = Vec::with_capacity(fds);
         for _ in 0..fds {
-            let (rx, tx) = sys::fdpair(use_pipe)?;
+            let (rx, tx) = channel(())?;
             let packets = fds as u64 * loops;
             tasks.push(ctx.spawn(threads, move || {
                 if !threads {

@@ -58,8 +58,37 @@ crate::options! {
             .source("benchmarks.md §1");
         pipe: bool = flag("off").help("pipes instead of AF_UNIX socketpairs (-pipe)")
             .source("benchmarks.md §1");
-        threads: bool = flag("off").help("threads (clone) instead of processes (-T)")
+        threads: bool = flag("off").help("threads (clone) instead of processes (-T; perf: -t)")
             .source("benchmarks.md §1");
+        inet: bool = flag("off").help("TCP sockets over 127.0.0.1 instead of socketpairs (rt-tests -i/--inet; Nagle on, as it sets no option)")
+            .source("rt-tests hackbench.c inet_socketpair()");
+        tool: String = choice("rt-tests", &["rt-tests", "perf"]).help("whose output to print: rt-tests hackbench, or perf bench sched messaging (6.12: -p -t -g -l only)")
+            .source("rt-tests hackbench.c; tools/perf/bench/sched-messaging.c (6.12)");
+    }
+}
+
+/// What the tool prints for a run of `seconds`: rt-tests' `hackbench` (its two opening
+/// lines and `Time:`) or `perf bench sched messaging` (its default format), each
+/// truncating to milliseconds as they do (`tv_usec / 1000`).
+pub fn tool_output(o: &Options, seconds: f64) -> String {
+    let ms = (seconds * 1000.0).floor() as u64;
+    let (whole, frac) = (ms / 1000, ms % 1000);
+    let tasks = o.groups * 2 * o.fds;
+    if o.tool == "perf" {
+        let kind = if o.threads { "threads" } else { "processes" };
+        format!(
+            "# Running 'sched/messaging' benchmark:\n# {} sender and receiver {kind} per group\n# {} groups == {tasks} {kind} run\n\n {:>14}: {whole}.{frac:03} [sec]",
+            o.fds, o.groups, "Total time"
+        )
+    } else {
+        let mode = if o.threads { "threaded" } else { "process" };
+        format!(
+            "Running in {mode} mode with {} groups using {} file descriptors each (== {tasks} tasks)\nEach sender will pass {} messages of {} bytes\nTime: {whole}.{frac:03}",
+            o.groups,
+            2 * o.fds,
+            o.loops,
+            o.datasize
+        )
     }
 }
 
@@ -78,6 +107,7 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 
 fn build(p: &Params, _: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let o = Options::from_params(p);
+    check(&o)?;
     Ok(Box::new(Hackbench {
         shape: Shape {
             groups: o.groups,
@@ -85,9 +115,25 @@ fn build(p: &Params, _: &Machine) -> Result<Box<dyn Workload>, SpecError> {
             datasize: o.datasize,
             fds: o.fds,
             pipe: o.pipe,
+            inet: o.inet,
             threads: o.threads,
         },
     }))
+}
+
+/// The combinations the tools refuse: one kind of channel; perf's options only.
+pub fn check(o: &Options) -> Result<(), SpecError> {
+    if o.pipe && o.inet {
+        return Err(SpecError::Invalid(
+            "hackbench: pipe=on and inet=on both given (accepted: one kind of channel)".into(),
+        ));
+    }
+    if o.tool == "perf" && (o.fds != 20 || o.datasize != 100 || o.inet) {
+        return Err(SpecError::Invalid(
+            "hackbench tool=perf: perf bench sched messaging (6.12) has only -p, -t, -g and -l (accepted: fds=20, datasize=100, inet=off; or tool=rt-tests)".into(),
+        ));
+    }
+    Ok(())
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -97,6 +143,7 @@ struct Shape {
     datasize: u64,
     fds: u64,
     pipe: bool,
+    inet: bool,
     threads: bool,
 }
 
@@ -255,6 +302,8 @@ impl Parent {
         let s = h.s;
         let (kind, call) = if s.pipe {
             (Chan::Pipe, "pipe()")
+        } else if s.inet {
+            (Chan::Tcp, "inet_socketpair()")
         } else {
             (Chan::SocketPair, "socketpair()")
         };
@@ -520,6 +569,7 @@ mod tests {
                 datasize: 100,
                 fds: 20,
                 pipe: false,
+                inet: false,
                 threads: false,
             },
         };

@@ -108,6 +108,19 @@ struct Scoped {
     measured: bool,
     /// The measured component's first program: its exit ends the run.
     first: bool,
+    /// The first program runs in init, whose `wait()` also reaps the loads' processes
+    /// (init forked them, and orphans are re-parented to it): the pids it forked or
+    /// cloned itself, and whether its last call was a fork, a clone or a wait.
+    own: std::collections::BTreeSet<i64>,
+    last: Last,
+}
+
+/// The first program's last system call, as far as reaping goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Last {
+    Other,
+    Spawn,
+    Wait,
 }
 
 impl Scoped {
@@ -118,6 +131,8 @@ impl Scoped {
             name: Arc::clone(&self.name),
             measured: self.measured,
             first: false,
+            own: Default::default(),
+            last: Last::Other,
         })
     }
 }
@@ -129,8 +144,25 @@ impl Program for Scoped {
             // This load has measured what it runs for: its tasks leave, the run goes on.
             return Op::Exit;
         }
+        if self.first {
+            match self.last {
+                Last::Spawn if env.ret > 0 => {
+                    self.own.insert(env.ret);
+                }
+                // A load's process reaped by init: not the program's child; wait again.
+                Last::Wait if env.ret > 0 && !self.own.contains(&env.ret) => return Op::Wait,
+                _ => {}
+            }
+        }
         std::mem::swap(env.rec, &mut *mine);
         let op = self.inner.next(env);
+        if self.first {
+            self.last = match op {
+                Op::Fork { .. } | Op::Clone { .. } => Last::Spawn,
+                Op::Wait => Last::Wait,
+                _ => Last::Other,
+            };
+        }
         std::mem::swap(env.rec, &mut *mine);
         let (error, stop) = (mine.error.clone(), mine.stop);
         drop(mine);
@@ -192,6 +224,8 @@ impl Mix {
             name: c.name.as_str().into(),
             measured: i == 0,
             first: i == 0,
+            own: Default::default(),
+            last: Last::Other,
         })
     }
 }

@@ -128,6 +128,22 @@ pub struct Metric {
     /// What the benchmark reports beside its figure (rt-app: per-thread rows), if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<serde_json::Value>,
+    /// The text the original tool prints for this result, where the workload stands for
+    /// a tool whose output its users read (hackbench: rt-tests' or `perf bench`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// What the tool a workload stands for prints for `value`, given the workload's
+/// validated parameters; `None` for workloads whose figure is the whole output.
+pub fn tool_output(workload: &str, p: &Params, value: f64) -> Option<String> {
+    match workload {
+        "hackbench" => Some(hackbench::tool_output(
+            &hackbench::Options::from_params(p),
+            value,
+        )),
+        _ => None,
+    }
 }
 
 /// A metric value in the unit of the original benchmark.
@@ -138,6 +154,7 @@ pub fn metric(name: &str, value: f64, unit: &str, better: &str) -> Metric {
         unit: unit.into(),
         better: better.into(),
         details: None,
+        output: None,
     }
 }
 
