@@ -1,6 +1,6 @@
 /* schedlab's kfunc shim, compiled into every sched_ext scheduler schedlab loads: each
  * kfunc and helper the scheduler calls forwards to schedlab through one table of
- * function pointers that the loader fills (policy/scx/cabi.rs) before the first call.
+ * function pointers that the loader fills (policy/scx/cabi/mod.rs) before the first call.
  * Written for schedlab, MIT/Apache-2.0. */
 #include "vmlinux.h"
 #include "bpf/bpf_helpers.h"

@@ -186,7 +186,7 @@ fn a_task_never_dispatched_trips_the_watchdog() {
     assert!(why.contains("failed to run for"), "{why}");
 }
 
-// ---- C schedulers, compiled natively (policy/scx/cabi.rs) --------------------------------
+// ---- C schedulers, compiled natively (policy/scx/cabi/) --------------------------------
 
 use schedlab::report::RunReport;
 

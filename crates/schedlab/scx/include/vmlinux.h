@@ -1,5 +1,5 @@
 /* schedlab's stand-in for a bpftool-generated vmlinux.h: the kernel types and constants
- * a sched_ext scheduler uses, laid out as schedlab's loader (policy/scx/cabi.rs) mirrors
+ * a sched_ext scheduler uses, laid out as schedlab's loader (policy/scx/cabi/mod.rs) mirrors
  * them. Compiled as ordinary native code: a scheduler sees the simulated kernel through
  * these structs and the kfuncs of schedlab_shim.c. Written for schedlab, MIT/Apache-2.0. */
 #ifndef SCHEDLAB_VMLINUX_H
