@@ -190,6 +190,8 @@ pub struct Env<'a> {
     pub now: Time,
     /// This task's pid.
     pub pid: u32,
+    /// The CPU the task runs on (`sched_getcpu()`, free: the vDSO reads it).
+    pub cpu: usize,
     /// `nr_context_switches()` so far: every context switch of every CPU, idle included —
     /// the `ctxt` line of `/proc/stat` that `vmstat` turns into its `cs` column. Reading it
     /// is free in the model (a `vmstat` sample every few seconds costs nothing measurable).

@@ -280,6 +280,7 @@ impl Kernel {
             ret,
             now: self.cpus[cpu].clock,
             pid: t.pid,
+            cpu,
             ctxt: self.stats.context_switches,
             rng: &mut self.rng,
             rec: &mut self.rec,

@@ -16,6 +16,7 @@ pub mod mix;
 pub mod mkbench;
 pub mod reflex;
 pub mod rtapp;
+pub mod schbench;
 pub mod sched_yield;
 pub mod synthetic;
 pub mod tbench;
@@ -90,6 +91,7 @@ pub static WORKLOADS: &[WorkloadInfo] = &[
     tbench::INFO,
     loop_yield::INFO,
     sched_yield::INFO,
+    schbench::INFO,
     rtapp::INFO,
     lat_proc::INFO,
     mix::INFO,

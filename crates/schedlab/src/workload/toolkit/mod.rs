@@ -161,6 +161,7 @@ pub(crate) mod testing {
                 ret,
                 now: 0,
                 pid: 1,
+                cpu: 0,
                 ctxt: 0,
                 rng: &mut rng,
                 rec: &mut rec,
