@@ -156,8 +156,11 @@ pub fn build(w: &NativeWorkload, p: &Params, runs: Vec<OneRun>) -> NativeReport 
             value: round(med),
             unit: o.unit.clone(),
             better: o.better.clone(),
-            details: None,
-            output: schedlab::workload::tool_output(w.name, p, med),
+            details: o.details.clone(),
+            output: o
+                .output
+                .clone()
+                .or_else(|| schedlab::workload::tool_output(w.name, p, med)),
         },
         counters: NativeCounters {
             context_switches: s.ctxt,

@@ -54,6 +54,12 @@ pub struct Outcome {
     pub counts: BTreeMap<String, f64>,
     /// `getrusage` of the leader plus its reaped descendants.
     pub rusage: Rusage,
+    /// What the tool prints, where the workload composes it itself (schbench).
+    #[serde(default)]
+    pub output: Option<String>,
+    /// The workload's own details (schbench's percentiles).
+    #[serde(default)]
+    pub details: Option<serde_json::Value>,
 }
 
 impl Outcome {

@@ -159,6 +159,53 @@ pub fn tcp_socketpair() -> Res<(RawFd, RawFd)> {
     Ok((rx.into_raw_fd(), tx.into_raw_fd()))
 }
 
+/// `FUTEX_WAIT_PRIVATE` on `word` while it holds `val`.
+pub fn futex_wait(word: &std::sync::atomic::AtomicU32, val: u32) {
+    // SAFETY: a futex on a live atomic of this process; EAGAIN/EINTR return at once.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            val,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+/// `FUTEX_WAKE_PRIVATE` of one waiter on `word`.
+pub fn futex_wake(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
+    }
+}
+
+/// `sched_getcpu()`.
+pub fn getcpu() -> usize {
+    // SAFETY: plain call.
+    let c = unsafe { libc::sched_getcpu() };
+    c.max(0) as usize
+}
+
+/// This thread's `/proc/thread-self/schedstat`: (run delay ns, timeslices).
+pub fn thread_schedstat() -> (u64, u64) {
+    let s = read_proc("/proc/thread-self/schedstat");
+    let v: Vec<u64> = s
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    (
+        v.get(1).copied().unwrap_or(0),
+        v.get(2).copied().unwrap_or(0),
+    )
+}
+
 /// A private SysV semaphore set (`semget(IPC_PRIVATE)`), removed (`IPC_RMID`) when
 /// dropped so that a failed run leaves none behind.
 pub struct SemSet {

@@ -110,7 +110,13 @@ fn counts(r: &NativeReport) -> &BTreeMap<String, f64> {
 #[test]
 fn hackbench_counts_every_message_and_byte() {
     // groups · fds · fds · loops messages of datasize bytes, in all four modes.
-    for mode in ["", ",pipe=on", ",threads=on", ",pipe=true,threads=true"] {
+    for mode in [
+        "",
+        ",pipe=on",
+        ",threads=on",
+        ",pipe=true,threads=true",
+        ",inet=on",
+    ] {
         let spec = format!("hackbench:groups=2,loops=7,datasize=33,fds=4{mode}");
         let r = native(&spec);
         let c = counts(&r);
@@ -125,6 +131,39 @@ fn hackbench_counts_every_message_and_byte() {
         assert_eq!(r.policy.name, "host");
         assert_eq!(r.workload.params["groups"], "2");
     }
+}
+
+#[test]
+fn hackbench_prints_what_rt_tests_and_perf_print() {
+    let r = native("hackbench:groups=1,loops=5,fds=4");
+    let out = r.result.output.as_deref().unwrap();
+    assert!(out.starts_with(
+        "Running in process mode with 1 groups using 8 file descriptors each (== 8 tasks)\nEach sender will pass 5 messages of 100 bytes\nTime: "
+    ), "{out}");
+    let r = native("hackbench:groups=1,loops=5,tool=perf,threads=on");
+    let out = r.result.output.as_deref().unwrap();
+    assert!(out.starts_with("# Running 'sched/messaging' benchmark:\n# 20 sender and receiver threads per group\n# 1 groups == 40 threads run\n\n     Total time: "), "{out}");
+}
+
+#[test]
+fn schbench_times_every_request_and_prints_its_percentiles() {
+    let r = native("schbench:m=1,t=2,r=1,n=1,f=16,s=10");
+    let d = r.result.details.as_ref().unwrap();
+    let requests = counts(&r)["requests"];
+    assert!(requests > 10.0, "{requests}");
+    assert_eq!(
+        d["request_latency_us"]["samples"].as_f64().unwrap(),
+        requests
+    );
+    assert_eq!(d["rps"]["samples"], 2);
+    assert_eq!(counts(&r)["threads"], 3.0);
+    let out = r.result.output.as_deref().unwrap();
+    assert!(
+        out.starts_with("Wakeup Latencies percentiles (usec) runtime 1 (s) ("),
+        "{out}"
+    );
+    assert!(out.contains("\n\t* 99.0th: "), "{out}");
+    assert!(out.contains("\naverage rps: "), "{out}");
 }
 
 #[test]

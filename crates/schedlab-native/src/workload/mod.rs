@@ -18,6 +18,7 @@ pub mod loop_yield;
 pub mod mix;
 pub mod reflex;
 pub mod rtapp;
+pub mod schbench;
 pub mod sched_yield;
 pub mod tbench;
 pub mod window;
@@ -120,6 +121,12 @@ pub static NATIVE_WORKLOADS: &[NativeWorkload] = &[
         "threads of one process each calling sched_yield() in a loop",
         no_prepare,
         sched_yield::run,
+    ),
+    native(
+        sim::schbench::INFO,
+        "schbench: message threads waking workers by futex; each request a sleep and a matrix multiply",
+        no_prepare,
+        schbench::run,
     ),
     native(
         sim::lat_proc::INFO,

@@ -99,7 +99,7 @@ fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let cpus = m.cpus as u64;
     let workers = if o.t == 0 { cpus.div_ceil(o.m) } else { o.t };
     // msize = sqrt(F * 1024 / 3 / 8), integer division first, as schbench computes it.
-    let msize = ((o.f * 1024 / 3 / 8) as f64).sqrt() as u64;
+    let msize = matrix_size(o.f);
     let madds = o.n * msize * msize * msize;
     let mhz = m.costs().cpu_mhz.max(1);
     Ok(Box::new(Schbench {
@@ -532,13 +532,6 @@ impl Workload for Schbench {
             return Err("schbench: no wake-up was measured".into());
         }
         let total: u64 = sh.loops.iter().sum();
-        let avg_rps = total as f64 / self.o.r as f64;
-        let mut m = metric(
-            "wakeup_p99_us",
-            sh.wakeup.percentile(99.0) as f64,
-            "us",
-            "lower",
-        );
         let delay = |comm: &str| {
             let (wait, n) = k
                 .tasks
@@ -549,32 +542,75 @@ impl Workload for Schbench {
                 });
             wait / n.max(1) / 1000
         };
-        m.details = Some(serde_json::json!({
-            "wakeup_latency_us": sh.wakeup.json(&LAT_PCTS),
-            "request_latency_us": sh.request.json(&LAT_PCTS),
-            "rps": sh.rps.json(&RPS_PCTS),
-            "average_rps": (avg_rps * 100.0).round() / 100.0,
-            "message_threads": self.o.m,
-            "workers_per_message_thread": self.workers,
-            "matrix_size": self.msize,
-            "request_work_us": self.work_ns as f64 / 1000.0,
-        }));
-        m.output = Some(format!(
-            "{}{}{}average rps: {avg_rps:.2}\nsched delay: message {} (usec) worker {} (usec)",
-            sh.wakeup
-                .block("Wakeup Latencies", "usec", self.o.r, &LAT_PCTS, 99.0),
-            sh.request
-                .block("Request Latencies", "usec", self.o.r, &LAT_PCTS, 99.0),
-            sh.rps.block("RPS", "requests", self.o.r, &RPS_PCTS, 50.0),
-            delay("schbench-msg"),
-            delay("schbench-worker"),
-        ));
+        let mut m = report(
+            &Stats {
+                wakeup: &sh.wakeup,
+                request: &sh.request,
+                rps: &sh.rps,
+                requests: total,
+                delay_us: (delay("schbench-msg"), delay("schbench-worker")),
+            },
+            &self.o,
+        );
+        let d = m.details.as_mut().expect("report() gives details");
+        d["workers_per_message_thread"] = self.workers.into();
+        d["matrix_size"] = self.msize.into();
+        d["request_work_us"] = (self.work_ns as f64 / 1000.0).into();
         Ok(m)
     }
 
     fn limit_ns(&self) -> Time {
         (self.o.r + 60) * SEC + 100 * MS
     }
+}
+
+/// What a schbench run measured, simulated or native.
+pub struct Stats<'a> {
+    /// Wake-up latencies, µs.
+    pub wakeup: &'a Hist,
+    /// Request latencies, µs.
+    pub request: &'a Hist,
+    /// Requests per second, one sample a second.
+    pub rps: &'a Hist,
+    /// Requests done in all (`loop_count`, never cleared).
+    pub requests: u64,
+    /// Mean scheduling delay of the message threads and of the workers, µs.
+    pub delay_us: (u64, u64),
+}
+
+/// The result: p99 wake-up latency, the percentiles in `details`, and what schbench
+/// prints at its end in `output`.
+pub fn report(s: &Stats<'_>, o: &Options) -> Metric {
+    let avg_rps = s.requests as f64 / o.r as f64;
+    let mut m = metric(
+        "wakeup_p99_us",
+        s.wakeup.percentile(99.0) as f64,
+        "us",
+        "lower",
+    );
+    m.details = Some(serde_json::json!({
+        "wakeup_latency_us": s.wakeup.json(&LAT_PCTS),
+        "request_latency_us": s.request.json(&LAT_PCTS),
+        "rps": s.rps.json(&RPS_PCTS),
+        "average_rps": (avg_rps * 100.0).round() / 100.0,
+        "message_threads": o.m,
+    }));
+    m.output = Some(format!(
+        "{}{}{}average rps: {avg_rps:.2}\nsched delay: message {} (usec) worker {} (usec)",
+        s.wakeup
+            .block("Wakeup Latencies", "usec", o.r, &LAT_PCTS, 99.0),
+        s.request
+            .block("Request Latencies", "usec", o.r, &LAT_PCTS, 99.0),
+        s.rps.block("RPS", "requests", o.r, &RPS_PCTS, 50.0),
+        s.delay_us.0,
+        s.delay_us.1,
+    ));
+    m
+}
+
+/// `msize` of a footprint of `f_kb` KB: `sqrt(F * 1024 / 3 / 8)`, integer division first.
+pub fn matrix_size(f_kb: u64) -> u64 {
+    ((f_kb * 1024 / 3 / 8) as f64).sqrt() as u64
 }
 
 /// The percentiles schbench prints for latencies, and for the request rate.
@@ -585,7 +621,7 @@ const ALL_PCTS: [f64; 5] = [20.0, 50.0, 90.0, 99.0, 99.9];
 
 /// schbench's (fio's) histogram: values below 512 exact, then 256 buckets per power of two.
 #[derive(Clone, Debug, Default)]
-struct Hist {
+pub struct Hist {
     buckets: std::collections::BTreeMap<u32, u64>,
     n: u64,
     min: u64,
@@ -616,7 +652,8 @@ fn plat_val(idx: u32) -> u64 {
 }
 
 impl Hist {
-    fn add(&mut self, v: u64) {
+    /// Count one value.
+    pub fn add(&mut self, v: u64) {
         *self.buckets.entry(plat_idx(v)).or_default() += 1;
         // schbench's min treats 0 as unset.
         self.min = if self.n == 0 || self.min == 0 {
@@ -641,8 +678,31 @@ impl Hist {
         (self.max, self.n)
     }
 
-    fn percentile(&self, p: f64) -> u64 {
+    /// The value at `p` % (schbench's: the first bucket reaching the share).
+    pub fn percentile(&self, p: f64) -> u64 {
         self.at(p).0
+    }
+
+    /// Add every sample of `other` (per-thread histograms into one).
+    pub fn merge(&mut self, other: &Hist) {
+        if other.n == 0 {
+            return;
+        }
+        for (&i, &c) in &other.buckets {
+            *self.buckets.entry(i).or_default() += c;
+        }
+        self.min = if self.n == 0 {
+            other.min
+        } else {
+            self.min.min(other.min)
+        };
+        self.max = self.max.max(other.max);
+        self.n += other.n;
+    }
+
+    /// Samples counted.
+    pub fn samples(&self) -> u64 {
+        self.n
     }
 
     fn json(&self, pcts: &[f64]) -> serde_json::Value {
