@@ -117,7 +117,10 @@ pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
                 rt.push("-T".into());
                 perf.push("-t".into());
             }
-            let fixed = hb.datasize != 100 || hb.fds != 20;
+            if hb.inet {
+                rt.push("-i".into());
+            }
+            let fixed = hb.datasize != 100 || hb.fds != 20 || hb.inet;
             Ok(vec![
                 Tool {
                     label: "rt-tests hackbench",
@@ -135,7 +138,7 @@ pub fn tools_for(name: &str, p: &Params) -> Result<Vec<Tool>, String> {
                     args: perf,
                     parse: parse_perf_messaging,
                     unsupported: fixed.then(|| {
-                        "perf bench sched messaging has fixed datasize=100 and fds=20".into()
+                        "perf bench sched messaging has fixed datasize=100 and fds=20, and no inet mode".into()
                     }),
                     logs_in: None,
                 },
