@@ -206,6 +206,22 @@ pub fn thread_schedstat() -> (u64, u64) {
     )
 }
 
+/// `setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1)`.
+pub fn set_nodelay(fd: RawFd) -> Res<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: a socket fd of ours and an int option.
+    check("setsockopt(TCP_NODELAY)", unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
 /// A private SysV semaphore set (`semget(IPC_PRIVATE)`), removed (`IPC_RMID`) when
 /// dropped so that a failed run leaves none behind.
 pub struct SemSet {

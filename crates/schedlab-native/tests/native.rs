@@ -167,6 +167,16 @@ fn schbench_times_every_request_and_prints_its_percentiles() {
 }
 
 #[test]
+fn netperf_counts_transactions_of_every_instance() {
+    let r = native("netperf:instances=2,duration_ms=50,warmup_ms=5,req=10,resp=100");
+    assert!(counts(&r)["transactions"] > 10.0);
+    assert_eq!(r.result.metric, "transactions_per_s");
+    let out = r.result.output.as_deref().unwrap();
+    assert_eq!(out.matches("MIGRATED TCP REQUEST/RESPONSE TEST").count(), 2);
+    assert!(out.contains("\n16384  131072 10       100     "), "{out}");
+}
+
+#[test]
 fn pipe_benchmarks_count_round_trips_and_bytes() {
     let r = native("lat_pipe:rounds=300,warmup=7");
     assert_eq!(counts(&r)["round_trips"], 300.0);

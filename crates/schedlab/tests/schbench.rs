@@ -96,3 +96,39 @@ fn more_workers_than_cpus_queue_behind_each_other() {
         p99(&roomy)
     );
 }
+
+/// netperf TCP_RR (`workload/netperf`): every instance measured, the rates summed, the
+/// table printed per instance.
+#[test]
+fn netperf_sums_its_instances_and_prints_one_table_each() {
+    let r = schbench("netperf:instances=3,duration_ms=20,warmup_ms=2", 4, "eevdf");
+    let d = r.result.details.as_ref().unwrap();
+    let rates: Vec<f64> = d["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(rates.len(), 3);
+    assert!(rates.iter().all(|&x| x > 1000.0), "{rates:?}");
+    let sum: f64 = rates.iter().sum();
+    assert!(
+        (sum - r.result.value).abs() < 0.05,
+        "{sum} vs {}",
+        r.result.value
+    );
+    let out = r.result.output.as_deref().unwrap();
+    assert_eq!(out.matches("MIGRATED TCP REQUEST/RESPONSE TEST").count(), 3);
+    assert!(
+        out.contains("\n16384  131072 1        1       0.02     "),
+        "{out}"
+    );
+    // A bigger response takes longer per transaction.
+    let big = schbench(
+        "netperf:instances=1,resp=65536,duration_ms=20,warmup_ms=2",
+        4,
+        "eevdf",
+    );
+    let small = schbench("netperf:instances=1,duration_ms=20,warmup_ms=2", 4, "eevdf");
+    assert!(big.result.value < small.result.value);
+}

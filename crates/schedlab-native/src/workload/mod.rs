@@ -16,6 +16,7 @@ pub mod lat_pipe;
 pub mod lat_proc;
 pub mod loop_yield;
 pub mod mix;
+pub mod netperf;
 pub mod reflex;
 pub mod rtapp;
 pub mod schbench;
@@ -121,6 +122,12 @@ pub static NATIVE_WORKLOADS: &[NativeWorkload] = &[
         "threads of one process each calling sched_yield() in a loop",
         no_prepare,
         sched_yield::run,
+    ),
+    native(
+        sim::netperf::INFO,
+        "netperf TCP_RR: netperf and netserver processes exchanging requests and responses over TCP loopback",
+        no_prepare,
+        netperf::run,
     ),
     native(
         sim::schbench::INFO,

@@ -14,6 +14,7 @@ pub mod lat_proc;
 pub mod loop_yield;
 pub mod mix;
 pub mod mkbench;
+pub mod netperf;
 pub mod reflex;
 pub mod rtapp;
 pub mod schbench;
@@ -92,6 +93,7 @@ pub static WORKLOADS: &[WorkloadInfo] = &[
     loop_yield::INFO,
     sched_yield::INFO,
     schbench::INFO,
+    netperf::INFO,
     rtapp::INFO,
     lat_proc::INFO,
     mix::INFO,
