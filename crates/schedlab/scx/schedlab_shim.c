@@ -35,6 +35,7 @@ struct schedlab_kfuncs {
 	s32 (*task_cpu)(const struct task_struct *p);
 	u32 (*nr_cpu_ids)(void);
 	const struct cpumask *(*idle_cpumask)(void);
+	const struct cpumask *(*idle_smtmask)(void);
 	const struct cpumask *(*possible_cpumask)(void);
 	struct task_struct *(*task_from_pid)(s32 pid);
 	u32 (*reenqueue_local)(void);
@@ -125,7 +126,7 @@ bool scx_bpf_task_running(const struct task_struct *p) { return schedlab_kf.task
 s32 scx_bpf_task_cpu(const struct task_struct *p) { return schedlab_kf.task_cpu(p); }
 u32 scx_bpf_nr_cpu_ids(void) { return schedlab_kf.nr_cpu_ids(); }
 const struct cpumask *scx_bpf_get_idle_cpumask(void) { return schedlab_kf.idle_cpumask(); }
-const struct cpumask *scx_bpf_get_idle_smtmask(void) { return schedlab_kf.idle_cpumask(); }
+const struct cpumask *scx_bpf_get_idle_smtmask(void) { return schedlab_kf.idle_smtmask(); }
 void scx_bpf_put_idle_cpumask(const struct cpumask *m) { (void)m; }
 const struct cpumask *scx_bpf_get_possible_cpumask(void) { return schedlab_kf.possible_cpumask(); }
 const struct cpumask *scx_bpf_get_online_cpumask(void) { return schedlab_kf.possible_cpumask(); }

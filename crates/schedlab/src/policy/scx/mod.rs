@@ -11,7 +11,9 @@
 //! local DSQ, else the global DSQ, else `ops.dispatch` in a loop, its dispatches buffered
 //! and flushed after each call (`finish_dispatch`). Slices run down by the time a task
 //! runs (`update_curr_scx`); at zero the tick reschedules. The built-in idle mask
-//! answers `scx_bpf_select_cpu_dfl`. `scx_bpf_error` (or an invalid verdict, or the
+//! answers `scx_bpf_select_cpu_dfl`; on a machine with SMT it keeps ext.c's idle-core
+//! mask too (`idle_masks.smt`: CPUs whose whole core is idle), which
+//! `scx_bpf_select_cpu_dfl` and `scx_bpf_pick_idle_cpu` try first. `scx_bpf_error` (or an invalid verdict, or the
 //! watchdog) ends the BPF scheduler: at once every task goes through the global DSQ in
 //! FIFO order (ext.c's bypass mode); at the next tick the disable path moves every task
 //! to the fair class (EEVDF, sharing the run queues' locks), which runs them from then
@@ -30,7 +32,7 @@
 //!
 //! Not modelled: other sched classes than this one and the idle class (no RT, so
 //! `cpu_acquire`/`cpu_release` never run), `SCX_KICK_WAIT`'s wait, core scheduling,
-//! cgroups below the root, SMT-aware idle picking.
+//! cgroups below the root.
 
 pub mod cabi;
 pub mod ops;
@@ -234,6 +236,12 @@ pub struct ExtState {
     pub tasks: Vec<TaskScx>,
     /// The built-in idle mask (`idle_masks.cpu`).
     idle: Vec<bool>,
+    /// `idle_masks.smt`: CPUs whose whole core is idle (kept only when SMT is active).
+    smt_idle: Vec<bool>,
+    /// Each CPU's SMT siblings among the booted CPUs, itself included (`cpu_smt_mask`).
+    siblings: Vec<Vec<CpuId>>,
+    /// `sched_smt_active()`: some booted core has two CPUs.
+    smt_active: bool,
     idle_line: Option<LineId>,
     /// Rotates `cpumask_any_and_distribute`'s start.
     idle_cursor: usize,
@@ -715,9 +723,19 @@ impl ExtState {
         ctx.resched_cpu(c);
     }
 
+    /// `test_and_clear_cpu_idle`: claim `c` — with SMT its core leaves the idle-core mask
+    /// (only `c` if the core was not wholly idle).
     fn test_and_clear_idle(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) -> bool {
         let line = self.idle_line.expect("booted");
         ctx.read(Shared::Line(line));
+        if self.smt_active && c < self.siblings.len() {
+            if self.siblings[c].iter().any(|&s| self.smt_idle[s]) {
+                ctx.write(Shared::Line(line));
+                for &s in &self.siblings[c] {
+                    self.smt_idle[s] = false;
+                }
+            }
+        }
         if self.idle.get(c).copied().unwrap_or(false) {
             ctx.write(Shared::Line(line));
             self.idle[c] = false;
@@ -726,20 +744,50 @@ impl ExtState {
         false
     }
 
+    /// `__scx_update_idle`'s masks: `cpu` joins or leaves the idle mask; with SMT, a core
+    /// all of whose CPUs are idle is in the idle-core mask, and leaves it with the first.
+    fn update_idle_masks(&mut self, cpu: CpuId, idle: bool) {
+        self.idle[cpu] = idle;
+        if !self.smt_active {
+            return;
+        }
+        let whole = idle && self.siblings[cpu].iter().all(|&s| self.idle[s]);
+        for &s in &self.siblings[cpu] {
+            if !idle {
+                self.smt_idle[s] = false;
+            } else if whole {
+                self.smt_idle[s] = true;
+            }
+        }
+    }
+
     /// `scx_pick_idle_cpu`: an idle CPU `p` may use, starting after the last one given
-    /// (`cpumask_any_and_distribute`), claimed by clearing its bit.
-    fn pick_idle_cpu(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId) -> Option<CpuId> {
+    /// (`cpumask_any_and_distribute`), claimed by clearing its bit; with SMT a CPU of a
+    /// wholly idle core first, and with `SCX_PICK_IDLE_CORE` only such a CPU.
+    fn pick_idle_cpu(&mut self, ctx: &mut SchedCtx<'_>, p: TaskId, flags: u64) -> Option<CpuId> {
         let n = ctx.nr_cpus();
         let line = self.idle_line.expect("booted");
         ctx.read(Shared::Line(line));
-        for k in 0..n {
-            let c = (self.idle_cursor + 1 + k) % n;
-            if self.idle[c] && ctx.allowed(p, c) && self.test_and_clear_idle(ctx, c) {
-                self.idle_cursor = c;
+        loop {
+            let from_core = if self.smt_active {
+                (0..n)
+                    .map(|k| (self.idle_cursor + 1 + k) % n)
+                    .find(|&c| self.smt_idle[c] && ctx.allowed(p, c))
+            } else {
+                None
+            };
+            let c = match from_core {
+                Some(c) => Some(c),
+                None if self.smt_active && flags & SCX_PICK_IDLE_CORE != 0 => return None,
+                None => (0..n)
+                    .map(|k| (self.idle_cursor + 1 + k) % n)
+                    .find(|&c| self.idle[c] && ctx.allowed(p, c)),
+            }?;
+            self.idle_cursor = c;
+            if self.test_and_clear_idle(ctx, c) {
                 return Some(c);
             }
         }
-        None
     }
 
     /// `scx_select_cpu_dfl`.
@@ -760,12 +808,26 @@ impl ExtState {
         {
             return (this as i32, true);
         }
-        if let Ok(pc) = usize::try_from(prev) {
-            if pc < ctx.nr_cpus() && ctx.allowed(p, pc) && self.test_and_clear_idle(ctx, pc) {
+        let prev_ok = usize::try_from(prev)
+            .ok()
+            .filter(|&pc| pc < ctx.nr_cpus() && ctx.allowed(p, pc));
+        // With SMT a wholly idle core beats a partly idle prev_cpu.
+        if self.smt_active {
+            if let Some(pc) = prev_ok {
+                if self.smt_idle[pc] && self.test_and_clear_idle(ctx, pc) {
+                    return (prev, true);
+                }
+            }
+            if let Some(c) = self.pick_idle_cpu(ctx, p, SCX_PICK_IDLE_CORE) {
+                return (c as i32, true);
+            }
+        }
+        if let Some(pc) = prev_ok {
+            if self.test_and_clear_idle(ctx, pc) {
                 return (prev, true);
             }
         }
-        match self.pick_idle_cpu(ctx, p) {
+        match self.pick_idle_cpu(ctx, p, 0) {
             Some(c) => (c as i32, true),
             None => (prev, false),
         }
@@ -962,7 +1024,7 @@ impl Ext {
         }
         let line = self.st.idle_line.expect("booted");
         ctx.write(Shared::Line(line));
-        self.st.idle[cpu] = idle;
+        self.st.update_idle_masks(cpu, idle);
         if self.has.update_idle && !self.st.ended() {
             self.call(ctx, |o, k| o.update_idle(k, cpu, idle));
         }
@@ -1029,6 +1091,15 @@ impl SchedClass for Ext {
         self.st.local = vec![VecDeque::new(); n];
         // scx_idle_reset: the mask starts as the CPUs are — all idle at boot.
         self.st.idle = vec![true; n];
+        let core: Vec<usize> = match &ctx.machine().preset.topology {
+            Some(ids) => ids.core[..n].to_vec(),
+            None => (0..n).collect(),
+        };
+        self.st.siblings = (0..n)
+            .map(|c| (0..n).filter(|&s| core[s] == core[c]).collect())
+            .collect();
+        self.st.smt_active = self.st.siblings.iter().any(|s| s.len() > 1);
+        self.st.smt_idle = vec![self.st.smt_active; n];
         self.st.in_balance = vec![false; n];
         self.st.node = match &ctx.machine().preset.topology {
             Some(ids) => ids.node[..n].to_vec(),

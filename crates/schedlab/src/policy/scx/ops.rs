@@ -54,6 +54,8 @@ pub mod consts {
     pub const SCX_KICK_PREEMPT: u64 = 2;
     /// `SCX_KICK_WAIT`.
     pub const SCX_KICK_WAIT: u64 = 4;
+    /// `SCX_PICK_IDLE_CORE`.
+    pub const SCX_PICK_IDLE_CORE: u64 = 1;
     /// `SCX_WAKE_FORK` (`WF_FORK`).
     pub const SCX_WAKE_FORK: u64 = 0x04;
     /// `SCX_WAKE_TTWU` (`WF_TTWU`).
@@ -348,13 +350,25 @@ impl Kf<'_, '_> {
     }
 
     /// `scx_bpf_pick_idle_cpu(cpus_allowed of p, flags)`: −EBUSY when none.
-    pub fn pick_idle_cpu(&mut self, p: TaskId) -> i32 {
-        self.st.pick_idle_cpu(self.ctx, p).map_or(-16, |c| c as i32)
+    pub fn pick_idle_cpu(&mut self, p: TaskId, flags: u64) -> i32 {
+        self.st
+            .pick_idle_cpu(self.ctx, p, flags)
+            .map_or(-16, |c| c as i32)
+    }
+
+    /// Whether `cpu` is in the idle-core mask (`idle_masks.smt`; the idle mask without
+    /// SMT).
+    pub fn core_idle(&self, cpu: CpuId) -> bool {
+        if self.st.smt_active {
+            self.st.smt_idle.get(cpu).copied().unwrap_or(false)
+        } else {
+            self.cpu_idle(cpu)
+        }
     }
 
     /// `scx_bpf_pick_any_cpu`.
-    pub fn pick_any_cpu(&mut self, p: TaskId) -> i32 {
-        match self.st.pick_idle_cpu(self.ctx, p) {
+    pub fn pick_any_cpu(&mut self, p: TaskId, flags: u64) -> i32 {
+        match self.st.pick_idle_cpu(self.ctx, p, flags) {
             Some(c) => c as i32,
             None => (0..self.ctx.nr_cpus())
                 .find(|&c| self.ctx.allowed(p, c))

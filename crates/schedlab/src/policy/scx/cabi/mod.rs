@@ -194,6 +194,7 @@ struct KfTable {
     task_cpu: unsafe extern "C" fn(TaskP) -> i32,
     nr_cpu_ids: unsafe extern "C" fn() -> u32,
     idle_cpumask: unsafe extern "C" fn() -> *const CpuMaskC,
+    idle_smtmask: unsafe extern "C" fn() -> *const CpuMaskC,
     possible_cpumask: unsafe extern "C" fn() -> *const CpuMaskC,
     task_from_pid: unsafe extern "C" fn(i32) -> TaskP,
     reenqueue_local: unsafe extern "C" fn() -> u32,
@@ -274,6 +275,7 @@ struct Runtime {
     /// DSQ iterations in progress, by the iterator's address.
     iters: BTreeMap<usize, DsqIter>,
     idle_mask: Box<CpuMaskC>,
+    smt_mask: Box<CpuMaskC>,
     possible: Box<CpuMaskC>,
     nr_cpus: usize,
     rng: u64,
@@ -388,6 +390,9 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
             map_syms,
             iters: BTreeMap::new(),
             idle_mask: Box::new(CpuMaskC {
+                bits: [0; MASK_WORDS],
+            }),
+            smt_mask: Box::new(CpuMaskC {
                 bits: [0; MASK_WORDS],
             }),
             possible: Box::new(CpuMaskC {
@@ -757,12 +762,12 @@ unsafe extern "C" fn kf_test_and_clear_cpu_idle(cpu: i32) -> bool {
     with(|k, _| k.test_and_clear_cpu_idle(cpu))
 }
 
-unsafe extern "C" fn kf_pick_idle_cpu(allowed: *const CpuMaskC, _flags: u64, any: i32) -> i32 {
+unsafe extern "C" fn kf_pick_idle_cpu(allowed: *const CpuMaskC, flags: u64, any: i32) -> i32 {
     with(|k, rt| {
         // The mask given is nearly always a task's own (`p->cpus_ptr`).
         match rt.by_mask.get(&(allowed as usize)).copied() {
-            Some(p) if any != 0 => k.pick_any_cpu(p),
-            Some(p) => k.pick_idle_cpu(p),
+            Some(p) if any != 0 => k.pick_any_cpu(p, flags),
+            Some(p) => k.pick_idle_cpu(p, flags),
             None if allowed.is_null() => -22,
             None => {
                 // A mask of the scheduler's own: the first idle CPU in it.
@@ -804,6 +809,23 @@ unsafe extern "C" fn kf_idle_cpumask() -> *const CpuMaskC {
         }
         *rt.idle_mask = m;
         Ptr(&*rt.idle_mask as *const CpuMaskC as *mut c_void)
+    })
+    .0 as *const CpuMaskC
+}
+
+/// `scx_bpf_get_idle_smtmask`: CPUs of wholly idle cores (the idle mask without SMT).
+unsafe extern "C" fn kf_idle_smtmask() -> *const CpuMaskC {
+    with(|k, rt| {
+        let mut m = CpuMaskC {
+            bits: [0; MASK_WORDS],
+        };
+        for c in 0..k.nr_cpus() {
+            if k.core_idle(c) {
+                m.bits[c / 64] |= 1 << (c % 64);
+            }
+        }
+        *rt.smt_mask = m;
+        Ptr(&*rt.smt_mask as *const CpuMaskC as *mut c_void)
     })
     .0 as *const CpuMaskC
 }
@@ -999,6 +1021,7 @@ const KF_TABLE: KfTable = KfTable {
     task_cpu: kf_task_cpu,
     nr_cpu_ids: kf_nr_cpu_ids,
     idle_cpumask: kf_idle_cpumask,
+    idle_smtmask: kf_idle_smtmask,
     possible_cpumask: kf_possible_cpumask,
     task_from_pid: kf_task_from_pid,
     reenqueue_local: kf_reenqueue_local,
