@@ -114,6 +114,8 @@ pub fn build(spec: &Spec) -> Result<PathBuf, String> {
         .filter(|d| d.is_dir());
     let mut h = Sha256::new();
     h.update(src_text.as_bytes());
+    // The compiler too: one without BTF output builds a different object.
+    h.update(std::env::var("CC").unwrap_or_default().as_bytes());
     for (name, text) in FILES {
         h.update(name.as_bytes());
         h.update(text.as_bytes());
@@ -146,33 +148,43 @@ pub fn build(spec: &Spec) -> Result<PathBuf, String> {
     };
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let tmp = work.join("scheduler.so");
-    let mut cmd = std::process::Command::new(&cc);
-    cmd.args([
-        "-O2",
-        "-gbtf",
-        "-shared",
-        "-fPIC",
-        "-std=gnu11",
-        "-D__bpf__",
-    ]);
-    cmd.args(["-Wno-int-conversion", "-Wno-incompatible-pointer-types"]);
-    if let Some(inc) = &include {
+    let native = match &include {
         // The scheduler's own headers, with the macros written in BPF assembly
         // (MEMBER_VPTR, ARRAY_ELEM_PTR: verifier-visible bounds clamps) in plain C.
-        let native = work.join("sched-include");
-        copy_headers_native(inc, &native)
-            .map_err(|e| format!("cannot copy the scheduler's headers {}: {e}", inc.display()))?;
-        cmd.arg("-I").arg(&native);
+        Some(inc) => {
+            let native = work.join("sched-include");
+            copy_headers_native(inc, &native).map_err(|e| {
+                format!("cannot copy the scheduler's headers {}: {e}", inc.display())
+            })?;
+            Some(native)
+        }
+        None => None,
+    };
+    let compile = |btf: bool| -> Result<std::process::Output, String> {
+        let mut cmd = std::process::Command::new(&cc);
+        cmd.args(["-O2", "-shared", "-fPIC", "-std=gnu11", "-D__bpf__"]);
+        // The maps' definitions are read from BTF, as libbpf reads them (GCC 12+).
+        cmd.arg(if btf { "-gbtf" } else { "-g0" });
+        cmd.args(["-Wno-int-conversion", "-Wno-incompatible-pointer-types"]);
+        if let Some(native) = &native {
+            cmd.arg("-I").arg(native);
+        }
+        cmd.arg("-I")
+            .arg(&work)
+            .arg("-o")
+            .arg(&tmp)
+            .arg(&src)
+            .arg(work.join("schedlab_shim.c"));
+        cmd.output().map_err(|e| {
+            format!("cannot run the C compiler '{cc}': {e} (accepted: a cc on PATH, or CC=...)")
+        })
+    };
+    let mut out = compile(true)?;
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("-gbtf") {
+        // A compiler without BTF output (GCC before 12, clang for a native target): a
+        // scheduler without maps still runs; one with maps is refused at load, saying why.
+        out = compile(false)?;
     }
-    cmd.arg("-I")
-        .arg(&work)
-        .arg("-o")
-        .arg(&tmp)
-        .arg(&src)
-        .arg(work.join("schedlab_shim.c"));
-    let out = cmd.output().map_err(|e| {
-        format!("cannot run the C compiler '{cc}': {e} (accepted: a cc on PATH, or CC=...)")
-    })?;
     if !out.status.success() {
         let _ = std::fs::remove_dir_all(&work);
         return Err(format!(
