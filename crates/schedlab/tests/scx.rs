@@ -186,6 +186,72 @@ fn a_task_never_dispatched_trips_the_watchdog() {
     assert!(why.contains("failed to run for"), "{why}");
 }
 
+/// Records where `scx_bpf_select_cpu_dfl` sends each wake-up, and whether the CPU it
+/// gave was idle then.
+struct Placer {
+    picks: std::sync::Arc<std::sync::Mutex<Vec<(CpuId, i32, bool)>>>,
+}
+impl ScxOps for Placer {
+    fn name(&self) -> String {
+        "placer".into()
+    }
+    fn has(&self) -> Has {
+        Has {
+            select_cpu: true,
+            enqueue: true,
+            ..Has::default()
+        }
+    }
+    fn select_cpu(&mut self, k: &mut Kf<'_, '_>, p: TaskId, prev: CpuId, wake_flags: u64) -> i32 {
+        let (cpu, idle) = k.select_cpu_dfl(p, prev as i32, wake_flags);
+        self.picks.lock().unwrap().push((prev, cpu, idle));
+        if idle {
+            k.dispatch(p, SCX_DSQ_LOCAL, SCX_SLICE_DFL, 0);
+        }
+        cpu
+    }
+    fn enqueue(&mut self, k: &mut Kf<'_, '_>, p: TaskId, enq_flags: u64) {
+        k.dispatch(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
+    }
+}
+
+/// ext.c on SMT: a task forked on a busy core goes to a wholly idle core, not to the busy
+/// core's idle sibling (`idle_masks.smt` before `idle_masks.cpu`); without SMT the next
+/// idle CPU will do.
+#[test]
+fn select_cpu_dfl_prefers_a_wholly_idle_core_on_smt_machines() {
+    for (machine, want) in [("modern-2s-64", 2), ("piii700-1m", 1)] {
+        let picks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cfg = RunConfig {
+            machine: machine.into(),
+            cpus: Some(4),
+            policy: "scx".into(),
+            workload: "sched_yield:threads=1,duration_ms=2,warmup_ms=1".into(),
+            seed: 1,
+        };
+        let ops = Placer {
+            picks: std::sync::Arc::clone(&picks),
+        };
+        let mut sim = Simulation::with_class(
+            cfg,
+            Box::new(Ext::new(Box::new(ops), 1000, Default::default())),
+        )
+        .unwrap();
+        sim.run(&mut |_, _| {}).unwrap();
+        sim.check().unwrap();
+        // The first wake-up is init's, onto the idle machine; the second the thread it
+        // clones while it runs on CPU 0. modern-2s-64 numbers SMT siblings adjacently:
+        // CPUs 0 and 1 share a core.
+        let clone = picks.lock().unwrap()[1];
+        assert_eq!(
+            clone,
+            (0, want, true),
+            "{machine}: {:?}",
+            picks.lock().unwrap()
+        );
+    }
+}
+
 // ---- C schedulers, compiled natively (policy/scx/cabi/) --------------------------------
 
 use schedlab::report::RunReport;
