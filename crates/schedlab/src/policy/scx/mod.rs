@@ -728,12 +728,13 @@ impl ExtState {
     fn test_and_clear_idle(&mut self, ctx: &mut SchedCtx<'_>, c: CpuId) -> bool {
         let line = self.idle_line.expect("booted");
         ctx.read(Shared::Line(line));
-        if self.smt_active && c < self.siblings.len() {
-            if self.siblings[c].iter().any(|&s| self.smt_idle[s]) {
-                ctx.write(Shared::Line(line));
-                for &s in &self.siblings[c] {
-                    self.smt_idle[s] = false;
-                }
+        if self.smt_active
+            && c < self.siblings.len()
+            && self.siblings[c].iter().any(|&s| self.smt_idle[s])
+        {
+            ctx.write(Shared::Line(line));
+            for &s in &self.siblings[c] {
+                self.smt_idle[s] = false;
             }
         }
         if self.idle.get(c).copied().unwrap_or(false) {
