@@ -171,6 +171,16 @@ impl Runtime {
     }
 }
 
+/// A map value of `w` words holding the `vsz` bytes at `value`.
+///
+/// # Safety
+/// `value` must point at `vsz` readable bytes, and `vsz` ≤ 8 · `w`.
+unsafe fn boxed_value(value: *const c_void, vsz: usize, w: usize) -> Box<[u64]> {
+    let mut v = vec![0u64; w].into_boxed_slice();
+    std::ptr::copy_nonoverlapping(value as *const u8, v.as_mut_ptr() as *mut u8, vsz);
+    v
+}
+
 unsafe fn bytes<'a>(p: *const c_void, n: usize) -> &'a [u8] {
     std::slice::from_raw_parts(p as *const u8, n)
 }
@@ -314,16 +324,8 @@ pub(super) unsafe extern "C" fn kf_map_push(
                 if q.len() >= cap {
                     return -7;
                 }
-                let mut v = vec![0u64; w].into_boxed_slice();
-                // SAFETY: v holds w words ≥ vsz bytes.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        value as *const u8,
-                        v.as_mut_ptr() as *mut u8,
-                        vsz,
-                    )
-                };
-                q.push_back(v);
+                // SAFETY: value points at vsz bytes (the caller's).
+                q.push_back(unsafe { boxed_value(value, vsz, w) });
                 0
             }
             _ => -22,
@@ -370,17 +372,12 @@ unsafe fn storage_get(m: *mut c_void, owner: u64, value: *mut c_void, flags: u64
             if flags & 1 == 0 {
                 return Ptr(std::ptr::null_mut());
             }
-            let mut v = vec![0u64; w].into_boxed_slice();
-            if !value.is_null() {
+            let v = if value.is_null() {
+                vec![0u64; w].into_boxed_slice()
+            } else {
                 // SAFETY: value points at vsz bytes.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        value as *const u8,
-                        v.as_mut_ptr() as *mut u8,
-                        vsz,
-                    )
-                };
-            }
+                unsafe { boxed_value(value, vsz, w) }
+            };
             e.insert(v);
         }
         Ptr(t
