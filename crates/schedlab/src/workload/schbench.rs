@@ -31,7 +31,9 @@
 //! multiplies are user time of `n · msize³` multiply-adds at
 //! [`CYCLES_PER_MADD`] cycles each over a working set of the three matrices, so the cache
 //! model charges what a cold worker refills. The per-CPU lock is a flag per CPU that a
-//! worker spins on in 50 ns steps, re-reading its CPU after taking it, as schbench does.
+//! worker spins on in steps of [`SPIN_STEP_NS`] (schbench's `trylock` and `pause` take
+//! tens of ns a turn; a microsecond a step keeps a spin behind a preempted holder — one
+//! time slice long — to a few thousand events), re-reading its CPU after taking it.
 //! Results are kept in schbench's histogram (fio's: exact below 512 µs, then 256 buckets
 //! per power of two, read at the bucket's middle).
 //!
@@ -93,6 +95,9 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 /// multiply's throughput is one a cycle and the strided loads overlap; two cycles is what
 /// such a loop reaches out of L2 on the P6 through today's cores.
 pub const CYCLES_PER_MADD: u64 = 2;
+
+/// One step of the per-CPU lock's spin: the model's resolution of the lock's hand-off.
+pub const SPIN_STEP_NS: Time = 1000;
 
 fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let o = Options::from_params(p);
@@ -283,7 +288,10 @@ impl Program for Worker {
                                 continue;
                             }
                             None if sh.cpu_locks[cpu] => {
-                                return Op::Compute { ns: 50, ws: 64 };
+                                return Op::Compute {
+                                    ns: SPIN_STEP_NS,
+                                    ws: 64,
+                                };
                             }
                             None => {
                                 sh.cpu_locks[cpu] = true;
