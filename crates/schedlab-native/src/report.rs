@@ -157,10 +157,7 @@ pub fn build(w: &NativeWorkload, p: &Params, runs: Vec<OneRun>) -> NativeReport 
             unit: o.unit.clone(),
             better: o.better.clone(),
             details: o.details.clone(),
-            output: o
-                .output
-                .clone()
-                .or_else(|| schedlab::workload::tool_output(w.name, p, med)),
+            output: o.output.clone(),
         },
         counters: NativeCounters {
             context_switches: s.ctxt,

@@ -424,10 +424,6 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
         result: with_schedstats(
             Metric {
                 value: round(result.value),
-                output: result.output.clone().or_else(|| {
-                    sim.workload_validated()
-                        .and_then(|p| crate::workload::tool_output(&wspec.name, p, result.value))
-                }),
                 ..result
             },
             crate::kernel::schedstat::by_group(

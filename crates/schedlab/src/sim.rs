@@ -63,8 +63,6 @@ pub struct Simulation {
     pub k: Kernel,
     workload: Box<dyn Workload>,
     workload_params: std::collections::BTreeMap<String, String>,
-    /// The workload's validated parameters, when it was built from a spec.
-    workload_validated: Option<crate::spec::Params>,
     config: RunConfig,
     policy_spec: Spec,
     workload_spec: Spec,
@@ -126,7 +124,6 @@ impl Simulation {
             .map_err(|e| SimError::Workload(format!("{}: {e}", workload_spec)))?;
         let mut sim = Self::boot(machine, class, workload, config, policy_spec, workload_spec);
         sim.workload_params = params.to_map();
-        sim.workload_validated = Some(params);
         Ok(sim)
     }
 
@@ -164,7 +161,6 @@ impl Simulation {
             k,
             workload,
             workload_params: Default::default(),
-            workload_validated: None,
             config,
             policy_spec,
             workload_spec,
@@ -279,10 +275,6 @@ impl Simulation {
 
     pub(crate) fn workload(&self) -> &dyn Workload {
         self.workload.as_ref()
-    }
-
-    pub(crate) fn workload_validated(&self) -> Option<&crate::spec::Params> {
-        self.workload_validated.as_ref()
     }
 
     pub(crate) fn workload_params(&self) -> std::collections::BTreeMap<String, String> {

@@ -105,6 +105,10 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     ctx.join_all(tasks)?;
     let ns = sys::now_ns() - t0;
     let mut out = Outcome::new("seconds", ns as f64 / 1e9, "s", "lower", ns);
+    out.output = Some(schedlab::workload::hackbench::tool_output(
+        &o,
+        ns as f64 / 1e9,
+    ));
     out.counts = c.to_map();
     Ok(out)
 }

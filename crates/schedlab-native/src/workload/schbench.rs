@@ -99,7 +99,6 @@ fn multiply(buf: &mut [u64], msize: usize, n: u64) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn worker(sh: &Shared, id: usize, msg: usize, o: &Options, msize: usize) -> Res<()> {
     let mut buf = vec![1u64; 3 * msize * msize];
     let locking = o.locking && !o.calibrate;

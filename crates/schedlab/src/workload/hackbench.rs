@@ -109,6 +109,7 @@ fn build(p: &Params, _: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let o = Options::from_params(p);
     check(&o)?;
     Ok(Box::new(Hackbench {
+        options: o.clone(),
         shape: Shape {
             groups: o.groups,
             loops: o.loops,
@@ -160,6 +161,8 @@ impl Shape {
 
 /// The hackbench workload.
 pub struct Hackbench {
+    /// As given (the tool whose output it prints among them).
+    options: Options,
     shape: Shape,
 }
 
@@ -423,7 +426,9 @@ impl Workload for Hackbench {
                 ));
             }
         }
-        Ok(metric("seconds", ns as f64 / 1e9, "s", "lower"))
+        let mut m = metric("seconds", ns as f64 / 1e9, "s", "lower");
+        m.output = Some(tool_output(&self.options, m.value));
+        Ok(m)
     }
 }
 
@@ -562,7 +567,11 @@ mod tests {
 
     #[test]
     fn a_refused_fork_names_the_process_limit() {
+        let spec = crate::spec::Spec::parse("workload", "hackbench:groups=300").unwrap();
         let hb = Hackbench {
+            options: Options::from_params(
+                &crate::spec::resolve("workload", &spec, PARAMS).unwrap(),
+            ),
             shape: Shape {
                 groups: 300,
                 loops: 100,

@@ -138,18 +138,6 @@ pub struct Metric {
     pub output: Option<String>,
 }
 
-/// What the tool a workload stands for prints for `value`, given the workload's
-/// validated parameters; `None` for workloads whose figure is the whole output.
-pub fn tool_output(workload: &str, p: &Params, value: f64) -> Option<String> {
-    match workload {
-        "hackbench" => Some(hackbench::tool_output(
-            &hackbench::Options::from_params(p),
-            value,
-        )),
-        _ => None,
-    }
-}
-
 /// A metric value in the unit of the original benchmark.
 pub fn metric(name: &str, value: f64, unit: &str, better: &str) -> Metric {
     Metric {

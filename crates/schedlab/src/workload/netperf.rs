@@ -22,7 +22,7 @@
 //! window's length. Not modelled: UDP_RR (the kernel model has no UDP sockets), the
 //! control connection's exchanges before and after the test.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use crate::engine::{Time, MS};
 use crate::kernel::abi::{errno_name, Env, Op, Program, Record};
@@ -33,6 +33,7 @@ use crate::spec::{Params, SpecError};
 use crate::workload::Metric;
 
 use super::toolkit::{fail, step, Arrive, Chan, Open, Reads, Spawn};
+use super::window::Window;
 use super::{metric, Workload, WorkloadInfo};
 
 crate::options! {
@@ -70,57 +71,23 @@ pub const INFO: WorkloadInfo = WorkloadInfo {
 fn build(p: &Params, _m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
     let o = Options::from_params(p);
     Ok(Box::new(Netperf {
-        window: Arc::new(Mutex::new(Window::default())),
+        window: Mutex::new(new_window(&o)),
         o,
     }))
+}
+
+/// Where the window records the transaction count.
+const KEYS: [&str; 2] = ["transactions_start", "transactions_end"];
+
+fn new_window(o: &Options) -> Window {
+    Window::new(o.warmup_ms * MS, o.duration_ms * MS, KEYS)
 }
 
 /// The netperf workload.
 pub struct Netperf {
     o: Options,
-    window: Arc<Mutex<Window>>,
-}
-
-/// Every client's transactions and the window over them.
-#[derive(Default)]
-struct Window {
-    done: Vec<u64>,
-    go: Option<Time>,
-    start: Option<(Time, Vec<u64>)>,
-    end: Option<(Time, Vec<u64>)>,
-}
-
-impl Window {
-    /// Client `i` completed a transaction at `env.now`.
-    fn done(&mut self, i: usize, env: &mut Env<'_>, warmup: Time, duration: Time) {
-        self.done[i] += 1;
-        let Some(go) = self.go else { return };
-        match &self.start {
-            None if env.now >= go + warmup => {
-                self.start = Some((env.now, self.done.clone()));
-                env.mark("start");
-            }
-            Some((start, _)) if self.end.is_none() && env.now >= start + duration => {
-                self.end = Some((env.now, self.done.clone()));
-                env.mark("end");
-                env.stop();
-            }
-            _ => {}
-        }
-    }
-
-    /// Transactions per second of each instance in the window.
-    fn rates(&self) -> Option<(Time, Vec<f64>)> {
-        let ((t0, a), (t1, b)) = (self.start.as_ref()?, self.end.as_ref()?);
-        let secs = (t1 - t0) as f64 / 1e9;
-        Some((
-            t1 - t0,
-            a.iter()
-                .zip(b)
-                .map(|(x, y)| (y - x) as f64 / secs)
-                .collect(),
-        ))
-    }
+    /// The run's window (a new one each run).
+    window: Mutex<Window>,
 }
 
 /// netserver's child: receive a request, send the response, for ever.
@@ -156,9 +123,7 @@ struct Client {
     resp_bytes: u64,
     sent: bool,
     reading: bool,
-    window: Arc<Mutex<Window>>,
-    warmup: Time,
-    duration: Time,
+    window: Window,
 }
 
 impl Program for Client {
@@ -174,8 +139,7 @@ impl Program for Client {
         if self.reading {
             step!(self.resp.step(env));
             self.reading = false;
-            let mut w = self.window.lock().expect("netperf window");
-            w.done(self.i, env, self.warmup, self.duration);
+            self.window.done_by(env, self.i);
         }
         self.sent = true;
         self.reading = true;
@@ -198,7 +162,7 @@ struct Main {
     servers: Spawn,
     clients: Spawn,
     o: Options,
-    window: Arc<Mutex<Window>>,
+    window: Window,
 }
 
 impl Program for Main {
@@ -228,7 +192,7 @@ impl Program for Main {
                         self.o.clone(),
                         self.pipe.fds()[0],
                     );
-                    let window = Arc::clone(&self.window);
+                    let window = self.window.clone();
                     step!(self.clients.step(env, |i, _| {
                         let fd = conns[i as usize];
                         Box::new(Client {
@@ -242,15 +206,12 @@ impl Program for Main {
                             resp_bytes: o.resp,
                             sent: false,
                             reading: false,
-                            window: Arc::clone(&window),
-                            warmup: o.warmup_ms * MS,
-                            duration: o.duration_ms * MS,
+                            window: window.clone(),
                         })
                     }));
                 }
                 4 => {
-                    self.window.lock().expect("netperf window").go = Some(env.now);
-                    env.mark("go");
+                    self.window.go(env);
                     self.phase += 1;
                     return Op::Write {
                         fd: self.pipe.fds()[0] + 1,
@@ -267,10 +228,7 @@ impl Program for Main {
 impl Workload for Netperf {
     fn root(&self) -> Box<dyn Program> {
         let n = self.o.instances;
-        *self.window.lock().expect("netperf window") = Window {
-            done: vec![0; n as usize],
-            ..Window::default()
-        };
+        *self.window.lock().expect("netperf window") = new_window(&self.o);
         let chan = if self.o.nodelay {
             Chan::TcpNoDelay
         } else {
@@ -291,15 +249,18 @@ impl Workload for Netperf {
                 format!("netperf: fork {} refused ({})", i + 1, errno_name(ret))
             }),
             o: self.o.clone(),
-            window: Arc::clone(&self.window),
+            window: self.window.lock().expect("netperf window").clone(),
         })
     }
 
     fn result(&self, _rec: &Record, _k: &Kernel) -> Result<Metric, String> {
         let w = self.window.lock().expect("netperf window");
-        let (ns, rates) = w
-            .rates()
+        let (ns, done) = w
+            .by_worker()
             .ok_or("netperf: the measuring window never closed")?;
+        let mut done = done;
+        done.resize(self.o.instances as usize, 0);
+        let rates: Vec<f64> = done.iter().map(|&n| n as f64 * 1e9 / ns as f64).collect();
         let total: f64 = rates.iter().sum();
         let mut m = metric("transactions_per_s", total, "transactions/s", "higher");
         m.details = Some(

@@ -201,7 +201,6 @@ struct Worker {
     /// Its message thread.
     msg: usize,
     sem: u32,
-    msg_sem: u32,
     sh: Arc<Mutex<Shared>>,
     state: WState,
     sleep: Time,
@@ -240,7 +239,7 @@ impl Program for Worker {
                     me.wake_time = env.now;
                     sh.lists[self.msg].push(self.id);
                     self.state = WState::Wait;
-                    if let Some(op) = post(&mut sh.msg[self.msg], self.msg_sem) {
+                    if let Some(op) = post(&mut sh.msg[self.msg], msg_sem(self.msg)) {
                         return op;
                     }
                 }
@@ -360,7 +359,6 @@ impl Program for Message {
                 id,
                 msg: idx,
                 sem: sem_base + id as u32,
-                msg_sem: msg_sem(idx),
                 sh: Arc::clone(&sh),
                 state: WState::Queue,
                 sleep: proto.sleep,

@@ -22,6 +22,11 @@ struct State {
     go: Option<Time>,
     start: Option<Time>,
     closed: bool,
+    /// Units done by each worker that says who it is ([`Window::done_by`]), and that count
+    /// when the window opened and when it closed.
+    by: Vec<u64>,
+    by_start: Vec<u64>,
+    by_end: Option<(Time, Vec<u64>)>,
 }
 
 /// A window shared by the threads of one benchmark (clone it into each thread).
@@ -70,11 +75,40 @@ impl Window {
 
     /// One unit of work is done at `env.now`: count it, open or close the window.
     pub fn done(&self, env: &mut Env<'_>) {
+        self.step(env, None);
+    }
+
+    /// As [`Window::done`], by worker `i`, whose units in the window [`Window::by_worker`]
+    /// gives.
+    pub fn done_by(&self, env: &mut Env<'_>, i: usize) {
+        self.step(env, Some(i));
+    }
+
+    /// The window's length and each worker's units in it, once it has closed.
+    pub fn by_worker(&self) -> Option<(Time, Vec<u64>)> {
+        let s = self.lock();
+        let (end, at_end) = s.by_end.as_ref()?;
+        let start = s.start?;
+        let units = at_end
+            .iter()
+            .enumerate()
+            .map(|(i, n)| n - s.by_start.get(i).copied().unwrap_or(0))
+            .collect();
+        Some((end - start, units))
+    }
+
+    fn step(&self, env: &mut Env<'_>, who: Option<usize>) {
         let warmup = self.warmup;
         let duration = self.duration;
         let keys = self.keys;
         let mut s = self.lock();
         s.done += 1;
+        if let Some(i) = who {
+            if s.by.len() <= i {
+                s.by.resize(i + 1, 0);
+            }
+            s.by[i] += 1;
+        }
         let Some(go) = s.go else { return };
         if let Some(target) = self.target {
             if !s.closed && s.done >= target {
@@ -88,11 +122,13 @@ impl Window {
         match s.start {
             None if env.now >= go + warmup => {
                 s.start = Some(env.now);
+                s.by_start = s.by.clone();
                 env.mark("start");
                 env.count(keys[0], s.done);
             }
             Some(start) if !s.closed && env.now >= start + duration => {
                 s.closed = true;
+                s.by_end = Some((env.now, s.by.clone()));
                 env.mark("end");
                 env.count(keys[1], s.done);
                 env.stop();
