@@ -62,13 +62,16 @@ pub(super) fn kernel_facts(config: &str) -> (u32, String, &'static str) {
     (hz, preempt, hz_src)
 }
 
-/// Core, LLC and node ids of CPUs `0..n`, from sysfs.
+/// Core, LLC, node and package ids of CPUs `0..n`, and the node distances, from sysfs.
 pub(super) fn topology(n: usize) -> CpuIds {
     let cpu = |c: usize, f: &str| read(&format!("/sys/devices/system/cpu/cpu{c}/{f}"));
     let mut ids = CpuIds {
         core: Vec::new(),
         llc: Vec::new(),
         node: Vec::new(),
+        package: Vec::new(),
+        distance: Vec::new(),
+        node_reclaim_distance: None,
     };
     for c in 0..n {
         // Core: the first CPU of its thread siblings (core_id repeats across packages).
@@ -92,6 +95,27 @@ pub(super) fn topology(n: usize) -> CpuIds {
             })
             .unwrap_or(0);
         ids.node.push(node);
+        let package = cpu(c, "topology/physical_package_id").and_then(|p| p.trim().parse().ok());
+        ids.package.push(package.unwrap_or(0));
+    }
+    // The SLIT as the kernel reports it; a single node needs none.
+    let nodes = ids.node.iter().max().map_or(1, |m| m + 1);
+    if nodes > 1 {
+        let rows: Option<Vec<Vec<u32>>> = (0..nodes)
+            .map(|i| {
+                read(&format!("/sys/devices/system/node/node{i}/distance")).map(|l| {
+                    l.split_whitespace()
+                        .filter_map(|d| d.parse().ok())
+                        .collect()
+                })
+            })
+            .collect();
+        ids.distance = rows
+            .filter(|r| r.iter().all(|v| v.len() == nodes))
+            .unwrap_or_default();
+    }
+    if ids.package.iter().all(|&p| p == 0) && nodes == 1 {
+        ids.package.clear(); // one package, one node: nothing to add
     }
     ids
 }

@@ -45,7 +45,7 @@ impl Kernel {
             state_map: Default::default(),
             locks: Vec::new(),
             cache: CacheModel::for_costs(n, costs),
-            ic: Interconnect::new(n, machine.preset.cpus_per_bus, costs, machine.model),
+            ic: Interconnect::new(machine.layout.clone(), costs, machine.model),
             waitqs: Vec::new(),
             usync: Vec::new(),
             streams: Vec::new(),

@@ -4,6 +4,7 @@
 //! Design: the tables of costs live in `preset` and `host`; this module only names and
 //! builds them, so neither of those imports the other.
 
+use super::layout::Buses;
 use super::preset::{piii700, Costs, CpuIds, Limits, Preset, PRESETS};
 
 /// The modern many-core preset's name.
@@ -31,12 +32,15 @@ pub fn manycore() -> &'static Preset {
             description: "2 sockets x 16 cores x 2 SMT (64 CPUs), LLC and NUMA node per socket; \
                           per-core costs of the measured host (data/host.json)",
             cpus: n,
-            cpus_per_bus: 32, // a package: c2c_cross_bus_line_ns between them
+            buses: Buses::Every(32), // a package: c2c_cross_bus_line_ns between them
             shared_bus: false,
             topology: Some(CpuIds {
                 core,
                 llc: package.clone(),
                 node: package,
+                package: Vec::new(),
+                distance: Vec::new(),
+                node_reclaim_distance: None,
             }),
             costs,
             limits: Limits {
@@ -90,7 +94,7 @@ pub fn numa1024() -> &'static Preset {
             description: "SGI Altix 3700-class: 1024 x Itanium 2 1.3 GHz (3 MB L3), 512 NUMA \
                           nodes of 2 CPUs on a bus, NUMAlink fat tree",
             cpus: n,
-            cpus_per_bus: NUMA_NODE_CPUS, // a node: c2c_cross_bus_line_ns between them
+            buses: Buses::Every(NUMA_NODE_CPUS), // a node: c2c_cross_bus_line_ns between them
             shared_bus: false,
             topology: Some(CpuIds {
                 // One thread per core, a private L3 per CPU (Madison has no SMT, and
@@ -98,6 +102,9 @@ pub fn numa1024() -> &'static Preset {
                 core: (0..n).collect(),
                 llc: (0..n).collect(),
                 node,
+                package: Vec::new(),
+                distance: Vec::new(),
+                node_reclaim_distance: None,
             }),
             costs: numa1024_costs(),
             limits: Limits {
@@ -158,6 +165,8 @@ pub fn numa1024_costs() -> Costs {
         // shared FSB, a memory-latency-class miss as on the P6 (B§6.3).
         c2c_line_ns: mem_latency_ns,
         c2c_stream_line_ns: None,
+        c2c_smt_line_ns: None,
+        c2c_cross_package_line_ns: None,
         // Inferred: the local miss plus the request and the reply each crossing the
         // average router path of a 512-node fat tree, 4 routers (the 128-CPU tree's
         // maximum is 5 [TAMU]; 512 nodes of 8-port routers average about 4), at 50 ns a
@@ -216,18 +225,23 @@ pub fn numa1024_costs() -> Costs {
     }
 }
 
-/// Every preset: [`PRESETS`], then [`MANYCORE`], [`NUMA1024`] and `host` (when its file
-/// loads).
+/// Every preset: [`PRESETS`], then [`MANYCORE`], [`NUMA1024`], today's machines
+/// ([`super::today`]) and `host` (when its file loads).
 pub fn all() -> Vec<&'static Preset> {
     let mut v: Vec<&'static Preset> = PRESETS.iter().collect();
     v.push(manycore());
     v.push(numa1024());
+    v.extend(
+        super::today::NAMES
+            .iter()
+            .filter_map(|n| super::today::find(n)),
+    );
     v.extend(super::host::preset().ok());
     v
 }
 
 /// Look a preset up by name: one of [`PRESETS`], `host` ([`super::host`]),
-/// [`MANYCORE`] or [`NUMA1024`].
+/// [`MANYCORE`], [`NUMA1024`] or today's ([`super::today::NAMES`]).
 pub fn find(name: &str) -> Option<&'static Preset> {
     lookup(name).ok()
 }
@@ -244,11 +258,15 @@ pub fn lookup(name: &str) -> Result<&'static Preset, crate::spec::SpecError> {
     if name == NUMA1024 {
         return Ok(numa1024());
     }
+    if let Some(p) = super::today::find(name) {
+        return Ok(p);
+    }
     PRESETS.iter().find(|p| p.name == name).ok_or_else(|| {
         let mut names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
         names.push(super::host::NAME);
         names.push(MANYCORE);
         names.push(NUMA1024);
+        names.extend(super::today::NAMES);
         crate::spec::SpecError::unknown("machine", name, &names)
     })
 }

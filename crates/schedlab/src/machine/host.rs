@@ -106,6 +106,22 @@ impl HostFile {
                 self.cpus
             ));
         }
+        if !t.package.is_empty() && t.package.len() != self.cpus {
+            return Err(format!(
+                "the topology lists {} package ids for {} CPUs (accepted: none, or one per CPU)",
+                t.package.len(),
+                self.cpus
+            ));
+        }
+        let nodes = t.node.iter().max().map_or(1, |m| m + 1);
+        if !t.distance.is_empty()
+            && (t.distance.len() != nodes || t.distance.iter().any(|r| r.len() != nodes))
+        {
+            return Err(format!(
+                "the topology's distance table is not {nodes} x {nodes} (one row and column \
+                 per node, as /sys/devices/system/node/nodeN/distance lists them)"
+            ));
+        }
         let c = &self.costs;
         if c.cpu_mhz == 0 || c.line_bytes == 0 || c.page_bytes == 0 || c.line_slots == 0 {
             return Err("cpu_mhz, line_bytes, page_bytes and line_slots must be > 0".into());
@@ -139,7 +155,7 @@ impl HostFile {
             name: NAME,
             description: Box::leak(description.into_boxed_str()),
             cpus: self.cpus,
-            cpus_per_bus: self.cpus,
+            buses: super::layout::Buses::Every(self.cpus),
             shared_bus: false,
             topology: Some(self.topology.clone()),
             costs: self.costs.clone(),

@@ -22,13 +22,16 @@ pub mod cpumask;
 pub mod host;
 pub mod hotline;
 pub mod interconnect;
+pub mod layout;
 pub mod preset;
 pub mod spinlock;
 pub mod tasklist;
+pub mod today;
 
 pub use cache::CacheModel;
 pub use cpumask::{CpuMask, MAX_CPUS};
 pub use interconnect::{Interconnect, LineId, LockKind, Model};
+pub use layout::{Buses, Layout};
 pub use preset::{Costs, CpuIds, Limits, Preset, I386_LOWMEM_MB, PID_MAX, PRESETS};
 pub use spinlock::{LockId, LockStats, SpinLock};
 
@@ -52,6 +55,12 @@ crate::options! {
         nproc: Option<u64> = int("auto", 1, 1 << 20).unit("tasks")
             .help("RLIMIT_NPROC (ulimit -u); auto: max_threads / 2, as fork_init set it")
             .source("benchmarks.md §1.4");
+        sockets: Option<u64> = int("auto", 1, 8).unit("packages")
+            .help("packages booted, all their threads, numbered as a box of that many sockets would number them (today's presets); auto: all")
+            .source("the preset (schedlab list machines --detail NAME)");
+        nps: Option<u64> = int("auto", 1, 4).unit("nodes")
+            .help("NUMA nodes per socket, the BIOS's NPS1/2/4 (zen3-2s); auto: 1")
+            .source("AMD EPYC 7003 BIOS option NPS");
         file_max: Option<u64> = int("auto", 16, 1 << 24).unit("files")
             .help("fs.file-max, open files system-wide; auto: the policy's kernel's (NR_FILE = 8192 in 2.4 before 2.4.20, files_init's 10 % of RAM after)")
             .source("benchmarks.md §1.4");
@@ -105,6 +114,8 @@ pub struct Machine {
     /// The loopback path's shared locks and lines are priced (`net=on`,
     /// [`crate::kernel::net`]).
     pub net_shared: bool,
+    /// Each CPU's bus, package and core, as line transfers see them.
+    pub layout: std::sync::Arc<Layout>,
 }
 
 /// Limits set by hand on the command line (`ram_mb=`, `nproc=`, `file_max=`).
@@ -132,8 +143,13 @@ impl Machine {
         let spec = crate::spec::Spec::parse("machine", spec)?;
         let preset = catalog::lookup(&spec.name)?;
         let params = crate::spec::resolve("machine", &spec, MODEL_PARAMS)?;
-        let mut m = Machine::boot(preset, cpus).map_err(crate::spec::SpecError::Invalid)?;
         let opts = ModelOptions::from_params(&params);
+        let preset = match (opts.sockets, opts.nps) {
+            (None, None) => preset,
+            (s, n) => today::variant(&spec.name, s.map(|s| s as usize), n.map(|n| n as usize))
+                .map_err(crate::spec::SpecError::Invalid)?,
+        };
+        let mut m = Machine::boot(preset, cpus).map_err(crate::spec::SpecError::Invalid)?;
         m.model = opts.model();
         m.model.bus &= preset.shared_bus;
         m.limit_options = opts.limit_options();
@@ -171,6 +187,7 @@ impl Machine {
             limits: preset.limits.clone(),
             limit_options: LimitOptions::default(),
             net_shared: true,
+            layout: std::sync::Arc::new(Layout::of(preset, n)),
         })
     }
 
@@ -201,23 +218,17 @@ impl Machine {
         &self.preset.costs
     }
 
-    /// Which front-side bus a CPU sits on (ProFusion: CPUs 0-3 on bus 0, 4-7 on bus 1).
+    /// Which bus a CPU sits on (ProFusion: CPUs 0-3 on bus 0, 4-7 on bus 1; a modern
+    /// part: its LLC).
     #[inline]
     pub fn bus_of(&self, cpu: CpuId) -> usize {
-        cpu / self.preset.cpus_per_bus
+        self.layout.bus_of(cpu)
     }
 
-    /// Cost of moving one dirty cache line from `from`'s cache to `to`.
+    /// Cost of moving one dirty cache line from `from`'s cache to `to` ([`Layout::line_ns`]).
     #[inline]
     pub fn line_transfer_ns(&self, from: CpuId, to: CpuId) -> Time {
-        let c = self.costs();
-        if from == to {
-            0
-        } else if self.bus_of(from) == self.bus_of(to) {
-            c.c2c_line_ns
-        } else {
-            c.c2c_cross_bus_line_ns
-        }
+        self.layout.line_ns(self.costs(), from, to)
     }
 
     /// Cost per line of a burst of dirty lines moved from `from`'s cache to `to` (a copy,

@@ -6,6 +6,8 @@
 
 use crate::engine::Time;
 
+use super::layout::Buses;
+
 /// Every cost the kernel and the policies charge, in simulated nanoseconds unless named
 /// otherwise.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -64,8 +66,17 @@ pub struct Costs {
     #[serde(default)]
     pub c2c_stream_line_ns: Option<Time>,
     /// The same across the two ProFusion buses (B§6.1: the coherency filter must forward
-    /// the snoop). Inferred: one extra bus crossing on top of `c2c_line_ns`.
+    /// the snoop). Inferred: one extra bus crossing on top of `c2c_line_ns`. On a modern
+    /// part whose buses are its last-level caches: between two LLCs of one package.
     pub c2c_cross_bus_line_ns: Time,
+    /// A dirty line moved between the SMT siblings of one core (their shared L1/L2);
+    /// `None`: `c2c_line_ns` (the P6 presets have no SMT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c2c_smt_line_ns: Option<Time>,
+    /// A dirty line moved between two packages whose packages hold several buses (a
+    /// Zen 3 socket of 8 CCXs); `None`: `c2c_cross_bus_line_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c2c_cross_package_line_ns: Option<Time>,
     /// Pipe `read`/`write` work beyond the syscall: semaphore, bookkeeping, wait-queue
     /// add/remove. Inferred, B§6.3: lat_ctx's measured pipe overhead 2.3 µs per hop is two
     /// syscalls plus two of these.
@@ -212,6 +223,72 @@ pub struct Costs {
     pub idle_poll: bool,
 }
 
+/// Every field of [`Costs`], in declaration order (a unit test checks the list against
+/// the serialized table).
+pub const COST_FIELDS: &[&str] = &[
+    "cpu_mhz",
+    "syscall_ns",
+    "switch_ns",
+    "switch_mm_ns",
+    "schedule_ns",
+    "wakeup_ns",
+    "task_examine_ns",
+    "mem_latency_ns",
+    "upgrade_ns",
+    "bus_slot_ns",
+    "task_align_bytes",
+    "line_slots",
+    "waitq_entry_ns",
+    "lock_ns",
+    "c2c_line_ns",
+    "c2c_stream_line_ns",
+    "c2c_cross_bus_line_ns",
+    "c2c_smt_line_ns",
+    "c2c_cross_package_line_ns",
+    "pipe_call_ns",
+    "unix_call_ns",
+    "tcp_sendmsg_ns",
+    "tcp_recvmsg_ns",
+    "tcp_segment_ns",
+    "tcp_ack_ns",
+    "skb_cold_ns",
+    "skb_remote_ns",
+    "skb_page_shared_ns",
+    "tcp_mss_bytes",
+    "tcp_wmem_max_bytes",
+    "tcp_connect_ns",
+    "copy_ns_per_kb",
+    "sum_ns_per_kb",
+    "fork_ns",
+    "clone_ns",
+    "file_create_ns",
+    "exec_ns",
+    "exit_ns",
+    "wait_ns",
+    "poll_ns",
+    "poll_fd_ns",
+    "tick_ns",
+    "irq_ns",
+    "ipi_send_ns",
+    "ipi_latency_ns",
+    "idle_exit_ns",
+    "line_bytes",
+    "l1_bytes",
+    "l2_bytes",
+    "l1_ways",
+    "l2_ways",
+    "page_bytes",
+    "l2_line_ns",
+    "l2_latency_ns_per_kb",
+    "mem_line_ns",
+    "kernel_footprint_bytes",
+    "skb_overhead_bytes",
+    "pipe_buf_bytes",
+    "unix_sndbuf_bytes",
+    "tcp_sndbuf_bytes",
+    "idle_poll",
+];
+
 /// Kernel resource limits: what a release's formulas give on the preset's RAM
 /// ([`crate::kernel::release::Release::limits`]), or what a running kernel reported (`host`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -292,8 +369,9 @@ pub struct Preset {
     pub description: &'static str,
     /// CPUs fitted.
     pub cpus: usize,
-    /// CPUs per front-side bus (ProFusion: 4).
-    pub cpus_per_bus: usize,
+    /// What a bus is: the unit within which a line moves at `c2c_line_ns`
+    /// ([`super::layout`]).
+    pub buses: Buses,
     /// True when the CPUs share front-side buses whose slots queue (the P6 era). A modern
     /// machine's point-to-point links and meshes are not modelled as a bus: `bus=on` has
     /// no effect there.
@@ -330,6 +408,18 @@ pub struct CpuIds {
     pub llc: Vec<usize>,
     /// NUMA node per CPU.
     pub node: Vec<usize>,
+    /// Physical package (socket) per CPU; empty: one per node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub package: Vec<usize>,
+    /// Node distances as the firmware's SLIT gives them (`numactl -H`), `distance[a][b]`;
+    /// empty: 10 within a node and 20 between any two.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub distance: Vec<Vec<u32>>,
+    /// The kernel's `node_reclaim_distance` where the architecture sets it (AMD Zen:
+    /// 32, arch/x86/kernel/cpu/amd.c `init_amd_zen_common`); `None`:
+    /// `RECLAIM_DISTANCE` (30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_reclaim_distance: Option<u32>,
 }
 
 /// The P6 cost table with an L2 of `l2_bytes` (public: a host file can start from it).
@@ -351,6 +441,8 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         lock_ns: 40,
         c2c_line_ns: 130,
         c2c_cross_bus_line_ns: 330,
+        c2c_smt_line_ns: None,
+        c2c_cross_package_line_ns: None,
         c2c_stream_line_ns: None,
         pipe_call_ns: 600,
         unix_call_ns: 2_500,
@@ -440,7 +532,7 @@ const fn stp(
         name,
         description,
         cpus,
-        cpus_per_bus,
+        buses: Buses::Every(cpus_per_bus),
         shared_bus: true,
         topology: None,
         costs,
@@ -459,7 +551,7 @@ pub static PRESETS: &[Preset] = &[
         description:
             "8 x Pentium III Xeon 700 MHz, 1 MB L2, ProFusion (2 buses x 4): the Jan 2002 box",
         cpus: 8,
-        cpus_per_bus: 4,
+        buses: Buses::Every(4),
         shared_bus: true,
         topology: None,
         costs: piii700(1024 * 1024),
@@ -474,7 +566,7 @@ pub static PRESETS: &[Preset] = &[
         description:
             "8 x Pentium III Xeon 700 MHz, 2 MB L2, ProFusion: the Netfinity 8500R of 2001",
         cpus: 8,
-        cpus_per_bus: 4,
+        buses: Buses::Every(4),
         shared_bus: true,
         topology: None,
         costs: piii700(2 * 1024 * 1024),
@@ -488,7 +580,7 @@ pub static PRESETS: &[Preset] = &[
         name: "piii700-4way-1m",
         description: "4 x Pentium III Xeon 700 MHz, 1 MB L2, one bus: the lmbench/tbench box",
         cpus: 4,
-        cpus_per_bus: 4,
+        buses: Buses::Every(4),
         shared_bus: true,
         topology: None,
         costs: piii700(1024 * 1024),

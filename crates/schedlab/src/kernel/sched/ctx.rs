@@ -534,11 +534,11 @@ impl<'a> SchedCtx<'a> {
         }
         // The invalidation crosses to the releaser's bus, or with other spinners on a
         // machine of several buses to another bus (bus 1 from bus 0, else bus 0).
-        let (m, per_bus) = (&self.machine, self.machine.preset.cpus_per_bus);
+        let m = &self.machine;
         let remote = if m.bus_of(releaser) != m.bus_of(cpu) {
             Some(releaser)
-        } else if others > 0 && m.cpus > per_bus {
-            Some(if m.bus_of(cpu) == 0 { per_bus } else { 0 })
+        } else if others > 0 {
+            m.layout.other_bus_cpu(cpu)
         } else {
             None
         };

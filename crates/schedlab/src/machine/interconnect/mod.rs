@@ -36,7 +36,7 @@ mod directory;
 use directory::{Lines, MissRun, NO_OWNER};
 
 use super::bus::{Bus, BusStats};
-use super::{Costs, CpuId};
+use super::{Costs, CpuId, Layout};
 
 /// Which lock implementation spinlocks follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -116,8 +116,8 @@ pub struct Interconnect {
     /// Lines the recalculation walks priced one by one, over all of them: the
     /// simulator's work, against the `nr_threads` per walk the modelled kernel does.
     recalc_lines_named: u64,
-    /// Each CPU's bus: a lookup, not a division, on every transfer.
-    bus_index: Vec<u16>,
+    /// Each CPU's bus, package and core: lookups, not divisions, on every transfer.
+    layout: std::sync::Arc<Layout>,
     costs: &'static Costs,
     buses: Vec<Bus>,
     /// Per bus, the CPUs `bus_of` puts on it: `tasks.words` words each, bus `b` at
@@ -131,26 +131,23 @@ pub struct Interconnect {
 }
 
 impl Interconnect {
-    /// The interconnect of `cpus` CPUs, `cpus_per_bus` to a bus.
-    pub fn new(cpus: usize, cpus_per_bus: usize, costs: &'static Costs, model: Model) -> Self {
-        let nbus = cpus.div_ceil(cpus_per_bus);
+    /// The interconnect of the CPUs `layout` places.
+    pub fn new(layout: std::sync::Arc<Layout>, costs: &'static Costs, model: Model) -> Self {
+        let (cpus, nbus) = (layout.cpus(), layout.buses());
         Interconnect {
             model,
             recalc_lines_named: 0,
-            bus_index: {
-                assert!(cpus_per_bus > 0, "a bus holds a CPU");
-                (0..cpus).map(|c| (c / cpus_per_bus) as u16).collect()
-            },
             costs,
             buses: (0..nbus).map(|_| Bus::new(costs.bus_slot_ns)).collect(),
             bus_masks: {
                 let words = cpus.div_ceil(64).max(1);
                 let mut m = vec![0u64; nbus * words];
                 for c in 0..cpus {
-                    m[(c / cpus_per_bus) * words + c / 64] |= 1u64 << (c % 64);
+                    m[layout.bus_of(c) * words + c / 64] |= 1u64 << (c % 64);
                 }
                 m
             },
+            layout,
             // 2.4 i386 puts each task_struct at the base of its 8 KB kernel stack, so the
             // same line of every task_struct maps to the same few L2 sets: an L2 holds
             // at most l2_bytes / 8 KB of them whatever its associativity.
@@ -180,7 +177,7 @@ impl Interconnect {
 
     #[inline]
     fn bus_of(&self, cpu: CpuId) -> usize {
-        usize::from(self.bus_index[cpu])
+        self.layout.bus_of(cpu)
     }
 
     /// Counters of each bus.
@@ -226,12 +223,13 @@ impl Interconnect {
             Source::Cache(o) => {
                 self.stats.c2c_transfers += 1;
                 let theirs = self.bus_of(o);
+                let latency = self.layout.line_ns(c, o, cpu);
                 if theirs == mine {
-                    c.c2c_line_ns + self.on_bus(mine, t, line)
+                    latency + self.on_bus(mine, t, line)
                 } else {
                     self.stats.cross_bus_transfers += 1;
                     let q = self.on_bus(theirs, t, line);
-                    c.c2c_cross_bus_line_ns + q + self.on_bus(mine, t + q, line)
+                    latency + q + self.on_bus(mine, t + q, line)
                 }
             }
             Source::Upgrade { remote } => {
@@ -240,7 +238,7 @@ impl Interconnect {
                 if let Some(r) = remote {
                     let other = self.bus_of(r);
                     c.upgrade_ns
-                        + (c.c2c_cross_bus_line_ns - c.c2c_line_ns)
+                        + self.layout.invalidate_extra_ns(c, cpu, r)
                         + q
                         + self.on_bus(other, t + q, 1)
                 } else {
@@ -269,8 +267,8 @@ impl Interconnect {
         let (mine, theirs) = (self.bus_of(cpu), self.bus_of(from));
         let slots = self.costs.line_slots;
         self.stats.c2c_transfers += lines;
+        let latency = self.layout.line_ns(self.costs, from, cpu);
         if theirs == mine {
-            let latency = self.costs.c2c_line_ns;
             let wait = if self.model.bus {
                 self.buses[mine].occupy_paced(t, lines, slots, latency)
             } else {
@@ -279,7 +277,6 @@ impl Interconnect {
             return lines * latency + wait;
         }
         self.stats.cross_bus_transfers += lines;
-        let latency = self.costs.c2c_cross_bus_line_ns;
         let wait = if self.model.bus {
             let (this, that) = self.bus_pair(mine, theirs);
             this.occupy_paced_after(that, t, lines, slots, latency)
@@ -315,13 +312,7 @@ impl Interconnect {
         let mine = self.bus_of(cpu);
         let theirs = from.map(|o| self.bus_of(o)).filter(|&b| b != mine);
         let serve = match from {
-            Some(o) if o != cpu => {
-                if theirs.is_some() {
-                    c.c2c_cross_bus_line_ns
-                } else {
-                    c.c2c_line_ns
-                }
-            }
+            Some(o) if o != cpu => self.layout.line_ns(c, o, cpu),
             _ => c.mem_line_ns,
         };
         let slots = c.line_slots;

@@ -1,11 +1,15 @@
 //! The directory and the buses against their invariants and one-by-one pricing.
 
 use super::*;
-use crate::machine::catalog;
+use crate::machine::{catalog, Preset};
+
+fn layout(p: &Preset, cpus: usize) -> std::sync::Arc<Layout> {
+    std::sync::Arc::new(Layout::of(p, cpus))
+}
 
 fn ic(model: Model) -> Interconnect {
     let p = catalog::find("piii700-1m").unwrap();
-    Interconnect::new(8, 4, &p.costs, model)
+    Interconnect::new(layout(p, 8), &p.costs, model)
 }
 
 /// `a` and `b` took the same traffic: equal counters and bus calendars, and a later
@@ -34,7 +38,7 @@ fn scatter(
     before: &[(usize, u32, Time, bool)],
     copies: bool,
 ) {
-    let n = a.bus_index.len();
+    let n = a.layout.cpus();
     for &(w, p, t, write) in before {
         for x in [&mut *a, &mut *b] {
             if write {
@@ -77,7 +81,7 @@ fn same_accesses(
     ops: &[(usize, u32, Time, bool)],
 ) -> Result<(), proptest::test_runner::TestCaseError> {
     for &(w, p, t, write) in ops {
-        let w = w % a.bus_index.len();
+        let w = w % a.layout.cpus();
         let (x, y) = if write {
             (a.write_task(t, w, p), b.write_task(t, w, p))
         } else {
@@ -237,7 +241,7 @@ proptest::proptest! {
     ) {
         let p = catalog::find("numa-1024").unwrap();
         let model = Model { bus, ..Model::default() };
-        let mk = || Interconnect::new(130, 2, &p.costs, model);
+        let mk = || Interconnect::new(layout(p, 130), &p.costs, model);
         let (mut a, mut b) = (mk(), mk());
         let listed: Vec<u32> = listed.into_iter().collect();
         list_both(&mut a, &mut b, &listed);
@@ -361,7 +365,7 @@ fn the_directory_holds_sharers_of_1024_cpus() {
         bus: false,
         ..Model::default()
     };
-    let mut x = Interconnect::new(1024, 2, &p.costs, flat);
+    let mut x = Interconnect::new(layout(p, 1024), &p.costs, flat);
     let c = x.costs;
     for cpu in [3, 64, 700, 1023] {
         assert_eq!(x.read_task(0, cpu, 9), c.mem_latency_ns, "cpu {cpu}");
@@ -385,7 +389,7 @@ fn the_directory_holds_sharers_of_1024_cpus() {
     // Clean in 700's and 1023's caches now: a third reader gets it from memory.
     assert_eq!(x.read_task(30, 701, 9), c.mem_latency_ns);
     // A write shared only within the node invalidates no other node.
-    let mut y = Interconnect::new(1024, 2, &p.costs, flat);
+    let mut y = Interconnect::new(layout(p, 1024), &p.costs, flat);
     y.read_task(0, 700, 1);
     y.read_task(0, 701, 1);
     assert_eq!(

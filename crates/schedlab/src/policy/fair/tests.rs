@@ -582,6 +582,89 @@ fn the_presets_build_one_pkg_domain_of_single_cpu_groups() {
     assert!(fair("cfs", 1).sd[0].is_empty(), "one CPU: no domain");
 }
 
+/// The domains CPU `cpu` of machine `spec` gets: (level, span weight, groups, flags).
+fn levels_of(spec: &str, cpu: CpuId) -> Vec<(&'static str, usize, usize, u32)> {
+    let m = crate::machine::Machine::boot_spec(spec, None).unwrap();
+    let sd = build_domains(&Topology::of_machine(&m));
+    sd[cpu]
+        .iter()
+        .map(|d| (d.level, d.span_weight(), d.groups.len(), d.flags))
+        .collect()
+}
+
+#[test]
+fn todays_presets_get_the_levels_x86_builds() {
+    let names = |v: Vec<(&'static str, usize, usize, u32)>| {
+        v.iter().map(|l| (l.0, l.1, l.2)).collect::<Vec<_>>()
+    };
+    // NPS1: SMT, MC (a CCX of 16 CPUs, 8 cores), PKG (the socket's 8 CCXs), NUMA.
+    assert_eq!(
+        names(levels_of("zen3-2s", 0)),
+        [
+            ("SMT", 2, 2),
+            ("MC", 16, 8),
+            ("PKG", 128, 8),
+            ("NUMA", 256, 2)
+        ]
+    );
+    // NPS4: nodes inside the package drop PKG; NODE, then one NUMA level per distance
+    // (12 within the socket, 32 across).
+    assert_eq!(
+        names(levels_of("zen3-2s:nps=4", 0)),
+        [
+            ("SMT", 2, 2),
+            ("MC", 16, 8),
+            ("NODE", 32, 2),
+            ("NUMA", 128, 4),
+            ("NUMA", 256, 2)
+        ]
+    );
+    // Distance 32 is not beyond AMD's node_reclaim_distance: wake-affine stays.
+    let top = levels_of("zen3-2s:nps=2", 130);
+    assert_eq!(top.last().unwrap().0, "NUMA");
+    assert_ne!(top.last().unwrap().3 & SD_WAKE_AFFINE, 0);
+    // One LLC a socket: PKG folds into MC.
+    assert_eq!(
+        names(levels_of("spr-2s", 0)),
+        [("SMT", 2, 2), ("MC", 112, 56), ("NUMA", 224, 2)]
+    );
+    assert_eq!(
+        names(levels_of("icx-2s:sockets=1", 5)),
+        [("SMT", 2, 2), ("MC", 64, 32)]
+    );
+    assert_eq!(
+        names(levels_of("haswell-4c", 0)),
+        [("SMT", 2, 2), ("MC", 8, 4)]
+    );
+    // The P6 boxes still get one PKG domain; numa-1024 PKG (a node) and one NUMA level.
+    assert_eq!(names(levels_of("piii700-1m", 0)), [("PKG", 8, 8)]);
+    assert_eq!(
+        names(levels_of("numa-1024", 0)),
+        [("PKG", 2, 2), ("NUMA", 1024, 512)]
+    );
+}
+
+#[test]
+fn a_level_beyond_the_reclaim_distance_loses_wake_affine_and_fork_balance() {
+    // Two nodes at distance 40 (> RECLAIM_DISTANCE 30).
+    let t = Topology::with_numa(
+        (0..4).collect(),
+        (0..4).collect(),
+        vec![0, 0, 1, 1],
+        vec![0, 0, 1, 1],
+        vec![vec![10, 40], vec![40, 10]],
+        topology::RECLAIM_DISTANCE,
+    );
+    let sd = build_domains(&t);
+    let numa = sd[0].last().unwrap();
+    assert_eq!(numa.level, "NUMA");
+    assert_eq!(
+        numa.flags & (SD_WAKE_AFFINE | SD_BALANCE_FORK | SD_BALANCE_EXEC),
+        0
+    );
+    assert_ne!(numa.flags & SD_BALANCE_NEWIDLE, 0);
+}
+
 #[test]
 fn hand_built_topologies_give_smt_mc_pkg_numa_levels() {
     // 2 nodes × 2 LLCs × 2 cores × 2 threads = 16 CPUs.

@@ -1,25 +1,32 @@
 //! Scheduling domains built from the machine's topology (modern.md §2, §6.1;
-//! topology.c: sd_init, build_sched_groups, sd_degenerate, sd_parent_degenerate).
+//! topology.c: sd_init, build_sched_groups, sd_degenerate, sd_parent_degenerate,
+//! sched_init_numa; x86 smpboot.c: build_sched_topology).
 //!
-//! Levels bottom-up: **SMT** (threads of a core), **MC** (CPUs sharing the last-level
-//! cache), **PKG** (the CPUs of a NUMA node: x86's `cpu_cpu_mask`), **NUMA** (every
-//! CPU). A domain spanning one CPU is dropped, and so is a parent spanning the same CPUs
-//! as its child when its flags add nothing (PKG over an MC of the same span). Groups are
-//! the child's spans (single CPUs at the bottom), listed from the CPU's own group and then
-//! wrapping upward, as `build_sched_groups` links them.
+//! Levels bottom-up, as 6.1 and 6.12 build them on x86: **SMT** (threads of a core),
+//! **MC** (CPUs sharing the last-level cache), **PKG** (x86's `cpu_cpu_mask`: the CPUs of
+//! the CPU's NUMA node) unless some package holds several nodes
+//! (`x86_has_numa_in_package`: NPS2/4, SNC), then **NODE** (`sched_init_numa`'s identity
+//! distance: the node) and one **NUMA** level per larger distance in the SLIT (the nodes
+//! within that distance of the CPU's node). A domain spanning one CPU is dropped, and so
+//! is a parent spanning the same CPUs as its child (`sd_parent_degenerate`: with one
+//! group its flags add nothing), so on one node PKG, NODE and NUMA fold away. Groups
+//! are the child's spans (single CPUs at the bottom), listed from the CPU's own group
+//! and then wrapping upward, as `build_sched_groups` links them. A NUMA level whose
+//! distance exceeds `node_reclaim_distance` (`RECLAIM_DISTANCE` 30; AMD Zen sets 32,
+//! arch/x86/kernel/cpu/amd.c) loses `SD_BALANCE_EXEC`, `SD_BALANCE_FORK` and
+//! `SD_WAKE_AFFINE` (sd_init).
 //!
-//! What the presets have (machine/preset.rs): single-threaded CPUs with a private L2 each
-//! (no SMT, no shared LLC) on one memory (ProFusion and the 4-way Xeon box are UMA: one
-//! node). So the kernel builds exactly one domain, PKG over all online CPUs with one-CPU
-//! groups (`imbalance_pct` 117, `cache_nice_tries` 1), and no `sd_llc`: wake-ups never
-//! scan for idle CPUs (§6.1 [I]). `modern-2s-64` has SMT, MC (package) and NUMA levels;
-//! `numa-1024` (512 nodes of 2 CPUs) PKG (a node) and NUMA. Other shapes are for tests
-//! ([`Topology::new`]).
+//! What the presets give: the P6 boxes have single-threaded CPUs with a private L2 each
+//! on one memory, so the kernel builds exactly one domain, PKG over all online CPUs with
+//! one-CPU groups (`imbalance_pct` 117, `cache_nice_tries` 1), and no `sd_llc`: wake-ups
+//! never scan for idle CPUs (§6.1 [I]). `modern-2s-64` has SMT, MC (package) and NUMA;
+//! `numa-1024` (512 nodes of 2 CPUs) PKG (a node) and NUMA; `zen3-2s` SMT, MC (a CCX),
+//! PKG and NUMA at NPS1 and SMT, MC, NODE, NUMA, NUMA at NPS2/4. Other shapes are for
+//! tests ([`Topology::new`]).
 //!
-//! Not modelled: more than one NUMA level. Linux builds one per distinct node distance
-//! (`sched_init_numa`); here NUMA spans every CPU, with one group per node, so a
-//! 512-node machine balances across all nodes at once where Linux would balance among
-//! near nodes first.
+//! Not modelled: CLS (no preset's cores share an L2), ITMT/asym packing, and overlapping
+//! NUMA spans (a SLIT that is not symmetric by blocks gives each node its own span, but
+//! the groups are the child spans met first, not `build_overlap_sched_groups`' masks).
 
 use crate::machine::{CpuId, CpuMask, Machine};
 
@@ -47,7 +54,8 @@ pub const SD_NUMA: u32 = 1 << 14;
 const SD_BASE: u32 =
     SD_BALANCE_NEWIDLE | SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE | SD_PREFER_SIBLING;
 
-/// Which CPUs share what: per CPU, the ids of its core, last-level cache and node.
+/// Which CPUs share what: per CPU, the ids of its core, last-level cache, node and
+/// package, and the node distances.
 ///
 /// Invariant: the ids never change after [`Topology::new`], which derives `siblings` from
 /// `core` once (the kernel's `cpu_smt_mask`), so a wake-up asks "which CPUs share my
@@ -60,26 +68,62 @@ pub struct Topology {
     pub llc: Vec<usize>,
     /// NUMA node per CPU.
     pub node: Vec<usize>,
+    /// Package per CPU.
+    pub package: Vec<usize>,
+    /// `distance[a][b]` between nodes (the SLIT).
+    pub distance: Vec<Vec<u32>>,
+    /// `node_reclaim_distance`.
+    pub reclaim_distance: u32,
     /// Per CPU: the CPUs of its core, itself included, ascending.
     siblings: Vec<Vec<CpuId>>,
     /// True when some core has more than one CPU.
     smt: bool,
 }
 
+/// `RECLAIM_DISTANCE` (include/linux/topology.h).
+pub const RECLAIM_DISTANCE: u32 = 30;
+
 impl Topology {
-    /// A topology from explicit ids (tests; future presets).
+    /// A topology from explicit ids (tests): one package per node, distance 10 within a
+    /// node and 20 between two.
     pub fn new(core: Vec<usize>, llc: Vec<usize>, node: Vec<usize>) -> Topology {
-        assert!(core.len() == llc.len() && llc.len() == node.len());
+        let package = node.clone();
+        Topology::with_numa(core, llc, node, package, Vec::new(), RECLAIM_DISTANCE)
+    }
+
+    /// A topology with its packages and node distances (empty `distance`: 10 within a
+    /// node, 20 between two).
+    pub fn with_numa(
+        core: Vec<usize>,
+        llc: Vec<usize>,
+        node: Vec<usize>,
+        package: Vec<usize>,
+        distance: Vec<Vec<u32>>,
+        reclaim_distance: u32,
+    ) -> Topology {
+        assert!(core.len() == llc.len() && llc.len() == node.len() && node.len() == package.len());
         let mut of_core: std::collections::BTreeMap<usize, Vec<CpuId>> = Default::default();
         for (c, &k) in core.iter().enumerate() {
             of_core.entry(k).or_default().push(c);
         }
         let siblings: Vec<Vec<CpuId>> = core.iter().map(|k| of_core[k].clone()).collect();
         let smt = siblings.iter().any(|s| s.len() > 1);
+        let nodes = node.iter().max().map_or(1, |m| m + 1);
+        let distance = if distance.is_empty() {
+            (0..nodes)
+                .map(|a| (0..nodes).map(|b| if a == b { 10 } else { 20 }).collect())
+                .collect()
+        } else {
+            assert!(distance.len() >= nodes, "a distance row per node");
+            distance
+        };
         Topology {
             core,
             llc,
             node,
+            package,
+            distance,
+            reclaim_distance,
             siblings,
             smt,
         }
@@ -111,13 +155,41 @@ impl Topology {
     pub fn of_machine(m: &Machine) -> Topology {
         let n = m.cpus;
         match &m.preset.topology {
-            Some(ids) => Topology::new(
+            Some(ids) => Topology::with_numa(
                 ids.core[..n].to_vec(),
                 ids.llc[..n].to_vec(),
                 ids.node[..n].to_vec(),
+                if ids.package.is_empty() {
+                    ids.node[..n].to_vec()
+                } else {
+                    ids.package[..n].to_vec()
+                },
+                ids.distance.clone(),
+                ids.node_reclaim_distance.unwrap_or(RECLAIM_DISTANCE),
             ),
             None => Topology::new((0..n).collect(), (0..n).collect(), vec![0; n]),
         }
+    }
+
+    /// True when some package holds CPUs of two nodes (`x86_has_numa_in_package`).
+    pub fn numa_in_package(&self) -> bool {
+        let mut node_of_package: std::collections::BTreeMap<usize, usize> = Default::default();
+        self.package
+            .iter()
+            .zip(&self.node)
+            .any(|(&p, &n)| *node_of_package.entry(p).or_insert(n) != n)
+    }
+
+    /// The distinct node distances of the booted nodes, ascending (`sched_init_numa`'s
+    /// levels; the first is the identity distance).
+    pub fn numa_distances(&self) -> Vec<u32> {
+        let nodes: std::collections::BTreeSet<usize> = self.node.iter().copied().collect();
+        let d: std::collections::BTreeSet<u32> = nodes
+            .iter()
+            .flat_map(|&a| nodes.iter().map(move |&b| (a, b)))
+            .map(|(a, b)| self.distance[a][b])
+            .collect();
+        d.into_iter().collect()
     }
 
     /// CPUs.
@@ -241,52 +313,100 @@ struct LevelDef {
     flags: u32,
     imbalance_pct: u64,
     cache_nice_tries: u32,
+    /// What the level's span is, per CPU.
+    span: LevelSpan,
 }
 
-/// Build every CPU's domains, bottom-up (`build_sched_domains`).
-pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
-    let n = t.nr_cpus();
-    let levels = [
+/// The CPUs a level spans around a CPU.
+#[derive(Clone, Copy)]
+enum LevelSpan {
+    Core,
+    Llc,
+    Node,
+    /// The nodes within this distance of the CPU's node.
+    Distance(u32),
+}
+
+/// `sd_init`'s defaults for a level with no `SD_SHARE_*` or `SD_NUMA` flag.
+const fn plain_level(name: &'static str, span: LevelSpan) -> LevelDef {
+    LevelDef {
+        name,
+        flags: SD_BASE,
+        imbalance_pct: 117,
+        cache_nice_tries: 1,
+        span,
+    }
+}
+
+/// The topology levels x86 gives `build_sched_domains`, NUMA's appended
+/// (`build_sched_topology`, `sched_init_numa`).
+fn levels_of(t: &Topology) -> Vec<LevelDef> {
+    let mut levels = vec![
         LevelDef {
             name: "SMT",
             flags: SD_BASE | SD_SHARE_CPUCAPACITY | SD_SHARE_LLC,
             imbalance_pct: 110,
             cache_nice_tries: 0,
+            span: LevelSpan::Core,
         },
         LevelDef {
             name: "MC",
             flags: SD_BASE | SD_SHARE_LLC,
             imbalance_pct: 117,
             cache_nice_tries: 1,
-        },
-        LevelDef {
-            name: "PKG",
-            flags: SD_BASE,
-            imbalance_pct: 117,
-            cache_nice_tries: 1,
-        },
-        LevelDef {
-            name: "NUMA",
-            flags: (SD_BASE & !SD_PREFER_SIBLING) | SD_NUMA | SD_SERIALIZE,
-            imbalance_pct: 117,
-            cache_nice_tries: 2,
+            span: LevelSpan::Llc,
         },
     ];
+    if !t.numa_in_package() {
+        levels.push(plain_level("PKG", LevelSpan::Node));
+    }
+    levels.push(plain_level("NODE", LevelSpan::Node));
+    for d in t.numa_distances().into_iter().skip(1) {
+        let mut flags = (SD_BASE & !SD_PREFER_SIBLING) | SD_NUMA | SD_SERIALIZE;
+        if d > t.reclaim_distance {
+            flags &= !(SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE);
+        }
+        levels.push(LevelDef {
+            name: "NUMA",
+            flags,
+            imbalance_pct: 117,
+            cache_nice_tries: 2,
+            span: LevelSpan::Distance(d),
+        });
+    }
+    levels
+}
+
+/// Build every CPU's domains, bottom-up (`build_sched_domains`).
+pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
+    let n = t.nr_cpus();
+    let levels = levels_of(t);
     // Per level, the CPUs of each id, ascending: a span is a lookup, so building every
-    // CPU's domains is O(CPUs²) in all, not O(CPUs³) (1024 CPUs: a few ms).
+    // CPU's domains is O(CPUs²) in all, not O(CPUs³) (1024 CPUs: a few ms). A NUMA
+    // level's id is the node its span is centred on.
     let id_of = |level: usize, cpu: CpuId| -> usize {
-        match level {
-            0 => t.core[cpu],
-            1 => t.llc[cpu],
-            2 => t.node[cpu],
-            _ => 0,
+        match levels[level].span {
+            LevelSpan::Core => t.core[cpu],
+            LevelSpan::Llc => t.llc[cpu],
+            LevelSpan::Node | LevelSpan::Distance(_) => t.node[cpu],
         }
     };
     let members: Vec<std::collections::BTreeMap<usize, Vec<CpuId>>> = (0..levels.len())
         .map(|level| {
             let mut m: std::collections::BTreeMap<usize, Vec<CpuId>> = Default::default();
-            for c in 0..n {
-                m.entry(id_of(level, c)).or_default().push(c);
+            match levels[level].span {
+                LevelSpan::Distance(d) => {
+                    let nodes: std::collections::BTreeSet<usize> = t.node.iter().copied().collect();
+                    for &a in &nodes {
+                        let span = (0..n).filter(|&c| t.distance[a][t.node[c]] <= d);
+                        m.insert(a, span.collect());
+                    }
+                }
+                _ => {
+                    for c in 0..n {
+                        m.entry(id_of(level, c)).or_default().push(c);
+                    }
+                }
             }
             m
         })
