@@ -14,6 +14,7 @@ use schedlab::workload::WORKLOADS;
 use schedlab::{RunConfig, Simulation};
 
 mod bench;
+mod detail;
 mod error;
 mod native;
 mod sweep;
@@ -37,6 +38,16 @@ enum Cmd {
     List {
         /// What to list.
         what: ListWhat,
+        /// `list machines` only: one machine's topology, sched domains and every cost
+        /// with its source (a spec: `zen3-2s:nps=4,sockets=1`).
+        #[arg(long, value_name = "MACHINE")]
+        detail: Option<String>,
+        /// With `--detail`: CPUs booted (`maxcpus=`; default all).
+        #[arg(long)]
+        cpus: Option<usize>,
+        /// Output format on stdout (JSON with `--detail` only).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Simulate the published tables and print them side by side with the simulation,
     /// with scores; `--out DIR` also writes report.md, results.json and one SVG per table.
@@ -281,7 +292,12 @@ fn main() -> ExitCode {
     };
     let res = match cli.cmd {
         Cmd::Run(a) => run(a),
-        Cmd::List { what } => out(&list(what)),
+        Cmd::List {
+            what,
+            detail,
+            cpus,
+            format,
+        } => list_cmd(what, detail, cpus, format),
         Cmd::Bench { quick, format } => bench::bench(quick, format == Format::Json),
         Cmd::Reproduce {
             ids,
@@ -854,6 +870,28 @@ fn limits_line(p: &'static schedlab::machine::Preset) -> String {
         )
     };
     format!("{}; {}", one(Release::V2_4(17)), one(Release::V2_6_0))
+}
+
+/// `schedlab list`: a listing, or with `--detail` one machine in full.
+fn list_cmd(
+    what: ListWhat,
+    detail: Option<String>,
+    cpus: Option<usize>,
+    format: Format,
+) -> Result<(), CliError> {
+    match detail {
+        Some(_) if !matches!(what, ListWhat::Machines) => Err(CliError::Input(
+            "--detail applies to `list machines` (accepted: schedlab list machines --detail NAME)"
+                .into(),
+        )),
+        Some(spec) => {
+            out(&detail::detail(&spec, cpus, format == Format::Json).map_err(CliError::Input)?)
+        }
+        None if format == Format::Json || cpus.is_some() => Err(CliError::Input(
+            "--format json and --cpus apply to `list machines --detail NAME` only".into(),
+        )),
+        None => out(&list(what)),
+    }
 }
 
 fn list(what: ListWhat) -> String {

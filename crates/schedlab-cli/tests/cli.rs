@@ -251,6 +251,51 @@ fn list_names_every_registered_thing() {
     assert!(s.contains("unaffine_switch_pct"));
 }
 
+/// `list machines --detail`: the topology as the kernel sees it and every cost with its
+/// source, as text and as JSON; a variant the part lacks is one line, exit 2.
+#[test]
+fn list_machines_detail_prints_topology_domains_and_every_cost_with_its_source() {
+    let o = schedlab(&["list", "machines", "--detail", "zen3-2s:nps=4"]);
+    assert!(o.status.success());
+    let s = String::from_utf8(o.stdout).unwrap();
+    assert!(s.contains("nodes      8: 0-15,128-143;"), "{s}");
+    assert!(
+        s.contains("domains    CPU 0: SMT 0,128 [2 groups] -> MC 0-7,128-135 [8 groups] -> NODE"),
+        "{s}"
+    );
+    assert!(s.contains("c2c_cross_package_line_ns         197  line ping-pong between sockets"));
+    let o = schedlab(&[
+        "list",
+        "machines",
+        "--detail",
+        "haswell-4c",
+        "--cpus",
+        "4",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["booted"], 4);
+    assert_eq!(
+        v["topology"]["smt_siblings_of_cpu0"], "0",
+        "maxcpus=4: no sibling booted"
+    );
+    let costs = v["costs"].as_array().unwrap();
+    assert!(costs.len() > 50);
+    assert!(costs
+        .iter()
+        .all(|c| !c["source"].as_str().unwrap().is_empty()));
+    one_line_error(
+        &["list", "machines", "--detail", "icx-2s:nps=2"],
+        "nps=2 is not an option of machine icx-2s",
+    );
+    one_line_error(
+        &["list", "policies", "--detail", "icx-2s"],
+        "--detail applies to",
+    );
+}
+
 // ---- schedlab native -------------------------------------------------------------------
 
 /// Live processes whose environment carries `mark` (the CLI's workers inherit it).

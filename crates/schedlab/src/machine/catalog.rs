@@ -270,3 +270,161 @@ pub fn lookup(name: &str) -> Result<&'static Preset, crate::spec::SpecError> {
         crate::spec::SpecError::unknown("machine", name, &names)
     })
 }
+
+/// What [`NUMA1024`]'s own facts set (cited in [`numa1024_costs`]); its other costs are
+/// the P6 table's, at the Itanium's clock where they are CPU work.
+const NUMA1024_SOURCES: &[(&str, &str)] = &[
+    (
+        "cpu_mhz",
+        "1.3 GHz Madison [TAMU: Texas A&M cosmos SGI Altix 3700 hardware page]",
+    ),
+    (
+        "mem_latency_ns",
+        "35 cycles to miss the L3 + 160 ns of DRAM [7CPU: 7-cpu.com, Itanium 2]",
+    ),
+    (
+        "upgrade_ns",
+        "INFERRED: the P6's invalidation; on Altix the SHUB directory sends it",
+    ),
+    (
+        "bus_slot_ns",
+        "unused (no queued bus): a 128-byte line is 8 transfers of the 128-bit bus at 400 MT/s",
+    ),
+    ("line_slots", "unused (no queued bus): as bus_slot_ns"),
+    (
+        "task_align_bytes",
+        "INFERRED: ia64 keeps the task_struct at the base of its 32 KB kernel stack",
+    ),
+    (
+        "c2c_line_ns",
+        "INFERRED: a snoop hit on the node's shared FSB, a memory-latency-class miss as on the P6",
+    ),
+    (
+        "c2c_cross_bus_line_ns",
+        "INFERRED: the local miss + request and reply each crossing 4 routers at 50 ns [TAMU]",
+    ),
+    (
+        "ipi_latency_ns",
+        "INFERRED: the P6's calibrated delivery (an IPI is a write to the target's SHUB)",
+    ),
+    ("line_bytes", "128-byte L2 and L3 blocks [TAMU]"),
+    ("l1_bytes", "16 KB L1D [TAMU]"),
+    (
+        "l2_bytes",
+        "the last private level: the 3 MB 12-way L3 [TAMU]",
+    ),
+    ("l1_ways", "4-way [TAMU]"),
+    ("l2_ways", "12-way [TAMU]"),
+    ("page_bytes", "ia64 Linux's 16 KB pages [7CPU]"),
+    ("l2_line_ns", "an L3 hit, 14 clocks at 1.3 GHz [TAMU]"),
+    ("mem_line_ns", "840 MB/s [7CPU]: a 128-byte line per 152 ns"),
+    (
+        "kernel_footprint_bytes",
+        "INFERRED: the P6's, doubled for 64-bit structures and the register backing store",
+    ),
+    ("pipe_buf_bytes", "PIPE_SIZE = PAGE_SIZE: 16 KB on ia64"),
+];
+
+/// Where each cost of `p` comes from, in the cost table's order: (field, value, source).
+/// Today's presets and `host` carry their own; [`MANYCORE`] is the host's with one
+/// inference; the P6-derived presets cite the field docs of [`Costs`] where they keep the
+/// P6 value and say how they derived any other.
+pub fn cost_sources(p: &Preset) -> Vec<(&'static str, serde_json::Value, String)> {
+    let values = serde_json::to_value(&p.costs).unwrap_or_default();
+    let own: Vec<(String, String)> = if let Some(s) = super::today::sources(p.name) {
+        s.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    } else if p.name == super::host::NAME || p.name == MANYCORE {
+        let mut s: Vec<(String, String)> = super::host::file()
+            .map(|h| h.sources.into_iter().collect())
+            .unwrap_or_default();
+        if p.name == MANYCORE {
+            s.retain(|(k, _)| k != "c2c_cross_bus_line_ns");
+            s.push((
+                "c2c_cross_bus_line_ns".into(),
+                "INFERRED: twice c2c_line_ns (public Skylake-SP and EPYC figures put a \
+                 remote-socket transfer at about twice a local one)"
+                    .into(),
+            ));
+        }
+        s
+    } else if p.name == NUMA1024 {
+        NUMA1024_SOURCES
+            .iter()
+            .map(|&(k, v)| (k.into(), v.into()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let p6 = serde_json::to_value(piii700(p.costs.l2_bytes)).unwrap_or_default();
+    super::preset::cost_docs()
+        .iter()
+        .map(|(field, doc)| {
+            let value = values
+                .get(*field)
+                .cloned()
+                .unwrap_or(serde_json::Value::Null);
+            let source = match own.iter().find(|(k, _)| k == field) {
+                Some((_, s)) => s.clone(),
+                None if value.is_null() => "unset: the field's fallback applies".to_string(),
+                None if p.name == super::host::NAME || p.name == MANYCORE => {
+                    "not in the host file".to_string()
+                }
+                None if p6.get(*field) == Some(&value) => format!("P6: {doc}"),
+                None => format!(
+                    "INFERRED: the P6 table's cycles at {} MHz (the kernel paths' CPU work \
+                     scales with the clock)",
+                    p.costs.cpu_mhz
+                ),
+            };
+            (*field, value, source)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_names_a_source_for_every_cost() {
+        let fields = serde_json::to_value(Costs {
+            c2c_smt_line_ns: Some(1),
+            c2c_cross_package_line_ns: Some(1),
+            ..piii700(1024)
+        })
+        .unwrap();
+        let docs = super::super::preset::cost_docs();
+        // The docs list is the struct's fields, in order.
+        let keys: Vec<&str> = fields
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, docs.iter().map(|d| d.0).collect::<Vec<_>>());
+        for p in all() {
+            let s = cost_sources(p);
+            assert_eq!(s.len(), docs.len(), "{}", p.name);
+            for (f, v, src) in s {
+                assert!(!src.trim().is_empty(), "{}: {f}", p.name);
+                // An unset field says so, or which field stands for it; a set one has
+                // a source.
+                if v.is_null() {
+                    assert!(
+                        src.starts_with("unset") || src.starts_with('='),
+                        "{}: {f}",
+                        p.name
+                    );
+                } else {
+                    assert!(!src.starts_with("unset"), "{}: {f} = {v}: {src}", p.name);
+                }
+            }
+        }
+        let p6 = cost_sources(lookup("piii700-1m").unwrap());
+        let mhz = p6.iter().find(|s| s.0 == "cpu_mhz").unwrap();
+        assert!(mhz.2.contains("B§6.1"), "{}", mhz.2);
+        let stp1 = cost_sources(lookup("osdl-stp1").unwrap());
+        let sys = stp1.iter().find(|s| s.0 == "syscall_ns").unwrap();
+        assert!(sys.2.contains("1000 MHz"), "{}", sys.2);
+    }
+}

@@ -223,71 +223,35 @@ pub struct Costs {
     pub idle_poll: bool,
 }
 
-/// Every field of [`Costs`], in declaration order (a unit test checks the list against
-/// the serialized table).
-pub const COST_FIELDS: &[&str] = &[
-    "cpu_mhz",
-    "syscall_ns",
-    "switch_ns",
-    "switch_mm_ns",
-    "schedule_ns",
-    "wakeup_ns",
-    "task_examine_ns",
-    "mem_latency_ns",
-    "upgrade_ns",
-    "bus_slot_ns",
-    "task_align_bytes",
-    "line_slots",
-    "waitq_entry_ns",
-    "lock_ns",
-    "c2c_line_ns",
-    "c2c_stream_line_ns",
-    "c2c_cross_bus_line_ns",
-    "c2c_smt_line_ns",
-    "c2c_cross_package_line_ns",
-    "pipe_call_ns",
-    "unix_call_ns",
-    "tcp_sendmsg_ns",
-    "tcp_recvmsg_ns",
-    "tcp_segment_ns",
-    "tcp_ack_ns",
-    "skb_cold_ns",
-    "skb_remote_ns",
-    "skb_page_shared_ns",
-    "tcp_mss_bytes",
-    "tcp_wmem_max_bytes",
-    "tcp_connect_ns",
-    "copy_ns_per_kb",
-    "sum_ns_per_kb",
-    "fork_ns",
-    "clone_ns",
-    "file_create_ns",
-    "exec_ns",
-    "exit_ns",
-    "wait_ns",
-    "poll_ns",
-    "poll_fd_ns",
-    "tick_ns",
-    "irq_ns",
-    "ipi_send_ns",
-    "ipi_latency_ns",
-    "idle_exit_ns",
-    "line_bytes",
-    "l1_bytes",
-    "l2_bytes",
-    "l1_ways",
-    "l2_ways",
-    "page_bytes",
-    "l2_line_ns",
-    "l2_latency_ns_per_kb",
-    "mem_line_ns",
-    "kernel_footprint_bytes",
-    "skb_overhead_bytes",
-    "pipe_buf_bytes",
-    "unix_sndbuf_bytes",
-    "tcp_sndbuf_bytes",
-    "idle_poll",
-];
+/// Every field of [`Costs`] in declaration order, with its doc comment: for the P6
+/// presets, where its value comes from (`schedlab list machines --detail`). Read from
+/// this file's own text, so the list cannot drift from the struct (a unit test checks it
+/// against the serialized table).
+pub fn cost_docs() -> &'static [(&'static str, String)] {
+    static DOCS: std::sync::OnceLock<Vec<(&'static str, String)>> = std::sync::OnceLock::new();
+    DOCS.get_or_init(|| {
+        let text: &'static str = include_str!("preset.rs");
+        let start = text
+            .find("pub struct Costs {")
+            .expect("Costs is declared here");
+        let end = start + text[start..].find("\n}\n").expect("Costs ends");
+        let mut doc: Vec<&str> = Vec::new();
+        let mut out = Vec::new();
+        for line in text[start..end].lines().skip(1) {
+            let t = line.trim();
+            if let Some(d) = t.strip_prefix("///") {
+                doc.push(d.trim());
+            } else if let Some(f) = t.strip_prefix("pub ") {
+                let name = f.split(':').next().unwrap_or(f).trim();
+                out.push((name, doc.join(" ")));
+                doc.clear();
+            } else if !t.starts_with("#[") {
+                doc.clear();
+            }
+        }
+        out
+    })
+}
 
 /// Kernel resource limits: what a release's formulas give on the preset's RAM
 /// ([`crate::kernel::release::Release::limits`]), or what a running kernel reported (`host`).

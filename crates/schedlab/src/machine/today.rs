@@ -543,12 +543,8 @@ pub fn sources(name: &str) -> Option<Vec<(&'static str, String)>> {
         add.push((k, v.to_string()));
     }
     for (k, v) in &h.sources {
-        let k: &'static str = match super::preset::COST_FIELDS
-            .iter()
-            .find(|f| **f == k.as_str())
-        {
-            Some(f) => f,
-            None => continue,
+        let Some(&(k, _)) = super::preset::cost_docs().iter().find(|f| f.0 == k) else {
+            continue;
         };
         if !own(k) && !add.iter().any(|(o, _)| *o == k) {
             add.push((k, format!("the shipped host's: {v}")));
@@ -556,7 +552,7 @@ pub fn sources(name: &str) -> Option<Vec<(&'static str, String)>> {
     }
     out.extend(add);
     let costs = serde_json::to_value(&find(name)?.costs).ok()?;
-    for f in super::preset::COST_FIELDS {
+    for (f, _) in super::preset::cost_docs() {
         if !out.iter().any(|(k, _)| k == f) && costs.get(*f).is_none_or(|v| v.is_null()) {
             out.push((
                 f,
@@ -664,7 +660,7 @@ mod tests {
         for name in NAMES {
             let s = sources(name).unwrap();
             let costs = serde_json::to_value(&find(name).unwrap().costs).unwrap();
-            for f in crate::machine::preset::COST_FIELDS {
+            for (f, _) in crate::machine::preset::cost_docs() {
                 let src = s.iter().find(|(k, _)| k == f);
                 let src = src.unwrap_or_else(|| panic!("{name}: no source for {f}"));
                 let unset = costs.get(*f).is_none_or(|v| v.is_null());
