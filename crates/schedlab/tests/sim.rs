@@ -1721,6 +1721,45 @@ fn every_policy_runs_on_numa_1024_at_all_its_cpus_and_at_96() {
     }
 }
 
+/// Issue 45 item 1: today's presets boot at their full CPU count under every policy; a
+/// small hackbench (threads over pipes) and schbench run to their results with the
+/// kernel's and the policy's invariants checked, the same seed giving the same report,
+/// and tasks reaching past CPU 64 (the spreading policies) and into the SMT siblings'
+/// numbers (n + cores) on the two-socket boxes.
+#[test]
+fn every_policy_runs_on_todays_presets_at_all_their_cpus() {
+    for (machine, cpus) in [
+        ("zen3-2s", 256),
+        ("spr-2s", 224),
+        ("icx-2s", 128),
+        ("haswell-4c", 8),
+        ("zen3-2s:nps=4,sockets=1", 128),
+    ] {
+        for p in POLICIES {
+            for w in [
+                "hackbench:groups=2,loops=5,threads=on,pipe=on",
+                "schbench:m=2,t=4,r=1",
+            ] {
+                let run = || {
+                    let mut sim = Simulation::new(cfg(machine, cpus, p.name, w))
+                        .unwrap_or_else(|e| panic!("{machine} {}: {e}", p.name));
+                    assert_eq!(sim.k.nr_cpus(), cpus);
+                    sim.run(&mut |_, _| {})
+                        .unwrap_or_else(|e| panic!("{machine} {} {w}: {e}", p.name));
+                    sim.check()
+                        .unwrap_or_else(|e| panic!("{machine} {} {w}: {e}", p.name));
+                    serde_json::to_string(&sim.report().unwrap()).unwrap()
+                };
+                let (a, b) = (run(), run());
+                assert_eq!(a, b, "{machine} {} {w}: not deterministic", p.name);
+                let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+                let r = v["result"]["value"].as_f64().unwrap();
+                assert!(r.is_finite() && r > 0.0, "{machine} {} {w}: {r}", p.name);
+            }
+        }
+    }
+}
+
 /// `numa-1024`: nodes of two CPUs (PKG) under one NUMA level of 512 node groups, a line
 /// across nodes dearer than one within a node, and the kernel limits of a 2 TB machine
 /// with a raised `kernel.pid_max`.
