@@ -119,7 +119,7 @@ pub const INFO_CFS: PolicyInfo = PolicyInfo {
 /// Registry entry for `eevdf`.
 pub const INFO_EEVDF: PolicyInfo = PolicyInfo {
     name: "eevdf",
-    about: "EEVDF of Linux 6.12: lag, eligibility, virtual deadlines, delayed dequeue, PELT, sched domains",
+    about: "EEVDF of Linux 6.12: lag, eligibility, virtual deadlines, delayed dequeue, PELT, sched domains (6.6-6.11: preempt_short=off,delay_dequeue=off)",
     params: PARAMS_EEVDF,
     build: build_eevdf,
 };
