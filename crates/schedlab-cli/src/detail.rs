@@ -4,25 +4,7 @@
 
 use schedlab::machine::{catalog, today, Machine};
 use schedlab::policy::fair::topology::{build_domains, Topology};
-
-/// A CPU list as the kernel prints one (`0-7,128-135`).
-fn cpu_list(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
+use schedlab_native::host::format_cpu_list as cpu_list;
 
 /// The CPUs of each id in `ids`, ids ascending.
 fn groups(ids: &[usize]) -> Vec<Vec<usize>> {
