@@ -523,7 +523,10 @@ impl<'a> SchedCtx<'a> {
         let cpu = self.cpu;
         let lk = &mut self.locks[l as usize];
         lk.queued.retain(|&g| g > requested);
-        let others = lk.queued.len() as u64;
+        // Grants since the request estimate the spinners, but a CPU spins for one lock
+        // at a time and the releaser is not spinning at the release: at most the CPUs
+        // but two (an unfair TTAS lock can go to one CPU twice while this one spins).
+        let others = (lk.queued.len() as u64).min(self.cpus.len().saturating_sub(2) as u64);
         let releaser = lk.last_cpu.unwrap_or(cpu);
         let release = self.now();
         let mut t = release;
@@ -978,6 +981,32 @@ mod tests {
             assert_eq!(own, on, "{n} requesters");
             assert_eq!(owner, Some(n), "the last winner holds the line");
         }
+    }
+
+    #[test]
+    fn a_ttas_hand_off_counts_no_more_spinners_than_cpus() {
+        // 4 CPUs. The spinners at a grant are estimated by the grants made since the
+        // request; with the CPUs' clocks apart, ten can be on record (here put there by
+        // hand). At the grant at most CPUs 1 and 2 spin besides CPU 3: CPU 0 releases.
+        let fifo = crate::policy::build_named("fifo", "piii700-4way-1m", 4).expect("fifo");
+        let mut bed = Bed::new("piii700-4way-1m:bus=off", 4, fifo);
+        let l = bed.with(0, |_, ctx| ctx.new_lock("test_lock", None));
+        bed.at(1_000_000);
+        bed.with(0, |_, ctx| {
+            ctx.lock(l);
+            ctx.charge(20_000);
+            ctx.unlock(l);
+        });
+        let lk = &mut bed.k.locks[l as usize];
+        lk.queued.extend((1..=10).map(|k| 1_001_000 + k));
+        let before = lk.stats.spinners;
+        bed.k.cpus[3].clock = 1_001_000;
+        bed.with(3, |_, ctx| {
+            ctx.lock(l);
+            ctx.unlock(l);
+        });
+        let spinners = bed.k.locks[l as usize].stats.spinners - before;
+        assert_eq!(spinners, 3, "CPU 3 and two others, not 11");
     }
 
     #[test]
