@@ -159,6 +159,25 @@ pub fn tcp_socketpair() -> Res<(RawFd, RawFd)> {
     Ok((rx.into_raw_fd(), tx.into_raw_fd()))
 }
 
+/// Two UDP sockets on 127.0.0.1, each bound and connected to the other (netperf's
+/// UDP_RR data sockets): (server end, client end).
+pub fn udp_socketpair() -> Res<(RawFd, RawFd)> {
+    use std::os::fd::IntoRawFd;
+    let bind = || {
+        std::net::UdpSocket::bind("127.0.0.1:0")
+            .map_err(|e| format!("cannot bind a UDP socket on 127.0.0.1: {e}"))
+    };
+    let (a, b) = (bind()?, bind()?);
+    let addr =
+        |s: &std::net::UdpSocket| s.local_addr().map_err(|e| format!("no local address: {e}"));
+    let (aa, ba) = (addr(&a)?, addr(&b)?);
+    a.connect(ba)
+        .map_err(|e| format!("cannot connect UDP over loopback: {e}"))?;
+    b.connect(aa)
+        .map_err(|e| format!("cannot connect UDP over loopback: {e}"))?;
+    Ok((a.into_raw_fd(), b.into_raw_fd()))
+}
+
 /// `FUTEX_WAIT_PRIVATE` on `word` while it holds `val`.
 pub fn futex_wait(word: &std::sync::atomic::AtomicU32, val: u32) {
     // SAFETY: a futex on a live atomic of this process; EAGAIN/EINTR return at once.

@@ -174,6 +174,12 @@ fn netperf_counts_transactions_of_every_instance() {
     let out = r.result.output.as_deref().unwrap();
     assert_eq!(out.matches("MIGRATED TCP REQUEST/RESPONSE TEST").count(), 2);
     assert!(out.contains("\n16384  131072 10       100     "), "{out}");
+    // UDP_RR: connected datagram sockets; the servers end on the clients' empty datagram.
+    let r = native("netperf:test=UDP_RR,instances=2,duration_ms=50,warmup_ms=5,req=10,resp=100");
+    assert!(counts(&r)["transactions"] > 10.0);
+    let out = r.result.output.as_deref().unwrap();
+    assert_eq!(out.matches("MIGRATED UDP REQUEST/RESPONSE TEST").count(), 2);
+    assert!(out.contains("\n212992 212992 10       100     "), "{out}");
 }
 
 #[test]

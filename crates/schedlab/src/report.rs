@@ -152,6 +152,12 @@ pub struct Counters {
     /// TCP pure ACKs through loopback (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub tcp_acks: u64,
+    /// UDP datagrams through loopback (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub udp_datagrams: u64,
+    /// UDP datagrams dropped at a full receive buffer (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub udp_drops: u64,
     /// TCP calls that slept in `lock_sock` because another task owned the socket (shown
     /// when any did).
     #[serde(skip_serializing_if = "is_zero")]
@@ -457,6 +463,8 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             affinity_moves: s.affinity_moves,
             tcp_segments: s.tcp_segments,
             tcp_acks: s.tcp_acks,
+            udp_datagrams: s.udp_datagrams,
+            udp_drops: s.udp_drops,
             sock_lock_waits: s.sock_lock_waits,
             stream_state_transfers: s.stream_state_transfers,
             skb_remote: s.skb_remote,

@@ -1996,3 +1996,65 @@ fn fifo_counts_a_pick_on_another_cpu_as_a_migration() {
         s.forks
     );
 }
+
+/// Issue 45 item 4: a connected UDP pair keeps datagram boundaries — a read takes one
+/// datagram and discards what does not fit — and a receive buffer past `sk_rcvbuf` drops
+/// datagrams while every send succeeds; bytes are conserved (`written == read + len`).
+#[test]
+fn a_udp_pair_keeps_datagrams_whole_and_drops_past_the_receive_buffer() {
+    // One task: a socket pair, three 100-byte datagrams read 60 bytes at a time, then 200
+    // datagrams of 1000 bytes into the 65535-byte buffer of the era box, unread.
+    let sim = run_custom("fifo", 1, 1, || {
+        let mut step = 0u32;
+        let mut fd = 0u32;
+        program(move |e: &mut Env<'_>| {
+            step += 1;
+            match step {
+                1 => Op::UdpPair,
+                2 => {
+                    fd = e.ret as u32;
+                    Op::Write { fd, len: 100 }
+                }
+                3 | 4 => Op::Write { fd, len: 100 },
+                5..=7 => {
+                    if step > 5 {
+                        e.count("read", e.ret as u64);
+                    }
+                    Op::Read {
+                        fd: fd + 1,
+                        len: 60,
+                    }
+                }
+                8 => {
+                    e.count("read", e.ret as u64);
+                    Op::Write { fd, len: 1000 }
+                }
+                9..=207 => {
+                    e.count("sent", u64::from(e.ret == 1000));
+                    Op::Write { fd, len: 1000 }
+                }
+                _ => {
+                    e.count("sent", u64::from(e.ret == 1000));
+                    e.count("done", 1);
+                    Op::Exit
+                }
+            }
+        })
+    });
+    assert_eq!(sim.k.rec.count("done"), 1);
+    assert_eq!(
+        sim.k.rec.count("read"),
+        180,
+        "three reads of 60 of 100 bytes each"
+    );
+    assert_eq!(sim.k.rec.count("sent"), 200, "every send succeeds");
+    let c = &sim.report().unwrap().counters;
+    assert_eq!(c.udp_datagrams, 203);
+    // 65535 bytes of 1000-byte datagrams with their skb overhead: 52 fit.
+    let truesize = 1000 + sim.k.machine.costs().skb_overhead_bytes;
+    let fit = 65535 / truesize;
+    assert_eq!(c.udp_drops, 200 - fit);
+    let s = &sim.k.streams[0];
+    assert_eq!(s.written, s.read + s.len, "bytes conserved");
+    assert_eq!((s.read, s.len), (300, 1000 * fit));
+}

@@ -494,6 +494,18 @@ pub(super) fn tcp_pair(
     Ok((ns, segs))
 }
 
+/// `len`-byte datagrams sent on `w` and received on `r`, a connected UDP pair on
+/// loopback, in one thread: ns per send+receive.
+pub(super) fn udp_pair(w: RawFd, r: RawFd, len: usize, n: u64) -> Res<f64> {
+    let mut buf = vec![3u8; len];
+    let t0 = now_ns();
+    for _ in 0..n {
+        sys::write_full(w, &buf)?;
+        sys::read(r, &mut buf)?;
+    }
+    Ok((now_ns() - t0) as f64 / n as f64)
+}
+
 /// 100-byte AF_UNIX messages written `depth` at a time on CPU `a` and read on CPU `b`
 /// (or `a`), the two sides taking turns: ns per message, writer and reader summed. The
 /// difference between the two placements is what an skb written on one CPU costs when

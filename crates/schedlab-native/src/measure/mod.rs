@@ -219,6 +219,7 @@ fn run_benchmarks(
     let (pr, pw) = sys::pipe()?;
     let (ua, ub) = sys::socketpair()?;
     let tcp = tcp_loopback()?;
+    let (udp_a, udp_b) = sys::udp_socketpair()?;
     let polled: Vec<(RawFd, RawFd)> = (0..100).map(|_| sys::pipe()).collect::<Res<_>>()?;
     let rd: Vec<RawFd> = polled.iter().map(|p| p.0).collect();
     let (lu, l1u, l2u) = (line as usize, l1 as usize, l2 as usize);
@@ -376,6 +377,13 @@ fn run_benchmarks(
                 Ok(v)
             }),
         ),
+        (
+            "udp_pair_100",
+            Box::new(move || {
+                pin_self(a)?;
+                one("udp_pair_100", udp_pair(udp_a, udp_b, 100, 5_000)?)
+            }),
+        ),
     ];
     let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for k in 0..reps {
@@ -389,7 +397,7 @@ fn run_benchmarks(
         progress(k + 1, reps, "round of every micro-benchmark");
     }
     drop(set);
-    for fd in [pr, pw, ua, ub]
+    for fd in [pr, pw, ua, ub, udp_a, udp_b]
         .into_iter()
         .chain(polled.iter().flat_map(|p| [p.0, p.1]))
     {

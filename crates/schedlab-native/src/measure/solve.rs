@@ -199,6 +199,20 @@ pub(super) fn solve(
             }
         }
     }
+    if b.contains_key("udp_pair_100") {
+        // A 100-byte send+receive over a connected UDP pair in one thread: 2 syscalls,
+        // udp_sendmsg with the loopback path, udp_recvmsg, 200 bytes copied; the P6
+        // preset's proportions split the sum.
+        let p6 = [c.udp_sendmsg_ns, c.udp_recvmsg_ns];
+        let path = (e("udp_pair_100") - syscall * 2.0 - copy_per_kb * (200.0 / 1024.0))
+            * (1.0 / (p6[0] + p6[1]) as f64);
+        let how = format!(
+            "100-byte send+receive over a connected loopback UDP pair in one thread, less 2 syscalls and the copies, split in the P6 preset's proportions {}:{} (sendmsg:recvmsg)",
+            p6[0], p6[1]
+        );
+        c.udp_sendmsg_ns = set(&mut src, "udp_sendmsg_ns", path * p6[0] as f64, &how);
+        c.udp_recvmsg_ns = set(&mut src, "udp_recvmsg_ns", path * p6[1] as f64, &how);
+    }
     c.idle_exit_ns = 0;
     src.insert(
         "idle_exit_ns".into(),
@@ -400,6 +414,8 @@ pub(super) fn solve(
         "tcp_segment_ns",
         "tcp_ack_ns",
         "tcp_connect_ns",
+        "udp_sendmsg_ns",
+        "udp_recvmsg_ns",
         "exec_ns",
     ] {
         src.entry(f.to_string()).or_insert_with(|| {
@@ -462,6 +478,7 @@ mod tests {
             ("unix_handoff_split", 1100.0),
             ("tcp_pair_100", 200.0 + 27.0 * 100.0 + 200.0 / 1024.0 * 50.0),
             ("tcp_pair_100_segments", 2.0),
+            ("udp_pair_100", 200.0 + 1550.0 + 200.0 / 1024.0 * 50.0),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -515,6 +532,8 @@ mod tests {
             ),
             (200, 200, 1400, 900)
         );
+        // 2 syscalls + 200 bytes copied + a tenth of the P6 table's 14 000 + 1 500.
+        assert_eq!((c.udp_sendmsg_ns, c.udp_recvmsg_ns), (1400, 150));
         assert_eq!((c.cpu_mhz, c.task_examine_ns), (3000, 10)); // 30 cycles at 3 GHz
         assert_eq!(c.poll_fd_ns, 10); // (1900 - 1000) / 90
         assert_eq!(c.skb_overhead_bytes, 212_992 / 278 - 100);

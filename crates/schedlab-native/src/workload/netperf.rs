@@ -1,7 +1,9 @@
-//! netperf TCP_RR natively, as the model (`schedlab::workload::netperf`) and with its
-//! options: per instance a TCP connection on 127.0.0.1 (Nagle on unless `nodelay=on`), a
-//! netserver process that receives each `req`-byte request and sends a `resp`-byte
-//! response, and a netperf process that sends, receives and counts. All start on one go
+//! netperf TCP_RR and UDP_RR natively, as the model (`schedlab::workload::netperf`) and
+//! with its options: per instance a TCP connection on 127.0.0.1 (Nagle on unless
+//! `nodelay=on`) or two connected UDP sockets, a netserver process that receives each
+//! `req`-byte request and sends a `resp`-byte response, and a netperf process that sends,
+//! receives and counts. Over UDP a request is one datagram and one read; the client ends
+//! its server with an empty datagram (a datagram socket has no end of file). All start on one go
 //! byte; each client measures its own window (`warmup_ms` after go, `duration_ms` long,
 //! from the first transaction completed past each mark) and adds its transactions and its
 //! rate to the shared counters. Result: the instances' rates summed, transactions/s; the
@@ -22,9 +24,14 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     // Each client writes its rate here, one short line (atomic below PIPE_BUF).
     let (rates_r, rates_w) = sys::pipe()?;
     let mut tasks = Vec::new();
+    let udp = o.test == "UDP_RR";
     for _ in 0..o.instances {
-        let (srv, cli) = sys::tcp_socketpair()?;
-        if o.nodelay {
+        let (srv, cli) = if udp {
+            sys::udp_socketpair()?
+        } else {
+            sys::tcp_socketpair()?
+        };
+        if o.nodelay && !udp {
             sys::set_nodelay(srv)?;
             sys::set_nodelay(cli)?;
         }
@@ -34,6 +41,14 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
             let mut rbuf = vec![0u8; req];
             let wbuf = vec![7u8; resp];
             loop {
+                if udp {
+                    // One datagram a request; an empty one ends the test.
+                    if sys::read(srv, &mut rbuf)? == 0 {
+                        return Ok(());
+                    }
+                    sys::write_full(srv, &wbuf)?;
+                    continue;
+                }
                 // End of file: the client is gone.
                 match sys::read(srv, &mut rbuf[..1])? {
                     0 => return Ok(()),
@@ -56,7 +71,11 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
             let (mut n, mut start) = (0u64, None);
             loop {
                 sys::write_full(cli, &wbuf)?;
-                sys::read_full(cli, &mut rbuf, "netperf recv")?;
+                if udp {
+                    sys::read(cli, &mut rbuf)?;
+                } else {
+                    sys::read_full(cli, &mut rbuf, "netperf recv")?;
+                }
                 n += 1;
                 let now = sys::now_ns();
                 match start {
@@ -68,6 +87,9 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
                         c.add(2, ns);
                         let line = format!("{:.2}\n", k as f64 * 1e9 / ns as f64);
                         sys::write_full(rates_w, line.as_bytes())?;
+                        if udp {
+                            sys::write(cli, &[])?;
+                        }
                         sys::close(cli);
                         return Ok(());
                     }

@@ -44,6 +44,9 @@ pub enum Op {
     /// A connected TCP loopback pair (`connect` + `accept`): returns the client fd; the
     /// server's is `ret + 1`. `nodelay`: both ends set `TCP_NODELAY` (Nagle off).
     TcpPair { nodelay: bool },
+    /// Two UDP sockets on 127.0.0.1, each bound and `connect`ed to the other: returns the
+    /// client's fd; the server's is `ret + 1`.
+    UdpPair,
     /// `close(fd)`.
     Close { fd: Fd },
     /// `nice(inc)`.

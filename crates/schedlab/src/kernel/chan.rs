@@ -29,6 +29,9 @@ pub enum StreamKind {
     Unix,
     /// TCP over loopback: like AF_UNIX with TCP's costs and send buffer.
     Tcp,
+    /// A connected UDP pair over loopback: datagrams on the peer's receive queue, charged
+    /// to its `rmem_alloc` ([`super::udp`]).
+    Udp,
 }
 
 impl StreamKind {
@@ -58,12 +61,17 @@ impl StreamKind {
     ///   its fast-path fields by cache line (6.8) and has not been counted: it keeps the
     ///   earlier hand count of 6 (the lock, both queue heads, the memory counters, the
     ///   sequence state, the wait queue head).
+    /// - **UDP** (net/ipv4/udp.c, *inferred*): the receiving socket's queue (lock, list,
+    ///   length) with its `rmem_alloc`, its wait queue head, and the sender's
+    ///   `wmem_alloc` (`skb_set_owner_w`, and `sock_wfree` when `loopback_xmit` orphans
+    ///   the skb): 3 lines, in every release.
     pub fn state_lines(self, release: Release) -> u64 {
         match self {
             StreamKind::Pipe => 3,
             StreamKind::Unix => 4,
             StreamKind::Tcp if matches!(release, Release::V6(_)) => 6,
             StreamKind::Tcp => 11,
+            StreamKind::Udp => 3,
         }
     }
 }

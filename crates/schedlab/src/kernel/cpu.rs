@@ -346,6 +346,10 @@ impl Kernel {
                 kind: super::chan::StreamKind::Tcp,
                 nodelay,
             },
+            Op::UdpPair => Sys::Open {
+                kind: super::chan::StreamKind::Udp,
+                nodelay: false,
+            },
             Op::Close { fd } => Sys::Close { fd },
             Op::Nice { inc } => Sys::Nice { inc },
             Op::SetAffinity { mask } => Sys::SetAffinity { mask },

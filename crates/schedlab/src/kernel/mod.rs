@@ -60,6 +60,7 @@ mod syscall;
 pub mod task;
 mod tcp;
 pub mod types;
+mod udp;
 mod usync;
 pub mod waitq;
 
@@ -188,6 +189,10 @@ pub struct KernelStats {
     pub tcp_segments: u64,
     /// TCP pure ACKs sent.
     pub tcp_acks: u64,
+    /// UDP datagrams sent.
+    pub udp_datagrams: u64,
+    /// UDP datagrams dropped at a full receive buffer or a closed peer.
+    pub udp_drops: u64,
     /// TCP calls that found their socket owned by another task and slept in `lock_sock`.
     pub sock_lock_waits: u64,
     /// Lines of pipe and socket state pulled from the CPU that wrote them last.

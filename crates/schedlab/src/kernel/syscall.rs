@@ -228,6 +228,7 @@ impl Kernel {
             StreamKind::Pipe => self.pipe_read(cpu, task, s, fd, len, done, again, wakes),
             StreamKind::Unix => self.sock_read(cpu, task, s, fd, len, wakes),
             StreamKind::Tcp => self.tcp_recvmsg(cpu, task, s, fd, len, again, wakes),
+            StreamKind::Udp => self.udp_recvmsg(cpu, task, s, fd, len, again),
         }
     }
 
@@ -263,6 +264,7 @@ impl Kernel {
             StreamKind::Pipe => self.pipe_write(cpu, task, s, fd, len, done, started, wakes),
             StreamKind::Unix => self.sock_write(cpu, task, s, fd, len, done, wakes),
             StreamKind::Tcp => self.tcp_sendmsg(cpu, task, s, fd, len, done, wakes),
+            StreamKind::Udp => self.udp_sendmsg(cpu, s, len, wakes),
         }
     }
 
@@ -323,11 +325,14 @@ impl Kernel {
                     open: true,
                 });
             }
-            StreamKind::Unix | StreamKind::Tcp => {
-                let (cost, cap) = if kind == StreamKind::Tcp {
-                    (costs.tcp_connect_ns, costs.tcp_sndbuf_bytes)
-                } else {
-                    (2 * costs.file_create_ns, costs.unix_sndbuf_bytes)
+            StreamKind::Unix | StreamKind::Tcp | StreamKind::Udp => {
+                // A UDP pair: two sockets created, bound and connected without a
+                // handshake (as a socketpair's two files); its `cap` is the receiver's
+                // `sk_rcvbuf`, `net.core.rmem_default`, which Linux sets equal to
+                // `wmem_default` (2.4: 65535; 6.x: 212992).
+                let (cost, cap) = match kind {
+                    StreamKind::Tcp => (costs.tcp_connect_ns, costs.tcp_sndbuf_bytes),
+                    _ => (2 * costs.file_create_ns, costs.unix_sndbuf_bytes),
                 };
                 self.charge(cpu, cost, Acct::Running);
                 let (wa, wb) = (self.new_waitq(), self.new_waitq());

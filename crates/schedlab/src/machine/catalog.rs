@@ -178,6 +178,8 @@ pub fn numa1024_costs() -> Costs {
         tcp_recvmsg_ns: at_clock(p6.tcp_recvmsg_ns),
         tcp_segment_ns: at_clock(p6.tcp_segment_ns),
         tcp_ack_ns: at_clock(p6.tcp_ack_ns),
+        udp_sendmsg_ns: at_clock(p6.udp_sendmsg_ns),
+        udp_recvmsg_ns: at_clock(p6.udp_recvmsg_ns),
         skb_cold_ns: None,
         l2_latency_ns_per_kb: None,
         skb_remote_ns: None,

@@ -103,6 +103,21 @@ pub struct Costs {
     /// (`tcp_send_ack` … `tcp_ack`, freeing the acknowledged skbs). Inferred: the segment
     /// path without the data copy, checksum and receive-queue work, ≈ two thirds of it.
     pub tcp_ack_ns: Time,
+    /// `udp_sendmsg` per datagram beyond the syscall and the copy, with the whole
+    /// loopback path on the sending CPU (`ip_make_skb`, `ip_output`, `loopback_xmit`,
+    /// `netif_rx`, the NET_RX softirq, `ip_rcv`, `udp_rcv`, the queueing on the peer).
+    /// Inferred, B§6.2: lmbench UDP latency 38.6 µs per round trip = 19.3 µs per hop = 2
+    /// syscalls (1.0) + wake-up, schedule and switch with mm (≈ 2.8, B§6.3) + this +
+    /// `udp_recvmsg_ns` ⇒ 15.5 µs for both; TCP's 43.5 µs leaves 2.45 µs more per hop for
+    /// its heavier segment path and socket lock.
+    #[serde(default = "p6_udp_sendmsg_ns")]
+    pub udp_sendmsg_ns: Time,
+    /// `udp_recvmsg` per datagram beyond the syscall and the copy (`__skb_recv_udp`,
+    /// `skb_consume_udp`). Inferred: `tcp_recvmsg_ns` without the socket lock and
+    /// `cleanup_rbuf`, ≈ three quarters of it; the rest of B§6.2's 15.5 µs is
+    /// `udp_sendmsg_ns`.
+    #[serde(default = "p6_udp_recvmsg_ns")]
+    pub udp_recvmsg_ns: Time,
     /// An AF_UNIX skb read after more skb bytes than the L2 holds were queued on its
     /// writer's CPU since it: its slab object, head and data come from beyond the L2.
     /// Measured per skb on a host (a deep queue against a shallow one over the same
@@ -414,6 +429,8 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         tcp_recvmsg_ns: 2_000,
         tcp_segment_ns: 14_000,
         tcp_ack_ns: 9_000,
+        udp_sendmsg_ns: P6_UDP_SENDMSG_NS,
+        udp_recvmsg_ns: P6_UDP_RECVMSG_NS,
         skb_cold_ns: None,
         l2_latency_ns_per_kb: None,
         skb_remote_ns: None,
@@ -451,6 +468,21 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         tcp_sndbuf_bytes: 16384,
         idle_poll: false,
     }
+}
+
+/// The P6 table's `udp_sendmsg_ns` (see [`Costs::udp_sendmsg_ns`]).
+const P6_UDP_SENDMSG_NS: Time = 14_000;
+/// The P6 table's `udp_recvmsg_ns`.
+const P6_UDP_RECVMSG_NS: Time = 1_500;
+
+/// A host file written before UDP was modelled: the P6 value, as the file gives for the
+/// TCP path it did not measure.
+fn p6_udp_sendmsg_ns() -> Time {
+    P6_UDP_SENDMSG_NS
+}
+
+fn p6_udp_recvmsg_ns() -> Time {
+    P6_UDP_RECVMSG_NS
 }
 
 /// i386's low memory with the 3 GB/1 GB split: 896 MB (`max_low_pfn` stops 128 MB under the

@@ -1,7 +1,8 @@
-//! `netperf -t TCP_RR` over loopback (Rick Jones, HP; netperf 2.7): `instances` netperf
-//! and netserver pairs, each a TCP connection on 127.0.0.1 carrying one `req`-byte request
-//! and one `resp`-byte response at a time; the figure is transactions per second, summed
-//! over the instances as one reports parallel netperfs.
+//! `netperf -t TCP_RR` and `-t UDP_RR` over loopback (Rick Jones, HP; netperf 2.7):
+//! `instances` netperf and netserver pairs, each a TCP connection (or a connected pair of
+//! UDP sockets) on 127.0.0.1 carrying one `req`-byte request and one `resp`-byte response
+//! at a time; the figure is transactions per second, summed over the instances as one
+//! reports parallel netperfs.
 //!
 //! # The original
 //!
@@ -14,13 +15,15 @@
 //!
 //! # The model
 //!
-//! init opens one TCP pair per instance (the connection netserver's child accepts), a go
+//! init opens one TCP pair per instance (the connection netserver's child accepts; for
+//! UDP_RR two UDP sockets connected to each other, `kernel/udp.rs`), a go
 //! pipe, forks each server, then each client, and writes go. Each client's transactions
 //! are counted in the process group's shared memory; the window opens `warmup_ms` after go
 //! at the first transaction completed past it and closes `duration_ms` later, when every
 //! instance's count is read: an instance's rate is its transactions in the window over the
-//! window's length. Not modelled: UDP_RR (the kernel model has no UDP sockets), the
-//! control connection's exchanges before and after the test.
+//! window's length. Not modelled: the control connection's exchanges before and after the
+//! test; UDP_RR's retransmission of a lost request (netperf's `-e` timeout: on loopback
+//! with one transaction in flight nothing is lost, and the model counts drops).
 
 use std::sync::Mutex;
 
@@ -37,8 +40,12 @@ use super::window::Window;
 use super::{metric, Workload, WorkloadInfo};
 
 crate::options! {
-    /// The parameters of `netperf` (TCP_RR), under its test-specific options' meaning.
+    /// The parameters of `netperf` (TCP_RR, UDP_RR), under its test-specific options'
+    /// meaning.
     pub struct Options in PARAMS {
+        test: String = choice("TCP_RR", &["TCP_RR", "UDP_RR"])
+            .help("the test (-t): request/response over TCP, or over UDP datagrams")
+            .source("netperf 2.7 manual, \"Request/Response Tests\"");
         instances: u64 = int("1", 1, 4096).help("netperf/netserver pairs run at once")
             .source("netperf 2.7 manual, \"Using Netperf to Measure Aggregate Performance\"");
         req: u64 = int("1", 1, 1_048_576).help("request size, bytes (-r REQ,RESP)")
@@ -61,8 +68,11 @@ crate::options! {
 /// Registry entry.
 pub const INFO: WorkloadInfo = WorkloadInfo {
     name: "netperf",
-    about: "netperf TCP_RR: request/response pairs over TCP loopback -> transactions/s",
-    small: &["netperf:instances=2,duration_ms=5,warmup_ms=1"],
+    about: "netperf TCP_RR or UDP_RR: request/response pairs over loopback -> transactions/s",
+    small: &[
+        "netperf:instances=2,duration_ms=5,warmup_ms=1",
+        "netperf:test=UDP_RR,instances=2,duration_ms=5,warmup_ms=1",
+    ],
     metric: "transactions/s",
     params: PARAMS,
     build,
@@ -229,10 +239,10 @@ impl Workload for Netperf {
     fn root(&self) -> Box<dyn Program> {
         let n = self.o.instances;
         *self.window.lock().expect("netperf window") = new_window(&self.o);
-        let chan = if self.o.nodelay {
-            Chan::TcpNoDelay
-        } else {
-            Chan::Tcp
+        let chan = match (self.o.test.as_str(), self.o.nodelay) {
+            ("UDP_RR", _) => Chan::Udp,
+            (_, true) => Chan::TcpNoDelay,
+            (_, false) => Chan::Tcp,
         };
         Box::new(Main {
             phase: 0,
@@ -271,30 +281,36 @@ impl Workload for Netperf {
     }
 }
 
-/// netperf's TCP_RR table, one per instance, as it prints it (the socket sizes are
-/// Linux's defaults, `tcp_wmem[1]` and `tcp_rmem[1]`).
+/// netperf's TCP_RR or UDP_RR table, one per instance, as it prints it (the socket sizes
+/// are Linux's defaults: `tcp_wmem[1]` and `tcp_rmem[1]`, or `wmem_default` and
+/// `rmem_default`).
 pub fn output(o: &Options, window_ns: Time, rates: &[f64]) -> String {
     let secs = window_ns as f64 / 1e9;
+    let (proto, send, recv) = if o.test == "UDP_RR" {
+        ("UDP", 212992, 212992)
+    } else {
+        ("TCP", 16384, 131072)
+    };
     rates
         .iter()
         .map(|r| {
             format!(
-                "MIGRATED TCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to localhost () port 0 AF_INET : {}first burst 0\n\
+                "MIGRATED {proto} REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to localhost () port 0 AF_INET : {}first burst 0\n\
                  Local /Remote\n\
                  Socket Size   Request  Resp.   Elapsed  Trans.\n\
                  Send   Recv   Size     Size    Time     Rate         \n\
                  bytes  Bytes  bytes    bytes   secs.    per sec   \n\n\
                  {:<6} {:<6} {:<8} {:<7} {:<8.2} {:<11.2}\n\
                  {:<6} {:<6}",
-                if o.nodelay { "nodelay : " } else { "" },
-                16384,
-                131072,
+                if o.nodelay && o.test != "UDP_RR" { "nodelay : " } else { "" },
+                send,
+                recv,
                 o.req,
                 o.resp,
                 secs,
                 r,
-                16384,
-                131072
+                send,
+                recv
             )
         })
         .collect::<Vec<_>>()

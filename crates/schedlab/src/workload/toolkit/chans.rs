@@ -15,6 +15,8 @@ pub enum Chan {
     Tcp,
     /// The same with `TCP_NODELAY` set on both ends.
     TcpNoDelay,
+    /// A connected UDP pair on loopback: the client end (the server's is `+ 1`).
+    Udp,
 }
 
 impl Chan {
@@ -24,6 +26,7 @@ impl Chan {
             Chan::SocketPair => Op::SocketPair,
             Chan::Tcp => Op::TcpPair { nodelay: false },
             Chan::TcpNoDelay => Op::TcpPair { nodelay: true },
+            Chan::Udp => Op::UdpPair,
         }
     }
 }

@@ -137,6 +137,7 @@ pub(crate) mod testing {
             Op::SocketPair => "socketpair".into(),
             Op::TcpPair { nodelay: false } => "tcppair".into(),
             Op::TcpPair { nodelay: true } => "tcppair nodelay".into(),
+            Op::UdpPair => "udppair".into(),
             Op::Close { fd } => format!("close {fd}"),
             Op::Exec { .. } => "exec".into(),
             Op::Nice { inc } => format!("nice {inc}"),
