@@ -2058,3 +2058,33 @@ fn a_udp_pair_keeps_datagrams_whole_and_drops_past_the_receive_buffer() {
     assert_eq!(s.written, s.read + s.len, "bytes conserved");
     assert_eq!((s.read, s.len), (300, 1000 * fit));
 }
+
+/// A packet over loopback reaches its reader only once its path has run on the sending
+/// CPU (`Skb::visible_at`, `Frame::WakeQueue`): a request/response can then not beat the
+/// sum of its paths. Before, a reader busy on its own CPU found the next request queued
+/// at the sender's first instant and the two CPUs overlapped what causality orders —
+/// TCP_RR ran 31 k transactions/s on the P6 box, past this bound.
+#[test]
+fn a_request_response_over_loopback_cannot_beat_its_paths() {
+    fn tcp(c: &schedlab::machine::Costs) -> u64 {
+        c.tcp_sendmsg_ns + c.tcp_segment_ns + c.tcp_recvmsg_ns
+    }
+    fn udp(c: &schedlab::machine::Costs) -> u64 {
+        c.udp_sendmsg_ns + c.udp_recvmsg_ns
+    }
+    let paths: [(&str, fn(&schedlab::machine::Costs) -> u64); 2] =
+        [("TCP_RR", tcp), ("UDP_RR", udp)];
+    for (test, path) in paths {
+        for policy in ["linux-2.4", "o1-2.6", "eevdf"] {
+            let w = format!("netperf:test={test},nodelay=on,duration_ms=100,warmup_ms=10");
+            let mut sim = Simulation::new(cfg("piii700-4way-1m", 4, policy, &w)).unwrap();
+            sim.run(&mut |_, _| {}).unwrap();
+            let c = sim.k.machine.costs();
+            let hop = path(c) + 2 * c.syscall_ns;
+            let bound = 1e9 / (2 * hop) as f64;
+            let r = sim.report().unwrap().result.value;
+            assert!(r <= bound, "{test} {policy}: {r:.0}/s beats {bound:.0}/s");
+            assert!(r > 0.5 * bound, "{test} {policy}: {r:.0}/s");
+        }
+    }
+}

@@ -53,6 +53,7 @@ impl Kernel {
             skb_pages_owner: None,
             sock_locks: Vec::new(),
             sock_taken: None,
+            lo_wakes: Vec::new(),
             files: Vec::new(),
             mm_lines: Vec::new(),
             open_files: 0,

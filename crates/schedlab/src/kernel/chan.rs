@@ -125,6 +125,11 @@ pub struct Skb {
     pub stamp: u64,
     /// Low memory it holds (head and `kmalloc`ed data: [`crate::kernel::release::Kmem::skb`]).
     pub kmem: u64,
+    /// When it reaches the receive queue: a packet over loopback is queued by the NET_RX
+    /// softirq at the end of its path on the sending CPU, which the sender's clock has
+    /// reached when it is built; a reader on another CPU does not see it before (0: at
+    /// once, as an AF_UNIX skb queued by the writer itself).
+    pub visible_at: crate::engine::Time,
 }
 
 /// Where an skb's lines are when it is read: per CPU, the skb bytes written there so far.
@@ -197,6 +202,19 @@ impl Stream {
             n += u64::from(skb.cpu != cpu);
         }
         n
+    }
+
+    /// Bytes a reader at `now` can take: those of the skbs queued by then, oldest first
+    /// (a packet over loopback reaches the queue at its `visible_at`); pipes: all.
+    pub fn visible_len(&self, now: crate::engine::Time) -> u64 {
+        if self.skbs.back().is_none_or(|b| b.visible_at <= now) {
+            return self.len;
+        }
+        self.skbs
+            .iter()
+            .take_while(|b| b.visible_at <= now)
+            .map(|b| b.data)
+            .sum()
     }
 
     /// Sockets: copy out up to `len` bytes across the queued skbs, oldest first. Returns
@@ -299,6 +317,7 @@ mod tests {
                 cpu,
                 stamp,
                 kmem: 0,
+                visible_at: 0,
             });
             s.len += 100;
         }

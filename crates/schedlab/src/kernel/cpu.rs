@@ -214,6 +214,17 @@ impl Kernel {
             }
             Frame::Schedule => self.schedule(cpu, curr),
             Frame::ReleaseSock { fd } => self.release_sock(cpu, fd),
+            Frame::WakeQueue { wq } => {
+                let list = self.take_waiters(cpu, wq, 0);
+                if !list.is_empty() {
+                    let st = &mut self.tasks[curr as usize].kstack;
+                    st.push(Frame::Wake {
+                        list,
+                        sync: false,
+                        irq: false,
+                    });
+                }
+            }
             Frame::NewTask { child, thread } => self.new_task(cpu, curr, child, thread),
             Frame::Tail { prev } => self.finish_task_switch(cpu, prev),
             Frame::Tick { user } => self.tick(cpu, curr, user),

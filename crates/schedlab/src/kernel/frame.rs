@@ -10,7 +10,7 @@ use super::abi::Program;
 use crate::engine::Time;
 
 use super::chan::{Fd, StreamKind};
-use super::types::{TaskId, WakeList};
+use super::types::{TaskId, WakeList, WqId};
 
 /// A system call in progress; re-entered after every sleep.
 pub enum Sys {
@@ -93,6 +93,10 @@ pub enum Frame {
     },
     /// `schedule()`.
     Schedule,
+    /// The NET_RX softirq's `data_ready` on wait queue `wq`, once the work of the system
+    /// call that sent a packet over loopback has elapsed: the packet is on the receive
+    /// queue now, and whoever waits for it then is woken ([`super::tcp`], [`super::udp`]).
+    WakeQueue { wq: WqId },
     /// `release_sock` of the TCP socket `fd`, once the work of the system call that took
     /// its lock has elapsed: the lock is free, and one task asleep in `lock_sock` is woken
     /// ([`super::tcp`]).

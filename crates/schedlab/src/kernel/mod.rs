@@ -281,6 +281,9 @@ pub struct Kernel {
     pub(crate) sock_locks: Vec<tcp::SockLock>,
     /// The socket lock the running system call body took, released by a
     /// [`frame::Frame::ReleaseSock`] once the body's work has elapsed.
+    /// Receive queues a packet over loopback reached in the running system call body:
+    /// their readers are woken once the body's work has elapsed ([`frame::Frame::WakeQueue`]).
+    pub(crate) lo_wakes: Vec<WqId>,
     pub(crate) sock_taken: Option<Fd>,
     /// File table.
     pub files: Vec<File>,

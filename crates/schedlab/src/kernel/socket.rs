@@ -28,7 +28,7 @@ impl Kernel {
         let call = costs.unix_call_ns;
         self.charge(cpu, call, Acct::Running);
         self.touch_stream_state(cpu, s);
-        if let Some(out) = self.wait_for_data(task, s, fd, len) {
+        if let Some(out) = self.wait_for_data(cpu, task, s, fd, len) {
             return out;
         }
         let ageing = costs.skb_cold_ns.map(|_| crate::kernel::chan::Ageing {
@@ -74,20 +74,25 @@ impl Kernel {
         Outcome::Done(copied as i64)
     }
 
-    /// Sleep on the read queue while a socket stream is empty and has a writer (the
-    /// caller retries the read when woken); end of file once the writers are gone.
+    /// Sleep on the read queue while a socket stream has nothing `cpu` can see yet and has
+    /// a writer, or data still on its way (the caller retries the read when woken: the
+    /// packet's wake-up comes once its path has run, [`Frame::WakeQueue`]); end of file
+    /// once the writers are gone and nothing is left.
+    ///
+    /// [`Frame::WakeQueue`]: crate::kernel::frame::Frame::WakeQueue
     pub(super) fn wait_for_data(
         &mut self,
+        cpu: CpuId,
         task: TaskId,
         s: usize,
         fd: Fd,
         len: u64,
     ) -> Option<Outcome> {
         let st = &self.streams[s];
-        if st.len > 0 {
+        if st.visible_len(self.cpus[cpu].clock) > 0 {
             return None;
         }
-        if st.writers == 0 {
+        if st.writers == 0 && st.len == 0 {
             return Some(Outcome::Done(0));
         }
         let wq = st.read_wq;
@@ -143,6 +148,7 @@ impl Kernel {
                 cpu,
                 stamp,
                 kmem,
+                visible_at: 0,
             });
             st.wmem += size + costs.skb_overhead_bytes;
             st.len += size;

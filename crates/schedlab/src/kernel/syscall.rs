@@ -129,6 +129,12 @@ impl Kernel {
         if let Some(fd) = self.sock_taken.take() {
             st.push(Frame::ReleaseSock { fd });
         }
+        // Packets over loopback wake their readers once the body's work (their path) has
+        // elapsed, after the wake-ups the body delivers itself.
+        for wq in std::mem::take(&mut self.lo_wakes).into_iter().rev() {
+            st.push(Frame::WakeQueue { wq });
+        }
+        let st = &mut self.tasks[task as usize].kstack;
         // Popped from the end, so that the first wake-up asked for is on top (the frames
         // run in the order the body asked for them).
         while let Some((list, sync)) = wakes.pop() {

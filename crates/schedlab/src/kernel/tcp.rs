@@ -192,6 +192,7 @@ impl Kernel {
             cpu,
             stamp: 0,
             kmem: 0,
+            visible_at: self.cpus[cpu].clock,
         });
         st.len += size;
         st.tcp.held = 0;
@@ -203,7 +204,8 @@ impl Kernel {
         if arm_delack {
             self.tcp_mod_timer(cpu);
         }
-        wakes.push((self.take_waiters(cpu, rq, 0), false));
+        let _ = wakes;
+        self.wake_when_queued(rq);
     }
 
     /// 2.4 `tcp_recvmsg`: wait for data; copy across skbs up to `len`; a read that empties
@@ -235,12 +237,14 @@ impl Kernel {
         self.touch_stream_state(cpu, s);
         // A closing writer flushed what Nagle held (`tcp_close_tx`), so an empty queue
         // with no writer is end of file.
-        if let Some(out) = self.wait_for_data(task, s, fd, len) {
+        if let Some(out) = self.wait_for_data(cpu, task, s, fd, len) {
             return out;
         }
+        let now = self.cpus[cpu].clock;
         let st = &mut self.streams[s];
         let queued = st.skbs.len();
-        let (copied, emptied, _) = st.take_skbs(len, None, &mut 0);
+        let avail = st.visible_len(now);
+        let (copied, emptied, _) = st.take_skbs(len.min(avail), None, &mut 0);
         let freed = (queued - st.skbs.len()) as u64;
         st.tcp.read_unacked += emptied;
         st.tcp.read_unacked_segs += freed as u32;

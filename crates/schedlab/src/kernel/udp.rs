@@ -19,12 +19,22 @@
 use crate::kernel::chan::Fd;
 use crate::kernel::frame::Sys;
 use crate::kernel::task::TaskId;
+use crate::kernel::waitq::WqId;
 use crate::kernel::{Acct, Kernel};
 use crate::machine::CpuId;
 
 use super::syscall::{Outcome, Wakes};
 
 impl Kernel {
+    /// The reader of the receive queue `wq` is woken when the running body's work (the
+    /// packet's path) has elapsed, not when the body starts: a packet over loopback
+    /// reaches the queue at the end of its path.
+    pub(super) fn wake_when_queued(&mut self, wq: WqId) {
+        if !self.lo_wakes.contains(&wq) {
+            self.lo_wakes.push(wq);
+        }
+    }
+
     /// `udp_sendmsg` on a connected socket: one datagram through the loopback path onto
     /// the peer's receive queue, or dropped there when its buffer is full.
     pub(super) fn udp_sendmsg(
@@ -43,6 +53,7 @@ impl Kernel {
         self.stats.udp_datagrams += 1;
         self.lo_xmit(cpu);
         let truesize = len + costs.skb_overhead_bytes;
+        let clock = self.cpus[cpu].clock;
         let st = &mut self.streams[s];
         if st.readers == 0 || st.wmem + truesize > st.cap {
             // No socket bound there any more (an ICMP port unreachable the sender sees
@@ -57,12 +68,14 @@ impl Kernel {
             cpu,
             stamp: 0,
             kmem: 0,
+            visible_at: clock,
         });
         st.wmem += truesize;
         st.len += len;
         st.written += len;
         let rq = st.read_wq;
-        wakes.push((self.take_waiters(cpu, rq, 0), false));
+        let _ = wakes;
+        self.wake_when_queued(rq);
         Outcome::Done(len as i64)
     }
 
@@ -83,9 +96,13 @@ impl Kernel {
             self.charge(cpu, ns, Acct::Running);
         }
         self.touch_stream_state(cpu, s);
-        // A datagram socket has no end of file: with its peer gone it waits for ever.
+        // A datagram socket has no end of file: with its peer gone it waits for ever. A
+        // datagram still on its way is not there yet.
+        let now = self.cpus[cpu].clock;
         let st = &mut self.streams[s];
-        let Some(skb) = st.skbs.pop_front() else {
+        let visible = st.skbs.front().is_some_and(|b| b.visible_at <= now);
+        let front = if visible { st.skbs.pop_front() } else { None };
+        let Some(skb) = front else {
             let wq = st.read_wq;
             self.sleep_on(task, wq);
             return Outcome::Block(Sys::Read {
