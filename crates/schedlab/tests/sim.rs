@@ -2059,11 +2059,12 @@ fn a_udp_pair_keeps_datagrams_whole_and_drops_past_the_receive_buffer() {
     assert_eq!((s.read, s.len), (300, 1000 * fit));
 }
 
-/// A packet over loopback reaches its reader only once its path has run on the sending
-/// CPU (`Skb::visible_at`, `Frame::WakeQueue`): a request/response can then not beat the
-/// sum of its paths. Before, a reader busy on its own CPU found the next request queued
-/// at the sender's first instant and the two CPUs overlapped what causality orders —
-/// TCP_RR ran 31 k transactions/s on the P6 box, past this bound.
+/// With `lo_queue=end` a packet over loopback reaches its reader only once its path has
+/// run on the sending CPU (`Skb::visible_at`, `Frame::WakeQueue`): a request/response can
+/// then not beat the sum of its paths. In the calibrated default a reader busy on its own
+/// CPU finds the next request queued at the sender's first instant and the two CPUs
+/// overlap what causality orders: TCP_RR runs 31 k transactions/s on the P6 box, past
+/// this bound.
 #[test]
 fn a_request_response_over_loopback_cannot_beat_its_paths() {
     fn tcp(c: &schedlab::machine::Costs) -> u64 {
@@ -2077,7 +2078,8 @@ fn a_request_response_over_loopback_cannot_beat_its_paths() {
     for (test, path) in paths {
         for policy in ["linux-2.4", "o1-2.6", "eevdf"] {
             let w = format!("netperf:test={test},nodelay=on,duration_ms=100,warmup_ms=10");
-            let mut sim = Simulation::new(cfg("piii700-4way-1m", 4, policy, &w)).unwrap();
+            let m = "piii700-4way-1m:lo_queue=end";
+            let mut sim = Simulation::new(cfg(m, 4, policy, &w)).unwrap();
             sim.run(&mut |_, _| {}).unwrap();
             let c = sim.k.machine.costs();
             let hop = path(c) + 2 * c.syscall_ns;

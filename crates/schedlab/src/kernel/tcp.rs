@@ -173,6 +173,7 @@ impl Kernel {
     /// readable and the reader is woken.
     fn tcp_transmit(&mut self, cpu: CpuId, s: usize, wakes: &mut Wakes) {
         let costs = self.machine.costs();
+        let at_end = self.machine.lo_queue_at_end;
         self.charge(cpu, costs.tcp_segment_ns, Acct::Running);
         self.stats.tcp_segments += 1;
         self.lo_xmit(cpu);
@@ -192,7 +193,7 @@ impl Kernel {
             cpu,
             stamp: 0,
             kmem: 0,
-            visible_at: self.cpus[cpu].clock,
+            visible_at: if at_end { self.cpus[cpu].clock } else { 0 },
         });
         st.len += size;
         st.tcp.held = 0;
@@ -204,8 +205,7 @@ impl Kernel {
         if arm_delack {
             self.tcp_mod_timer(cpu);
         }
-        let _ = wakes;
-        self.wake_when_queued(rq);
+        self.lo_data_ready(cpu, rq, wakes);
     }
 
     /// 2.4 `tcp_recvmsg`: wait for data; copy across skbs up to `len`; a read that empties

@@ -26,11 +26,14 @@ use crate::machine::CpuId;
 use super::syscall::{Outcome, Wakes};
 
 impl Kernel {
-    /// The reader of the receive queue `wq` is woken when the running body's work (the
-    /// packet's path) has elapsed, not when the body starts: a packet over loopback
-    /// reaches the queue at the end of its path.
-    pub(super) fn wake_when_queued(&mut self, wq: WqId) {
-        if !self.lo_wakes.contains(&wq) {
+    /// `data_ready` on the receive queue `wq` of a packet over loopback: with
+    /// `lo_queue=end` its reader is woken once the running body's work (the packet's path)
+    /// has elapsed, whoever waits then ([`crate::kernel::frame::Frame::WakeQueue`]); else
+    /// those waiting at the body's start, as the calibrated model does.
+    pub(super) fn lo_data_ready(&mut self, cpu: CpuId, wq: WqId, wakes: &mut Wakes) {
+        if !self.machine.lo_queue_at_end {
+            wakes.push((self.take_waiters(cpu, wq, 0), false));
+        } else if !self.lo_wakes.contains(&wq) {
             self.lo_wakes.push(wq);
         }
     }
@@ -68,14 +71,17 @@ impl Kernel {
             cpu,
             stamp: 0,
             kmem: 0,
-            visible_at: clock,
+            visible_at: if self.machine.lo_queue_at_end {
+                clock
+            } else {
+                0
+            },
         });
         st.wmem += truesize;
         st.len += len;
         st.written += len;
         let rq = st.read_wq;
-        let _ = wakes;
-        self.wake_when_queued(rq);
+        self.lo_data_ready(cpu, rq, wakes);
         Outcome::Done(len as i64)
     }
 

@@ -49,6 +49,9 @@ crate::options! {
         net: bool = flag("on")
             .help("what every TCP packet over loopback shares whatever its socket (kernels before 6.x): lo's queue_lock and xmit_lock, its statistics and refcount lines, the route's refcount, hh_lock, xtime_lock (before 2.6) and the global timerlist_lock (before 2.5.40)")
             .source("2.4 net/core/dev.c dev_queue_xmit, netif_rx; drivers/net/loopback.c; kernel/timer.c");
+        lo_queue: String = choice("start", &["start", "end"])
+            .help("when a TCP segment or UDP datagram over loopback reaches its reader: at the start of the sender's system call (the calibrated model), or at the end of its path on the sending CPU (causal; not the default while ACKs are sent by every draining read instead of riding on replies, which the early arrival offsets)")
+            .source("docs/calibration.md, \"Loopback packets arrive at the end of their path\"");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
             .help("RAM, which sets max_threads, RLIMIT_NPROC's default, file-max (2.4.20, 2.6) and mem_map's share of low memory; auto: the preset's")
             .source("the preset (schedlab list machines)");
@@ -114,6 +117,9 @@ pub struct Machine {
     /// The loopback path's shared locks and lines are priced (`net=on`,
     /// [`crate::kernel::net`]).
     pub net_shared: bool,
+    /// A packet over loopback reaches its reader at the end of its path, not at the
+    /// start of the sender's call (`lo_queue=end`, [`crate::kernel::chan::Skb::visible_at`]).
+    pub lo_queue_at_end: bool,
     /// Each CPU's bus, package and core, as line transfers see them.
     pub layout: std::sync::Arc<Layout>,
 }
@@ -154,6 +160,7 @@ impl Machine {
         m.model.bus &= preset.shared_bus;
         m.limit_options = opts.limit_options();
         m.net_shared = opts.net;
+        m.lo_queue_at_end = opts.lo_queue == "end";
         // Until a kernel boots its release's (`Simulation` always does): the preset's.
         let base = opts
             .ram_mb
@@ -187,6 +194,7 @@ impl Machine {
             limits: preset.limits.clone(),
             limit_options: LimitOptions::default(),
             net_shared: true,
+            lo_queue_at_end: false,
             layout: std::sync::Arc::new(Layout::of(preset, n)),
         })
     }
