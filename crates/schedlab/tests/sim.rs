@@ -2073,8 +2073,8 @@ fn a_request_response_over_loopback_cannot_beat_its_paths() {
     fn udp(c: &schedlab::machine::Costs) -> u64 {
         c.udp_sendmsg_ns + c.udp_recvmsg_ns
     }
-    let paths: [(&str, fn(&schedlab::machine::Costs) -> u64); 2] =
-        [("TCP_RR", tcp), ("UDP_RR", udp)];
+    type Path = fn(&schedlab::machine::Costs) -> u64;
+    let paths: [(&str, Path); 2] = [("TCP_RR", tcp), ("UDP_RR", udp)];
     for (test, path) in paths {
         for policy in ["linux-2.4", "o1-2.6", "eevdf"] {
             let w = format!("netperf:test={test},nodelay=on,duration_ms=100,warmup_ms=10");
