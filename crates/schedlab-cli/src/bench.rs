@@ -89,6 +89,14 @@ const FULL: &[(&str, usize, &str, &str)] = &[
         "linux-2.4",
         "synthetic:tasks=100000,ops=5",
     ),
+    // Issue 45's target: today's largest preset at all its CPUs (at least 1 M events/s).
+    (
+        "zen3-2s",
+        256,
+        "eevdf",
+        "hackbench:groups=16,threads=on,pipe=on,loops=1000",
+    ),
+    ("spr-2s", 224, "cfs", "schbench:t=64,r=2"),
 ];
 
 const QUICK: &[(&str, usize, &str, &str)] = &[
