@@ -108,7 +108,7 @@ pub fn detail(spec: &str, cpus: Option<usize>, json: bool) -> Result<String, Str
         o += &format!("  distances  {} (SLIT, node by node)\n", rows.join(" | "));
     }
     o += &format!(
-        "  LLCs       {} of {} CPUs: {}\n",
+        "  LLCs       {} ({} CPUs each): {}\n",
         llcs.len(),
         llcs.first().map_or(0, Vec::len),
         some(&llcs, 4)
