@@ -152,6 +152,12 @@ pub struct Counters {
     /// TCP pure ACKs through loopback (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub tcp_acks: u64,
+    /// TCP ACKs that rode on a data segment (shown when any did).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tcp_piggybacked_acks: u64,
+    /// TCP ACKs the delayed-ACK timer sent (shown when any were).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tcp_delayed_acks: u64,
     /// UDP datagrams through loopback (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub udp_datagrams: u64,
@@ -463,6 +469,8 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             affinity_moves: s.affinity_moves,
             tcp_segments: s.tcp_segments,
             tcp_acks: s.tcp_acks,
+            tcp_piggybacked_acks: s.tcp_piggybacked_acks,
+            tcp_delayed_acks: s.tcp_delayed_acks,
             udp_datagrams: s.udp_datagrams,
             udp_drops: s.udp_drops,
             sock_lock_waits: s.sock_lock_waits,

@@ -158,6 +158,7 @@ impl Kernel {
             hrtimers_fired: crate::kernel::types::WakeList::new(),
             active_mm: 0,
             timers: Vec::new(),
+            delacks: Vec::new(),
             tick_phase: phase,
             nr_switches: 0,
             migrate: None,

@@ -166,6 +166,23 @@ pub struct TcpSend {
     pub acks_sent: u32,
     /// `TCP_NODELAY`: Nagle never holds a segment (`tp->nonagle`).
     pub nodelay: bool,
+    /// The other direction of the connection (the reader's own sending stream): an ACK
+    /// for this direction rides on its next data segment.
+    pub reverse: u32,
+    /// The reader's socket is in pingpong mode (`tp->ack.pingpong`): it sent data within
+    /// `ato` of receiving some, so its ACKs wait to ride on its replies.
+    pub pingpong: bool,
+    /// The reader consumed data it has not acknowledged and deferred the ACK
+    /// (`tcp_send_delayed_ack`): it goes with the reader's next data segment, or when the
+    /// delayed-ACK timer fires.
+    pub ack_pending: bool,
+    /// When a data segment last reached the reader (`tp->ack.lrcvtime`).
+    pub last_rcv: crate::engine::Time,
+    /// Data bytes the reader received since its last ACK (`rcv_nxt - rcv_wup`).
+    pub rcv_since_ack: u64,
+    /// The reader's estimate of the sender's segment size (`tp->ack.rcv_mss`): the
+    /// largest segment seen, at least `TCP_MIN_RCVMSS` (536).
+    pub rcv_mss: u64,
 }
 
 impl Stream {

@@ -154,6 +154,9 @@ pub struct Cpu {
     pub active_mm: u32,
     /// Sleep timers armed on this CPU: (expiry jiffy, task).
     pub timers: Vec<(u64, TaskId)>,
+    /// Delayed-ACK timers armed on this CPU: (expiry jiffy, the stream whose reader owes
+    /// the ACK), in arming order ([`tcp`]).
+    pub delacks: Vec<(u64, u32)>,
     /// Offset of this CPU's tick within the tick period.
     pub tick_phase: Time,
     /// Context switches on this CPU.
@@ -189,6 +192,10 @@ pub struct KernelStats {
     pub tcp_segments: u64,
     /// TCP pure ACKs sent.
     pub tcp_acks: u64,
+    /// TCP ACKs that rode on a data segment (pingpong mode, `tcp_delack=on`).
+    pub tcp_piggybacked_acks: u64,
+    /// TCP ACKs the delayed-ACK timer sent alone (`tcp_delack=on`).
+    pub tcp_delayed_acks: u64,
     /// UDP datagrams sent.
     pub udp_datagrams: u64,
     /// UDP datagrams dropped at a full receive buffer or a closed peer.

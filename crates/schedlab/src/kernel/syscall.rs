@@ -345,8 +345,9 @@ impl Kernel {
                 let ab = self.streams.len() as u32;
                 self.streams.push(Stream::new(kind, cap, wb, wa));
                 self.streams.push(Stream::new(kind, cap, wa, wb));
-                for st in &mut self.streams[ab as usize..] {
+                for (k, st) in self.streams[ab as usize..].iter_mut().enumerate() {
                     st.tcp.nodelay = nodelay;
+                    st.tcp.reverse = if k == 0 { ab + 1 } else { ab };
                 }
                 self.files.push(File {
                     kind: FileKind::Sock { rx: ab + 1, tx: ab },

@@ -196,6 +196,9 @@ impl Kernel {
             visible_at: if at_end { self.cpus[cpu].clock } else { 0 },
         });
         st.len += size;
+        st.tcp.last_rcv = self.cpus[cpu].clock;
+        st.tcp.rcv_since_ack += size;
+        st.tcp.rcv_mss = st.tcp.rcv_mss.max(size).max(TCP_MIN_RCVMSS);
         st.tcp.held = 0;
         st.tcp.small_unacked = size < costs.tcp_mss_bytes;
         let rq = st.read_wq;
@@ -206,6 +209,11 @@ impl Kernel {
             self.tcp_mod_timer(cpu);
         }
         self.lo_data_ready(cpu, rq, wakes);
+        // After the segment is queued: the ACK it carries may let the other side send
+        // (and so re-enter here for the other direction).
+        if self.machine.tcp_delack {
+            self.tcp_event_data_sent(cpu, s, wakes);
+        }
     }
 
     /// 2.4 `tcp_recvmsg`: wait for data; copy across skbs up to `len`; a read that empties
@@ -249,9 +257,18 @@ impl Kernel {
         st.tcp.read_unacked += emptied;
         st.tcp.read_unacked_segs += freed as u32;
         let drained = st.len == 0;
+        let quick = st.tcp.acks_sent < super::net::TCP_MAX_QUICKACKS;
+        // More than one full frame unacknowledged is acknowledged at once, pingpong or
+        // not (`cleanup_rbuf`, `__tcp_ack_snd_check`).
+        let small = st.tcp.rcv_since_ack <= st.tcp.rcv_mss.max(TCP_MIN_RCVMSS);
+        let defer = self.machine.tcp_delack && st.tcp.pingpong && !quick && small;
         self.lo_free_skbs(cpu, freed);
         self.copy(cpu, s, copied);
-        if drained {
+        if drained && defer {
+            // cleanup_rbuf: in pingpong mode a drained short segment is not acknowledged
+            // at once; the ACK waits for the reader's reply or the delayed-ACK timer.
+            self.tcp_send_delayed_ack(cpu, s);
+        } else if drained {
             self.tcp_ack(cpu, s, wakes);
         }
         Outcome::Done(copied as i64)
@@ -269,7 +286,17 @@ impl Kernel {
         // in the same softirq.
         self.lo_xmit(cpu);
         self.lo_free_skbs(cpu, 1);
+        self.tcp_ack_received(cpu, s, wakes);
+    }
+
+    /// What an ACK of stream `s`'s data does at its sender (`tcp_ack`), whether it came
+    /// alone or rode on a data segment: free the acknowledged skbs, grow `sndbuf` if a
+    /// writer ran out of it, transmit what Nagle held, wake a writer waiting for room.
+    fn tcp_ack_received(&mut self, cpu: CpuId, s: usize, wakes: &mut Wakes) {
+        let costs = self.machine.costs();
         let st = &mut self.streams[s];
+        st.tcp.ack_pending = false;
+        st.tcp.rcv_since_ack = 0;
         st.wmem -= st.tcp.read_unacked;
         st.tcp.read_unacked = 0;
         st.tcp.acks_sent += 1;
@@ -293,6 +320,73 @@ impl Kernel {
         }
     }
 
+    /// `tcp_event_data_sent` and the ACK that rides on a data segment: stream `s`'s writer
+    /// is the reader of the connection's other direction `r`. Sending within `ato` of
+    /// receiving enters pingpong mode; an ACK it owes for `r` goes with this segment
+    /// (`tcp_event_ack_sent`), processed by `r`'s sender in the same softirq.
+    fn tcp_event_data_sent(&mut self, cpu: CpuId, s: usize, wakes: &mut Wakes) {
+        let r = self.streams[s].tcp.reverse as usize;
+        let now = self.cpus[cpu].clock;
+        let ato = self.tcp_ato_ns();
+        let rt = &mut self.streams[r].tcp;
+        if rt.last_rcv > 0 && now.saturating_sub(rt.last_rcv) < ato {
+            rt.pingpong = true;
+        }
+        if rt.ack_pending {
+            rt.acks_sent += 1;
+            self.stats.tcp_piggybacked_acks += 1;
+            self.tcp_ack_received(cpu, r, wakes);
+        }
+    }
+
+    /// `TCP_ATO_MIN`, `HZ / 25`: the delayed-ACK timeout (2.4 and 6.x alike; the
+    /// estimator that stretches it is not modelled).
+    fn tcp_ato_ns(&self) -> crate::engine::Time {
+        let hz = crate::engine::SEC / self.tick_ns.max(1);
+        (hz / 25).max(1) * self.tick_ns
+    }
+
+    /// `tcp_send_delayed_ack`: the reader of `s` owes an ACK; the timer on this CPU sends
+    /// it alone after `ato` unless a data segment of the reader carried it first.
+    fn tcp_send_delayed_ack(&mut self, cpu: CpuId, s: usize) {
+        let st = &mut self.streams[s];
+        if st.tcp.ack_pending {
+            return;
+        }
+        st.tcp.ack_pending = true;
+        let exp = self.jiffies_at(self.cpus[cpu].clock + self.tcp_ato_ns());
+        self.cpus[cpu].delacks.push((exp, s as u32));
+        self.tcp_mod_timer(cpu);
+    }
+
+    /// `tcp_delack_timer` on `cpu` at jiffy `jiffies`: each expired stream whose ACK is
+    /// still owed sends it alone and leaves pingpong mode ("delayed ACK missed"). Returns
+    /// the wake-ups the ACKs caused.
+    pub(super) fn tcp_delack_timers(&mut self, cpu: CpuId, jiffies: u64) -> Wakes {
+        let mut wakes = Wakes::new();
+        if self.cpus[cpu].delacks.iter().all(|&(exp, _)| exp > jiffies) {
+            return wakes;
+        }
+        let mut fired = Vec::new();
+        self.cpus[cpu].delacks.retain(|&(exp, s)| {
+            if exp <= jiffies {
+                fired.push(s as usize);
+                false
+            } else {
+                true
+            }
+        });
+        for s in fired {
+            let st = &mut self.streams[s];
+            if st.tcp.ack_pending {
+                st.tcp.pingpong = false;
+                self.stats.tcp_delayed_acks += 1;
+                self.tcp_ack(cpu, s, &mut wakes);
+            }
+        }
+        wakes
+    }
+
     /// Flush what Nagle holds when the last writer closes (`tcp_close` sends the queue
     /// before the FIN).
     pub(super) fn tcp_close_tx(&mut self, cpu: CpuId, s: usize, wakes: &mut Wakes) {
@@ -301,6 +395,9 @@ impl Kernel {
         }
     }
 }
+
+/// `TCP_MIN_RCVMSS` (include/net/tcp.h): the smallest segment size a receiver assumes.
+const TCP_MIN_RCVMSS: u64 = 536;
 
 /// `tcp_new_space`: `sndbuf` grows to 2 × max(cwnd, reordering + 1) × (MSS clamp +
 /// headers + skb) bytes, at most `tcp_wmem[2]`. On loopback with 2.4's reordering of 3 the

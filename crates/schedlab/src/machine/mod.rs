@@ -52,6 +52,9 @@ crate::options! {
         lo_queue: String = choice("start", &["start", "end"])
             .help("when a TCP segment or UDP datagram over loopback reaches its reader: at the start of the sender's system call (the calibrated model), or at the end of its path on the sending CPU (causal; not the default while ACKs are sent by every draining read instead of riding on replies, which the early arrival offsets)")
             .source("docs/calibration.md, \"Loopback packets arrive at the end of their path\"");
+        tcp_delack: bool = flag("off")
+            .help("TCP's delayed ACKs: in pingpong mode (a reply within ato of the data) the reader's ACK rides on its reply or is sent by the delayed-ACK timer after ato (HZ/25); off: every draining read sends its ACK at once (the calibrated model)")
+            .source("2.4 net/ipv4/tcp.c cleanup_rbuf, tcp_output.c tcp_event_data_sent, tcp_timer.c tcp_delack_timer");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
             .help("RAM, which sets max_threads, RLIMIT_NPROC's default, file-max (2.4.20, 2.6) and mem_map's share of low memory; auto: the preset's")
             .source("the preset (schedlab list machines)");
@@ -120,6 +123,8 @@ pub struct Machine {
     /// A packet over loopback reaches its reader at the end of its path, not at the
     /// start of the sender's call (`lo_queue=end`, [`crate::kernel::chan::Skb::visible_at`]).
     pub lo_queue_at_end: bool,
+    /// TCP's delayed and piggybacked ACKs (`tcp_delack=on`, [`crate::kernel`]'s tcp).
+    pub tcp_delack: bool,
     /// Each CPU's bus, package and core, as line transfers see them.
     pub layout: std::sync::Arc<Layout>,
 }
@@ -161,6 +166,7 @@ impl Machine {
         m.limit_options = opts.limit_options();
         m.net_shared = opts.net;
         m.lo_queue_at_end = opts.lo_queue == "end";
+        m.tcp_delack = opts.tcp_delack;
         // Until a kernel boots its release's (`Simulation` always does): the preset's.
         let base = opts
             .ram_mb
@@ -195,6 +201,7 @@ impl Machine {
             limit_options: LimitOptions::default(),
             net_shared: true,
             lo_queue_at_end: false,
+            tcp_delack: false,
             layout: std::sync::Arc::new(Layout::of(preset, n)),
         })
     }
