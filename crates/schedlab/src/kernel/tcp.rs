@@ -16,11 +16,15 @@
 //! (`wmem_queued`), `tcp_data_snd_check` transmits what Nagle held, and if a writer had
 //! found the buffer full, `tcp_new_space` grows `sndbuf` and `write_space` wakes it.
 //!
-//! Simplifications, each a named omission: ACKs are sent only by the draining read, never
-//! piggybacked and never by the delayed-ACK timer — 2.4 delays ACKs in pingpong mode
-//! (data flowing both ways within `ato`) and sends them on data going the other way or
-//! when the timer fires; modelling that needs softirq timers the kernel model does not
-//! have. Congestion and receive windows never limit loopback here (cwnd grows by one per
+//! Simplifications, each a named omission: by default ACKs are sent only by the draining
+//! read, never piggybacked and never by the delayed-ACK timer. With `tcp_delack=on` (a
+//! machine switch, `docs/calibration.md`) they are as 2.4 sends them: in pingpong mode
+//! (a reply within `ato` of the data) a drained read of at most one `rcv_mss` defers its
+//! ACK, which rides on the reader's next data segment (`tcp_event_data_sent`) or is sent
+//! alone by the delayed-ACK timer on the reader's CPU at its next tick past `ato`
+//! (`tcp_delack_timers`); ACKs are still not sent on a segment's arrival, only when it is
+//! read. With `lo_queue=end` a segment reaches the reader's queue when its path has run
+//! on the sending CPU (`Skb::visible_at`), not at the start of the sender's call. Congestion and receive windows never limit loopback here (cwnd grows by one per
 //! ACK from 2 and the receive buffer is 87 KB). ACKs acknowledge only fully read skbs.
 //!
 //! **The socket lock.** `tcp_sendmsg` and `tcp_recvmsg` run under their endpoint's
