@@ -51,6 +51,8 @@ use crate::machine::hotline::HotLine;
 use crate::machine::CpuId;
 
 use super::release::Release;
+use super::syscall::Wakes;
+use super::waitq::WqId;
 use super::{Acct, Kernel, SharedLine};
 
 /// Delayed-ACK mode starts after this many quick ACKs (`TCP_MAX_QUICKACKS`, 2.4
@@ -200,6 +202,18 @@ impl Kernel {
         }
         for _ in 0..n {
             self.net_line(cpu, Line::Dst);
+        }
+    }
+
+    /// `data_ready` on the receive queue `wq` of a packet over loopback: with
+    /// `lo_queue=end` its reader is woken once the running body's work (the packet's path)
+    /// has elapsed, whoever waits then ([`crate::kernel::frame::Frame::WakeQueue`]); else
+    /// those waiting at the body's start, as the calibrated model does.
+    pub(crate) fn lo_data_ready(&mut self, cpu: CpuId, wq: WqId, wakes: &mut Wakes) {
+        if !self.machine.lo_queue_at_end {
+            wakes.push((self.take_waiters(cpu, wq, 0), false));
+        } else if !self.lo_wakes.contains(&wq) {
+            self.lo_wakes.push(wq);
         }
     }
 

@@ -19,25 +19,12 @@
 use crate::kernel::chan::Fd;
 use crate::kernel::frame::Sys;
 use crate::kernel::task::TaskId;
-use crate::kernel::waitq::WqId;
 use crate::kernel::{Acct, Kernel};
 use crate::machine::CpuId;
 
 use super::syscall::{Outcome, Wakes};
 
 impl Kernel {
-    /// `data_ready` on the receive queue `wq` of a packet over loopback: with
-    /// `lo_queue=end` its reader is woken once the running body's work (the packet's path)
-    /// has elapsed, whoever waits then ([`crate::kernel::frame::Frame::WakeQueue`]); else
-    /// those waiting at the body's start, as the calibrated model does.
-    pub(super) fn lo_data_ready(&mut self, cpu: CpuId, wq: WqId, wakes: &mut Wakes) {
-        if !self.machine.lo_queue_at_end {
-            wakes.push((self.take_waiters(cpu, wq, 0), false));
-        } else if !self.lo_wakes.contains(&wq) {
-            self.lo_wakes.push(wq);
-        }
-    }
-
     /// `udp_sendmsg` on a connected socket: one datagram through the loopback path onto
     /// the peer's receive queue, or dropped there when its buffer is full.
     pub(super) fn udp_sendmsg(
