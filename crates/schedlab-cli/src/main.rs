@@ -226,6 +226,10 @@ pub(crate) struct ValidateArgs {
     /// Native repetitions per row (the median is compared; at least 5).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(5..=1000))]
     runs: u32,
+    /// Machine-model switches for the simulations (e.g. `tcp_delack=on,lo_queue=end`; see
+    /// `schedlab list machines`), to judge a mechanism against the host.
+    #[arg(long, value_name = "SWITCHES")]
+    model: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,

@@ -114,6 +114,9 @@ fn validate_in_fresh_process(
     if let Some(only) = &a.only {
         cmd.arg("--only").arg(only);
     }
+    if let Some(model) = &a.model {
+        cmd.arg("--model").arg(model);
+    }
     let status = cmd
         .status()
         .map_err(|e| CliError::Failed(format!("cannot rerun schedlab validate: {e}")))?;
@@ -131,6 +134,11 @@ fn validate_in_fresh_process(
 pub(crate) fn validate(a: crate::ValidateArgs) -> Result<(), CliError> {
     use schedlab_native::{measure, validate};
     let rows = validate::select(a.only.as_deref()).map_err(CliError::Input)?;
+    if let Some(m) = &a.model {
+        // Bad switches are one line before any measuring or native run.
+        schedlab::machine::Machine::boot_spec(&format!("piii700-1m:{m}"), None)
+            .map_err(|e| CliError::Input(e.to_string()))?;
+    }
     if let Some(path) = &a.measure {
         crate::check_writable_file(path)?;
         let command = std::iter::once("schedlab".to_string())
@@ -165,6 +173,7 @@ pub(crate) fn validate(a: crate::ValidateArgs) -> Result<(), CliError> {
     let report = validate::validate(
         &rows,
         a.runs as usize,
+        a.model.as_deref().unwrap_or(""),
         Some(runner::interrupt_flag()),
         &mut tell,
     )

@@ -1148,6 +1148,10 @@ fn validate_refuses_bad_input_in_one_line() {
         Some(2),
         "fewer than 5 native runs is refused"
     );
+    one_line_error(
+        &["validate", "--model", "tcp_delack=maybe"],
+        "bad value tcp_delack=maybe",
+    );
 }
 
 /// `validate --format json` prints `{"rows": [{"workload", "native", "simulated",
@@ -1182,6 +1186,22 @@ fn validate_prints_native_simulated_and_ratio_per_row() {
     assert_eq!(runs.len(), 5);
     runs.sort_by(f64::total_cmp);
     assert_eq!(runs[2], n, "the native figure is the median run");
+    assert!(v.get("model").is_none(), "no switches, no model key");
+    // With model switches the simulations run on `host:SWITCHES`, and the report says so;
+    // a pipe row does not send a packet over loopback, so its figure is the same.
+    let o = schedlab(&[
+        "validate",
+        "--only",
+        "lat_pipe:pin=same",
+        "--model",
+        "lo_queue=end,tcp_delack=on",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(w["model"], "lo_queue=end,tcp_delack=on");
+    assert_eq!(w["rows"][0]["simulated"], r["simulated"]);
 }
 
 /// `validate --measure FILE --measure-only` writes a host preset that `run --machine host`

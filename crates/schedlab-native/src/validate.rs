@@ -158,6 +158,10 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// The policy spec simulated.
     pub policy: String,
+    /// The machine-model switches the simulations ran with (`validate --model`; absent:
+    /// none).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub model: String,
     /// The host preset's description.
     pub machine: String,
     /// When and where the host preset was measured.
@@ -255,18 +259,19 @@ fn median(v: &[f64]) -> f64 {
     s[s.len() / 2]
 }
 
-/// `r` simulated on `host` once per seed of [`SEEDS`], the seeds spread over the CPUs;
-/// the reports in seed order.
+/// `r` simulated on `machine` (`host`, with any model switches) once per seed of
+/// [`SEEDS`], the seeds spread over the CPUs; the reports in seed order.
 fn simulate_seeds(
     r: &RowSpec,
     cpus: Option<usize>,
     policy: &str,
+    machine: &str,
 ) -> Result<Vec<schedlab::report::RunReport>, String> {
     let seeds: Vec<u64> = SEEDS.collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let one = |seed: u64| {
         schedlab::run(schedlab::RunConfig {
-            machine: schedlab::machine::host::NAME.into(),
+            machine: machine.to_string(),
             cpus,
             policy: policy.to_string(),
             workload: r.workload.to_string(),
@@ -295,15 +300,24 @@ fn simulate_seeds(
     Ok(out)
 }
 
-/// Run `rows`: `runs` (at least 5) interleaved native rounds, then the simulations.
+/// Run `rows`: `runs` (at least 5) interleaved native rounds, then the simulations, on
+/// the `host` preset with the machine-model switches `model` (`lo_queue=end,...`; empty:
+/// none), which are checked before anything runs.
 pub fn validate(
     rows: &[RowSpec],
     runs: usize,
+    model: &str,
     interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     progress: Progress<'_>,
 ) -> Result<Report, String> {
     let host = schedlab::machine::host::file()?;
     let policy = format!("eevdf:hz={}", host.measured.hz);
+    let machine = if model.is_empty() {
+        schedlab::machine::host::NAME.to_string()
+    } else {
+        format!("{}:{model}", schedlab::machine::host::NAME)
+    };
+    schedlab::machine::Machine::boot_spec(&machine, None).map_err(|e| e.to_string())?;
     for r in rows {
         pin_set(r)?;
     }
@@ -324,7 +338,7 @@ pub fn validate(
     for (i, r) in rows.iter().enumerate() {
         progress(i + 1, rows.len(), r.workload, "simulated");
         let cpus = pin_set(r)?.map(|c| c.len());
-        let sims = simulate_seeds(r, cpus, &policy)?;
+        let sims = simulate_seeds(r, cpus, &policy, &machine)?;
         let sim = &sims[0];
         let simulated: Vec<f64> = sims.iter().map(|s| s.result.value).collect();
         let runs = std::mem::take(&mut natives[i]);
@@ -357,6 +371,7 @@ pub fn validate(
         predictions_outside_2x: predictions.iter().filter(|r| r.outside_2x()).count(),
         rows: out,
         policy,
+        model: model.to_string(),
         machine: schedlab::machine::host::preset()?.description.to_string(),
         measured: format!(
             "{} x {} (Linux {}), {}",
@@ -391,8 +406,13 @@ impl Report {
 
     /// The human table.
     pub fn to_text(&self) -> String {
+        let on = if self.model.is_empty() {
+            "host".to_string()
+        } else {
+            format!("host:{}", self.model)
+        };
         let mut o = format!(
-            "validate: native (median, min-max) | simulated on host under {} | ratio\nhost: {}\nmeasured: {}\n\n",
+            "validate: native (median, min-max) | simulated on {on} under {} | ratio\nhost: {}\nmeasured: {}\n\n",
             self.policy, self.machine, self.measured
         );
         o += &format!(
