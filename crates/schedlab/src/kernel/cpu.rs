@@ -457,21 +457,8 @@ impl Kernel {
         // The timer softirq's delayed ACKs, after the tick's scheduler work (their cost
         // moves this CPU's clock on; the wake-ups wait for it). What an ACK lets Nagle
         // send reaches its reader once that work has elapsed.
-        let mut acked = self.tcp_delack_timers(cpu, jiffies);
-        for wq in std::mem::take(&mut self.lo_wakes).into_iter().rev() {
-            self.tasks[curr as usize]
-                .kstack
-                .push(Frame::WakeQueue { wq });
-        }
-        while let Some((list, sync)) = acked.pop() {
-            if !list.is_empty() {
-                self.tasks[curr as usize].kstack.push(Frame::Wake {
-                    list,
-                    sync,
-                    irq: true,
-                });
-            }
-        }
+        let acked = self.tcp_delack_timers(cpu, jiffies);
+        self.push_wakes(curr, acked, true);
     }
 
     /// `switch_mm`'s locked bit operations on `cpu_vm_mask`: `test_and_set_bit` on the

@@ -6,6 +6,7 @@ use crate::kernel::abi::EPIPE;
 use crate::kernel::chan::Fd;
 use crate::kernel::frame::Sys;
 use crate::kernel::task::TaskId;
+use crate::kernel::waitq::WqId;
 use crate::kernel::{Acct, Kernel};
 use crate::machine::CpuId;
 
@@ -96,13 +97,19 @@ impl Kernel {
             return Some(Outcome::Done(0));
         }
         let wq = st.read_wq;
+        Some(self.sleep_for_data(task, wq, fd, len))
+    }
+
+    /// `task` sleeps on the read queue `wq` until data comes, then retries its read of
+    /// `len` bytes on `fd` as the same call.
+    pub(super) fn sleep_for_data(&mut self, task: TaskId, wq: WqId, fd: Fd, len: u64) -> Outcome {
         self.sleep_on(task, wq);
-        Some(Outcome::Block(Sys::Read {
+        Outcome::Block(Sys::Read {
             fd,
             len,
             done: 0,
             again: true,
-        }))
+        })
     }
 
     /// AF_UNIX send (2.4 `unix_stream_sendmsg`): chunks of at most `sndbuf/2 − 64`,

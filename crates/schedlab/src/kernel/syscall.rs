@@ -129,21 +129,21 @@ impl Kernel {
         if let Some(fd) = self.sock_taken.take() {
             st.push(Frame::ReleaseSock { fd });
         }
-        // Packets over loopback wake their readers once the body's work (their path) has
-        // elapsed, after the wake-ups the body delivers itself.
-        for wq in std::mem::take(&mut self.lo_wakes).into_iter().rev() {
+        self.push_wakes(task, wakes, false);
+    }
+
+    /// Push the frames that deliver `wakes` on `task`'s stack, the first asked for on top
+    /// (the frames run in the order the work asked for them), under those of the
+    /// loopback packets the work sent: their readers are woken once the work (their path)
+    /// has elapsed, after the wake-ups it delivers itself.
+    pub(super) fn push_wakes(&mut self, task: TaskId, mut wakes: Wakes, irq: bool) {
+        let st = &mut self.tasks[task as usize].kstack;
+        for wq in self.lo_wakes.drain(..).rev() {
             st.push(Frame::WakeQueue { wq });
         }
-        let st = &mut self.tasks[task as usize].kstack;
-        // Popped from the end, so that the first wake-up asked for is on top (the frames
-        // run in the order the body asked for them).
         while let Some((list, sync)) = wakes.pop() {
             if !list.is_empty() {
-                st.push(Frame::Wake {
-                    list,
-                    sync,
-                    irq: false,
-                });
+                st.push(Frame::Wake { list, sync, irq });
             }
         }
     }

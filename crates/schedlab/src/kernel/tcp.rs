@@ -18,14 +18,15 @@
 //!
 //! Simplifications, each a named omission: by default ACKs are sent only by the draining
 //! read, never piggybacked and never by the delayed-ACK timer. With `tcp_delack=on` (a
-//! machine switch, `docs/calibration.md`) they are as 2.4 sends them: in pingpong mode
-//! (a reply within `ato` of the data) a drained read of at most one `rcv_mss` defers its
-//! ACK, which rides on the reader's next data segment (`tcp_event_data_sent`) or is sent
-//! alone by the delayed-ACK timer on the reader's CPU at its next tick past `ato`
+//! machine switch, `docs/calibration.md`) they are as 2.4 sends them: in pingpong mode (a
+//! reply within `ato` of the data) a drained read of at most one `rcv_mss` defers its ACK,
+//! which rides on the reader's next data segment (`tcp_event_data_sent`) or is sent alone
+//! by the delayed-ACK timer on the reader's CPU at its next tick past `ato`
 //! (`tcp_delack_timers`); ACKs are still not sent on a segment's arrival, only when it is
-//! read. With `lo_queue=end` a segment reaches the reader's queue when its path has run
-//! on the sending CPU (`Skb::visible_at`), not at the start of the sender's call. Congestion and receive windows never limit loopback here (cwnd grows by one per
-//! ACK from 2 and the receive buffer is 87 KB). ACKs acknowledge only fully read skbs.
+//! read. With `lo_queue=end` a segment reaches the reader's queue when its path has run on
+//! the sending CPU (`Skb::visible_at`), not at the start of the sender's call. Congestion
+//! and receive windows never limit loopback here (cwnd grows by one per ACK from 2 and the
+//! receive buffer is 87 KB). ACKs acknowledge only fully read skbs.
 //!
 //! **The socket lock.** `tcp_sendmsg` and `tcp_recvmsg` run under their endpoint's
 //! `lock_sock` (2.4 include/net/sock.h, net/core/sock.c `__lock_sock`): a sleeping lock
@@ -264,7 +265,7 @@ impl Kernel {
         let quick = st.tcp.acks_sent < super::net::TCP_MAX_QUICKACKS;
         // More than one full frame unacknowledged is acknowledged at once, pingpong or
         // not (`cleanup_rbuf`, `__tcp_ack_snd_check`).
-        let small = st.tcp.rcv_since_ack <= st.tcp.rcv_mss.max(TCP_MIN_RCVMSS);
+        let small = st.tcp.rcv_since_ack <= st.tcp.rcv_mss;
         let defer = self.machine.tcp_delack && st.tcp.pingpong && !quick && small;
         self.lo_free_skbs(cpu, freed);
         self.copy(cpu, s, copied);

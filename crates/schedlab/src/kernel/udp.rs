@@ -17,7 +17,6 @@
 //! `rmem_alloc`), never above `cap` (`sk_rcvbuf`).
 
 use crate::kernel::chan::Fd;
-use crate::kernel::frame::Sys;
 use crate::kernel::task::TaskId;
 use crate::kernel::{Acct, Kernel};
 use crate::machine::CpuId;
@@ -97,13 +96,7 @@ impl Kernel {
         let front = if visible { st.skbs.pop_front() } else { None };
         let Some(skb) = front else {
             let wq = st.read_wq;
-            self.sleep_on(task, wq);
-            return Outcome::Block(Sys::Read {
-                fd,
-                len,
-                done: 0,
-                again: true,
-            });
+            return self.sleep_for_data(task, wq, fd, len);
         };
         st.len -= skb.data;
         st.read += skb.data;

@@ -67,6 +67,8 @@ struct Part {
     slit_far: u32,
     /// `node_reclaim_distance` as the kernel sets it on this vendor.
     reclaim_distance: Option<u32>,
+    /// NUMA nodes per socket the BIOS offers (AMD's NPS); `[1]`: none to choose.
+    nps: &'static [usize],
     /// RAM of the full box, MB.
     ram_mb: u64,
     /// Source of each fact above, by cost field or topology fact.
@@ -168,6 +170,7 @@ const PARTS: &[Part] = &[
         slit_near: 12,
         slit_far: 32,
         reclaim_distance: Some(32),
+        nps: &[1, 2, 4],
         ram_mb: 512 * 1024,
         sources: MILAN_SOURCES,
     },
@@ -193,6 +196,7 @@ const PARTS: &[Part] = &[
         slit_near: 10,
         slit_far: 21,
         reclaim_distance: None,
+        nps: &[1],
         ram_mb: 512 * 1024,
         sources: SPR_SOURCES,
     },
@@ -218,6 +222,7 @@ const PARTS: &[Part] = &[
         slit_near: 10,
         slit_far: 21,
         reclaim_distance: None,
+        nps: &[1],
         ram_mb: 256 * 1024,
         sources: ICX_SOURCES,
     },
@@ -243,6 +248,7 @@ const PARTS: &[Part] = &[
         slit_near: 10,
         slit_far: 10,
         reclaim_distance: None,
+        nps: &[1],
         ram_mb: 16 * 1024,
         sources: HASWELL_SOURCES,
     },
@@ -298,13 +304,17 @@ pub fn variant(
         ));
     }
     let nps = nps.unwrap_or(1);
-    if nps != 1 && p.cross_llc_ns.is_none() {
+    if p.nps.len() == 1 && nps != 1 {
         return Err(format!(
             "nps={nps} is not an option of machine {name} (NPS is AMD's; accepted by: zen3-2s)"
         ));
     }
-    if ![1, 2, 4].contains(&nps) {
-        return Err(format!("nps={nps} is not possible (accepted: 1, 2, 4)"));
+    if !p.nps.contains(&nps) {
+        let accepted: Vec<String> = p.nps.iter().map(usize::to_string).collect();
+        return Err(format!(
+            "nps={nps} is not possible (accepted: {})",
+            accepted.join(", ")
+        ));
     }
     Ok(variant_of(p, Variant { sockets, nps }))
 }
