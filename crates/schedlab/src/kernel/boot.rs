@@ -55,6 +55,7 @@ impl Kernel {
             sock_taken: None,
             lo_wakes: Vec::new(),
             files: Vec::new(),
+            file_lines: Vec::new(),
             mm_lines: Vec::new(),
             open_files: 0,
             live_tasks: 0,

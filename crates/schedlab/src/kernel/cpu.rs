@@ -217,10 +217,12 @@ impl Kernel {
             Frame::WakeQueue { wq } => {
                 let list = self.take_waiters(cpu, wq, 0);
                 if !list.is_empty() {
+                    // sock_def_readable: synchronous in 6.x.
+                    let sync = self.class.release().sync_data_wakeups();
                     let st = &mut self.tasks[curr as usize].kstack;
                     st.push(Frame::Wake {
                         list,
-                        sync: false,
+                        sync,
                         irq: false,
                     });
                 }
@@ -462,8 +464,12 @@ impl Kernel {
     }
 
     /// `switch_mm`'s locked bit operations on `cpu_vm_mask`: `test_and_set_bit` on the
-    /// same mm, or `clear_bit` on the old one and `set_bit` on the new one.
+    /// same mm (not in 6.x: [`super::release::Release::same_mm_switch_writes_cpumask`]),
+    /// or `clear_bit` on the old one and `set_bit` on the new one.
     fn switch_mm_lines(&mut self, cpu: CpuId, active: u32, mm: u32) -> Time {
+        if active == mm && !self.class.release().same_mm_switch_writes_cpumask() {
+            return 0;
+        }
         let mut ns = self.pull_mm_line(cpu, mm, super::MmLine::VmMask);
         if active != mm && active != 0 {
             ns += self.pull_mm_line(cpu, active, super::MmLine::VmMask);

@@ -294,6 +294,8 @@ pub struct Kernel {
     pub(crate) sock_taken: Option<Fd>,
     /// File table.
     pub files: Vec<File>,
+    /// Each file's `f_count` line, by fd: what a shared table's `fget` writes (6.x).
+    pub(crate) file_lines: Vec<SharedLine>,
     /// Per mm (the threads of one `clone(CLONE_VM|CLONE_FILES)` family share one
     /// `mm_struct` and one `files_struct`): the CPUs that wrote their shared lines last.
     pub(crate) mm_lines: Vec<MmLines>,
@@ -586,6 +588,9 @@ impl Kernel {
 pub(crate) struct MmLines {
     vm_mask: SharedLine,
     files: SharedLine,
+    /// Tasks holding the mm and its `files_struct` (`mm_users`, `files->count`): created
+    /// and not yet exited.
+    pub(crate) users: u32,
 }
 
 /// A line written with locked operations: the CPU that wrote it last, and its transfers
@@ -627,6 +632,42 @@ impl Kernel {
         };
         self.stats.mm_line_wait_ns += wait;
         self.stats.mm_line_pulls += 1;
+        ns
+    }
+}
+
+impl Kernel {
+    /// The shared lines and users of `mm`.
+    pub(crate) fn mm_lines_of(&mut self, mm: u32) -> &mut MmLines {
+        let mm = mm as usize;
+        if self.mm_lines.len() <= mm {
+            self.mm_lines.resize(mm + 1, MmLines::default());
+        }
+        &mut self.mm_lines[mm]
+    }
+
+    /// True when another live task holds `task`'s `files_struct` (its threads).
+    pub(crate) fn files_shared(&self, task: TaskId) -> bool {
+        let mm = self.tasks[task as usize].mm as usize;
+        self.mm_lines.get(mm).is_some_and(|l| l.users > 1)
+    }
+
+    /// `cpu` takes a reference on file `fd` (`f_count`, 6.x's `__fget_files`): when
+    /// another CPU wrote the count last, its line comes from that CPU's cache.
+    pub(crate) fn pull_file_line(&mut self, cpu: CpuId, fd: Fd) -> Time {
+        if !self.ic.model().coherence {
+            return 0;
+        }
+        let i = fd as usize;
+        if self.file_lines.len() <= i {
+            self.file_lines.resize(i + 1, SharedLine::default());
+        }
+        let t = self.cpus[cpu].clock;
+        let Some((wait, ns)) = self.file_lines[i].pull_from(cpu, t, &self.machine, &mut self.ic)
+        else {
+            return 0;
+        };
+        self.stats.mm_line_wait_ns += wait;
         ns
     }
 }

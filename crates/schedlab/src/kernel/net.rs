@@ -211,7 +211,8 @@ impl Kernel {
     /// those waiting at the body's start, as the calibrated model does.
     pub(crate) fn lo_data_ready(&mut self, cpu: CpuId, wq: WqId, wakes: &mut Wakes) {
         if !self.machine.lo_queue_at_end {
-            wakes.push((self.take_waiters(cpu, wq, 0), false));
+            let sync = self.class.release().sync_data_wakeups();
+            wakes.push((self.take_waiters(cpu, wq, 0), sync));
         } else if !self.lo_wakes.contains(&wq) {
             self.lo_wakes.push(wq);
         }

@@ -13,7 +13,7 @@ use super::syscall::{Outcome, Wakes};
 impl Kernel {
     /// 2.4 `pipe_read`: wait while empty; copy what is there; if more was asked for and a
     /// writer is waiting, wake writers synchronously and wait for more (`do_more_read`);
-    /// else wake writers asynchronously and return. The call's work (`pipe_call_ns`) is
+    /// else wake writers asynchronously (6.x: synchronously) and return. The call's work (`pipe_call_ns`) is
     /// charged once: the re-check after a wake-up (`again`) is part of the same call
     /// (B§6.3: lat_ctx's pipe overhead is two syscalls and two pipe calls per hop).
     #[allow(clippy::too_many_arguments)]
@@ -63,13 +63,15 @@ impl Kernel {
                 again: true,
             });
         }
-        wakes.push((self.take_waiters(cpu, wq, 0), false));
+        let sync = self.class.release().sync_data_wakeups();
+        wakes.push((self.take_waiters(cpu, wq, 0), sync));
         Outcome::Done(done as i64)
     }
 
     /// 2.4 `pipe_write`: writes of at most `PIPE_BUF` wait for room for all of it; copy
     /// into free space; when full with bytes left, wake readers synchronously and sleep;
-    /// at the end wake readers asynchronously.
+    /// at the end wake readers asynchronously (6.x: synchronously,
+    /// [`super::release::Release::sync_data_wakeups`]).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn pipe_write(
         &mut self,
@@ -132,7 +134,8 @@ impl Kernel {
             });
         }
         let rq = self.streams[s].read_wq;
-        wakes.push((self.take_waiters(cpu, rq, 0), false));
+        let sync = self.class.release().sync_data_wakeups();
+        wakes.push((self.take_waiters(cpu, rq, 0), sync));
         Outcome::Done(len as i64)
     }
 }

@@ -148,6 +148,7 @@ impl Kernel {
         }
         self.live_tasks += 1;
         self.nr_threads += 1;
+        self.mm_lines_of(mm).users += 1;
         self.ic.list_task(id);
         id
     }
@@ -163,7 +164,9 @@ impl Kernel {
         self.charge(cpu, ns, Acct::Running);
         let mm = self.next_mm;
         self.next_mm += 1;
-        self.tasks[task as usize].mm = mm;
+        let old = std::mem::replace(&mut self.tasks[task as usize].mm, mm);
+        self.mm_lines_of(old).users -= 1;
+        self.mm_lines_of(mm).users += 1;
         let comm = program.comm();
         if comm.is_some() {
             self.tasks[task as usize].comm = comm.clone();
@@ -185,6 +188,9 @@ impl Kernel {
         self.charge(cpu, ns, Acct::Running);
         self.tasks[task as usize].state = TaskState::Zombie;
         self.live_tasks -= 1;
+        // exit_mm and exit_files: the zombie holds neither.
+        let mm = self.tasks[task as usize].mm;
+        self.mm_lines_of(mm).users -= 1;
         if let Some(t) = self.trace.as_mut() {
             let ts = self.cpus[cpu].clock;
             t.event(&crate::kernel::events::KEvent::Exit { cpu, ts, p: task });

@@ -105,6 +105,33 @@ impl Release {
         !matches!(self, Release::V6(_))
     }
 
+    /// `switch_mm` between two threads of one mm writes `cpu_vm_mask`: 2.4's i386
+    /// `switch_mm` does `test_and_set_bit(cpu, &next->cpu_vm_mask)` (a locked write, to
+    /// leave lazy-TLB mode) whenever `prev == next`; 2.6.0 kept it. 6.x's x86
+    /// `switch_mm_irqs_off` only reads the mask then (the CPU stays set in lazy mode;
+    /// `arch/x86/mm/tlb.c`, the `prev == next` branch). Between two mms every release
+    /// clears the old bit and sets the new one.
+    pub fn same_mm_switch_writes_cpumask(self) -> bool {
+        !matches!(self, Release::V6(_))
+    }
+
+    /// `fget` of a task whose `files_struct` nobody else holds takes no lock and no
+    /// reference: 6.x's `__fget_light` borrows the file when `files->count == 1`, and a
+    /// shared table costs a reference on the *file* (`f_count`), not the table's lock
+    /// (`fs/file.c`). 2.4 to 2.6.0 `read_lock(&files->file_lock)` on every `fget`.
+    pub fn fget_light(self) -> bool {
+        matches!(self, Release::V6(_))
+    }
+
+    /// The wake-ups of a stream's readers and writers are synchronous (`WF_SYNC`: the
+    /// waker is about to sleep): 6.x's `sock_def_readable`, `sock_def_write_space`,
+    /// `sk_stream_write_space` and `pipe_read`/`pipe_write` all call
+    /// `wake_up_interruptible_sync_poll` (`net/core/sock.c`, `fs/pipe.c`). 2.4 to 2.6.0's
+    /// `sock_def_readable` and `pipe_write`'s final wake-up are `wake_up_interruptible`.
+    pub fn sync_data_wakeups(self) -> bool {
+        matches!(self, Release::V6(_))
+    }
+
     /// `fork_init(num_physpages)`: `max_threads = mempages / (THREAD_SIZE/PAGE_SIZE) / 8`
     /// — "the thread structures can take up at most half of memory" — in 2.4.7 and later
     /// (Rik van Riel's change of 2.4.6-pre3; 2.4.17, 2.4.18-RH and 2.4.19 trees), 2.5

@@ -70,7 +70,8 @@ impl Kernel {
         }
         self.copy(cpu, s, copied);
         if writable {
-            wakes.push((self.take_waiters(cpu, write_wq, 0), false));
+            let sync = self.class.release().sync_data_wakeups();
+            wakes.push((self.take_waiters(cpu, write_wq, 0), sync));
         }
         Outcome::Done(copied as i64)
     }
@@ -114,7 +115,7 @@ impl Kernel {
 
     /// AF_UNIX send (2.4 `unix_stream_sendmsg`): chunks of at most `sndbuf/2 − 64`,
     /// each an skb queued on the peer and charged to the send buffer; sleep while the
-    /// buffer is full; each skb wakes the reader (`data_ready`, asynchronous).
+    /// buffer is full; each skb wakes the reader (`data_ready`: asynchronous before 6.x).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn sock_write(
         &mut self,
@@ -162,7 +163,8 @@ impl Kernel {
             st.written += size;
             done += size;
             let rq = st.read_wq;
-            wakes.push((self.take_waiters(cpu, rq, 0), false));
+            let sync = self.class.release().sync_data_wakeups();
+            wakes.push((self.take_waiters(cpu, rq, 0), sync));
         }
         Outcome::Done(len as i64)
     }

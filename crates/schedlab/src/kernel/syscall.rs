@@ -183,10 +183,28 @@ impl Kernel {
         self.charge(cpu, ns, Acct::Running);
     }
 
-    /// 2.4 `fget`: `read_lock(&files->file_lock)` and its unlock, two locked operations
-    /// on the line of the task's `files_struct`, shared by every thread of its mm. When
-    /// another CPU took the lock last, the line comes from that CPU's cache first.
-    pub(super) fn fget(&mut self, cpu: CpuId, task: TaskId) {
+    /// `fget` of `fd`. 2.4 to 2.6.0: `read_lock(&files->file_lock)` and its unlock, two
+    /// locked operations on the line of the task's `files_struct`, shared by every thread
+    /// of its mm. 6.x ([`super::release::Release::fget_light`]): nothing when no other task holds the
+    /// table, else a reference on the file's own `f_count`. When another CPU wrote the
+    /// line last, it comes from that CPU's cache first.
+    pub(super) fn fget(&mut self, cpu: CpuId, task: TaskId, fd: Fd) {
+        if !self.class.release().fget_light() {
+            return self.files_lock(cpu, task);
+        }
+        if !self.files_shared(task) {
+            return;
+        }
+        let ns = self.pull_file_line(cpu, fd);
+        if ns > 0 {
+            self.stats.files_line_transfers += 1;
+            self.charge(cpu, ns, Acct::Running);
+        }
+    }
+
+    /// A locked operation on the line of the task's `files_struct` (`file_lock`): 2.4's
+    /// `fget`, and every release's `close` (which clears the slot under it).
+    fn files_lock(&mut self, cpu: CpuId, task: TaskId) {
         let mm = self.tasks[task as usize].mm;
         let ns = self.pull_mm_line(cpu, mm, MmLine::Files);
         if ns > 0 {
@@ -218,7 +236,7 @@ impl Kernel {
         wakes: &mut Wakes,
     ) -> Outcome {
         if !again {
-            self.fget(cpu, task);
+            self.fget(cpu, task, fd);
         }
         let Some(f) = self.file(task, fd) else {
             return Outcome::Done(EBADF);
@@ -251,7 +269,7 @@ impl Kernel {
         wakes: &mut Wakes,
     ) -> Outcome {
         if !started && !waiting && done == 0 {
-            self.fget(cpu, task);
+            self.fget(cpu, task, fd);
         }
         let Some(f) = self.file(task, fd) else {
             return Outcome::Done(EBADF);
@@ -283,8 +301,15 @@ impl Kernel {
             costs.poll_ns + fds.len() as u64 * costs.poll_fd_ns,
             Acct::Running,
         );
-        // do_pollfd's fget of each fd: the first brings the line, the others hit.
-        self.fget(cpu, task);
+        // do_pollfd's fget of each fd (2.4: the first brings the table's line, the others
+        // hit).
+        if self.class.release().fget_light() {
+            for &fd in fds.iter() {
+                self.fget(cpu, task, fd);
+            }
+        } else {
+            self.files_lock(cpu, task);
+        }
         let mut queues = Vec::with_capacity(fds.len());
         for (i, &fd) in fds.iter().enumerate() {
             let Some(f) = self.file(task, fd) else {
@@ -371,8 +396,8 @@ impl Kernel {
     /// `close()`. model: one file table for the whole system, so this closes the file for
     /// every task sharing it; workloads close only files nobody else uses.
     fn sys_close(&mut self, cpu: CpuId, task: TaskId, fd: Fd, wakes: &mut Wakes) -> Outcome {
-        // write_lock(&files->file_lock) to clear the slot: the same line as fget's.
-        self.fget(cpu, task);
+        // write_lock(&files->file_lock) (6.x: spin_lock) to clear the slot.
+        self.files_lock(cpu, task);
         let Some(f) = self.file(task, fd) else {
             return Outcome::Done(EBADF);
         };

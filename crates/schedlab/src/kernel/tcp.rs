@@ -321,7 +321,8 @@ impl Kernel {
         }
         self.tcp_push(cpu, s, wakes);
         if writable {
-            wakes.push((self.take_waiters(cpu, write_wq, 0), false));
+            let sync = self.class.release().sync_data_wakeups();
+            wakes.push((self.take_waiters(cpu, write_wq, 0), sync));
         }
     }
 
