@@ -184,8 +184,9 @@ pub struct Counters {
     /// `skb_page_shared_ns` (shown on presets with that cost when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub skb_page_pulls: u64,
-    /// `files_struct` lines `fget` pulled from the CPU that took `file_lock` last (shown
-    /// when any were).
+    /// Lines `fget` pulled from the CPU that wrote them last: the `files_struct`'s
+    /// `file_lock` (2.4 to 2.6.0, and `close` in every release) or, in 6.x, a file's
+    /// `f_count` when threads share the table (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub files_line_transfers: u64,
     /// `mm->cpu_vm_mask` lines `switch_mm` pulled from the CPU that wrote them last
