@@ -158,6 +158,9 @@ pub struct Counters {
     /// TCP ACKs the delayed-ACK timer sent (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub tcp_delayed_acks: u64,
+    /// ACKs whose `write_space` woke a TCP socket's sleepers (shown when any did).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tcp_write_space_wakes: u64,
     /// UDP datagrams through loopback (shown when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub udp_datagrams: u64,
@@ -472,6 +475,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             tcp_acks: s.tcp_acks,
             tcp_piggybacked_acks: s.tcp_piggybacked_acks,
             tcp_delayed_acks: s.tcp_delayed_acks,
+            tcp_write_space_wakes: s.tcp_write_space_wakes,
             udp_datagrams: s.udp_datagrams,
             udp_drops: s.udp_drops,
             sock_lock_waits: s.sock_lock_waits,

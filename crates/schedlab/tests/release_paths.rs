@@ -104,3 +104,34 @@ fn a_6x_fget_takes_no_line_for_a_process_and_the_files_own_for_threads() {
     assert!(six > 0, "the shared files' counts move");
     assert!(era > 5 * six, "2.4 {era} vs 6.x {six}");
 }
+
+fn on_machine(machine: &str, policy: &str, workload: &str) -> serde_json::Value {
+    let r = run(RunConfig {
+        machine: machine.into(),
+        cpus: Some(2),
+        policy: policy.into(),
+        workload: workload.into(),
+        seed: 1,
+    })
+    .unwrap_or_else(|e| panic!("{machine} {policy} {workload}: {e}"));
+    serde_json::to_value(r).unwrap()
+}
+
+#[test]
+fn an_ack_wakes_a_tcp_socket_only_for_a_writer_that_ran_out_of_room_in_6x() {
+    let w = "chat:rooms=1,messages=20,nodelay=on";
+    let wakes = |machine: &str, policy: &str| {
+        counter(&on_machine(machine, policy, w), "tcp_write_space_wakes")
+    };
+    // 6.x: tcp_check_space gates write_space on SOCK_NOSPACE.
+    let gated = wakes("piii700-1m", "eevdf");
+    let every_ack = wakes("piii700-1m:tcp_nospace=off", "eevdf");
+    assert!(
+        every_ack > 2 * gated,
+        "gated {gated}, every ACK {every_ack}"
+    );
+    // The era's releases keep their calibrated model unless asked.
+    let era = wakes("piii700-1m", "linux-2.4");
+    let era_gated = wakes("piii700-1m:tcp_nospace=on", "linux-2.4");
+    assert!(era > era_gated, "2.4 {era}, gated {era_gated}");
+}

@@ -196,6 +196,8 @@ pub struct KernelStats {
     pub tcp_piggybacked_acks: u64,
     /// TCP ACKs the delayed-ACK timer sent alone (`tcp_delack=on`).
     pub tcp_delayed_acks: u64,
+    /// ACKs whose `write_space` woke a TCP socket's sleepers.
+    pub tcp_write_space_wakes: u64,
     /// UDP datagrams sent.
     pub udp_datagrams: u64,
     /// UDP datagrams dropped at a full receive buffer or a closed peer.

@@ -123,12 +123,22 @@ impl Release {
         matches!(self, Release::V6(_))
     }
 
-    /// The wake-ups of a stream's readers and writers are synchronous (`WF_SYNC`: the
-    /// waker is about to sleep): 6.x's `sock_def_readable`, `sock_def_write_space`,
-    /// `sk_stream_write_space` and `pipe_read`/`pipe_write` all call
-    /// `wake_up_interruptible_sync_poll` (`net/core/sock.c`, `fs/pipe.c`). 2.4 to 2.6.0's
-    /// `sock_def_readable` and `pipe_write`'s final wake-up are `wake_up_interruptible`.
+    /// The wake-ups of a stream's readers, and of an AF_UNIX or pipe writer, are
+    /// synchronous (`WF_SYNC`: the waker is about to sleep): 6.x's `sock_def_readable`
+    /// (`net/core/sock.c`), `unix_write_space` (`net/unix/af_unix.c`) and
+    /// `pipe_read`/`pipe_write` (`fs/pipe.c`) call `wake_up_interruptible_sync_poll`.
+    /// TCP's `sk_stream_write_space` stays asynchronous (`net/core/stream.c`). 2.4 to
+    /// 2.6.0's `sock_def_readable` and `pipe_write`'s final wake-up are
+    /// `wake_up_interruptible`.
     pub fn sync_data_wakeups(self) -> bool {
+        matches!(self, Release::V6(_))
+    }
+
+    /// An ACK calls `write_space` only for a writer that found the send buffer full
+    /// (`tcp_check_space`: `SOCK_NOSPACE`), in 2.4 as in 6.x. The era's releases keep the
+    /// model they were calibrated with, which wakes the socket's sleepers on every ACK that
+    /// leaves room (a known gap; `tcp_nospace=on` closes it: docs/calibration.md).
+    pub fn tcp_nospace_gate(self) -> bool {
         matches!(self, Release::V6(_))
     }
 

@@ -310,19 +310,32 @@ impl Kernel {
         // `tcp_ack_packets_out`: data still in flight re-arms the retransmit timer.
         let rearm = st.tcp.packets_out > 0;
         st.tcp.small_unacked = false;
-        if st.tcp.nospace {
-            st.tcp.nospace = false;
+        // tcp_check_space: write_space only for a writer that found the buffer full
+        // (SOCK_NOSPACE); the socket's wait queue also holds its reader, whom a wake-up
+        // on every ACK would rouse for nothing.
+        let nospace = std::mem::take(&mut st.tcp.nospace);
+        if nospace {
             st.cap = st.cap.max(tcp_expanded_sndbuf(costs));
         }
-        let writable = st.cap.saturating_sub(st.wmem) >= st.wmem / 2;
+        let gate = self
+            .machine
+            .tcp_nospace
+            .unwrap_or_else(|| self.class.release().tcp_nospace_gate());
+        let st = &self.streams[s];
+        let writable = (nospace || !gate) && st.cap.saturating_sub(st.wmem) >= st.wmem / 2;
         let write_wq = st.write_wq;
         if rearm {
             self.tcp_mod_timer(cpu);
         }
         self.tcp_push(cpu, s, wakes);
         if writable {
-            let sync = self.class.release().sync_data_wakeups();
-            wakes.push((self.take_waiters(cpu, write_wq, 0), sync));
+            // sk_stream_write_space: wake_up_interruptible_poll, asynchronous in every
+            // release (6.x's net/core/stream.c too).
+            let list = self.take_waiters(cpu, write_wq, 0);
+            if !list.is_empty() {
+                self.stats.tcp_write_space_wakes += 1;
+            }
+            wakes.push((list, false));
         }
     }
 

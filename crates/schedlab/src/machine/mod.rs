@@ -55,6 +55,9 @@ crate::options! {
         tcp_delack: bool = flag("off")
             .help("TCP's delayed ACKs: in pingpong mode (a reply within ato of the data) the reader's ACK rides on its reply or is sent by the delayed-ACK timer after ato (HZ/25); off: every draining read sends its ACK at once (the calibrated model)")
             .source("2.4 net/ipv4/tcp.c cleanup_rbuf, tcp_output.c tcp_event_data_sent, tcp_timer.c tcp_delack_timer");
+        tcp_nospace: String = choice("auto", &["auto", "on", "off"])
+            .help("an ACK wakes a TCP socket's sleepers (`write_space`) only when a writer found the send buffer full (SOCK_NOSPACE), as tcp_check_space does in every release; off: on every ACK that leaves room (the era's calibrated model); auto: on for 6.x policies, off for the era's")
+            .source("2.4 and 6.x net/ipv4/tcp_input.c tcp_check_space; docs/calibration.md, \"6.x's own paths\"");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
             .help("RAM, which sets max_threads, RLIMIT_NPROC's default, file-max (2.4.20, 2.6) and mem_map's share of low memory; auto: the preset's")
             .source("the preset (schedlab list machines)");
@@ -125,6 +128,9 @@ pub struct Machine {
     pub lo_queue_at_end: bool,
     /// TCP's delayed and piggybacked ACKs (`tcp_delack=on`, [`crate::kernel`]'s tcp).
     pub tcp_delack: bool,
+    /// An ACK wakes a TCP writer only after it found the buffer full (`tcp_nospace=on`);
+    /// `None`: as the policy's release (`auto`).
+    pub tcp_nospace: Option<bool>,
     /// Each CPU's bus, package and core, as line transfers see them.
     pub layout: std::sync::Arc<Layout>,
 }
@@ -167,6 +173,11 @@ impl Machine {
         m.net_shared = opts.net;
         m.lo_queue_at_end = opts.lo_queue == "end";
         m.tcp_delack = opts.tcp_delack;
+        m.tcp_nospace = match opts.tcp_nospace.as_str() {
+            "on" => Some(true),
+            "off" => Some(false),
+            _ => None,
+        };
         // Until a kernel boots its release's (`Simulation` always does): the preset's.
         let base = opts
             .ram_mb
@@ -202,6 +213,7 @@ impl Machine {
             net_shared: true,
             lo_queue_at_end: false,
             tcp_delack: false,
+            tcp_nospace: None,
             layout: std::sync::Arc::new(Layout::of(preset, n)),
         })
     }
