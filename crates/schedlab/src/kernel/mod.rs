@@ -619,11 +619,8 @@ impl Kernel {
         if !self.ic.model().coherence {
             return 0;
         }
-        let mm = mm as usize;
-        if self.mm_lines.len() <= mm {
-            self.mm_lines.resize(mm + 1, MmLines::default());
-        }
-        let l = &mut self.mm_lines[mm];
+        self.mm_lines_of(mm);
+        let l = &mut self.mm_lines[mm as usize];
         let line = match which {
             MmLine::VmMask => &mut l.vm_mask,
             MmLine::Files => &mut l.files,
@@ -670,6 +667,7 @@ impl Kernel {
             return 0;
         };
         self.stats.mm_line_wait_ns += wait;
+        self.stats.mm_line_pulls += 1;
         ns
     }
 }

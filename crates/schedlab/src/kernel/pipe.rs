@@ -13,9 +13,10 @@ use super::syscall::{Outcome, Wakes};
 impl Kernel {
     /// 2.4 `pipe_read`: wait while empty; copy what is there; if more was asked for and a
     /// writer is waiting, wake writers synchronously and wait for more (`do_more_read`);
-    /// else wake writers asynchronously (6.x: synchronously) and return. The call's work (`pipe_call_ns`) is
-    /// charged once: the re-check after a wake-up (`again`) is part of the same call
-    /// (B§6.3: lat_ctx's pipe overhead is two syscalls and two pipe calls per hop).
+    /// else wake writers asynchronously (6.x: synchronously) and return. The call's work
+    /// (`pipe_call_ns`) is charged once: the re-check after a wake-up (`again`) is part of
+    /// the same call (B§6.3: lat_ctx's pipe overhead is two syscalls and two pipe calls
+    /// per hop).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn pipe_read(
         &mut self,

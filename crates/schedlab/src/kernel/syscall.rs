@@ -185,9 +185,9 @@ impl Kernel {
 
     /// `fget` of `fd`. 2.4 to 2.6.0: `read_lock(&files->file_lock)` and its unlock, two
     /// locked operations on the line of the task's `files_struct`, shared by every thread
-    /// of its mm. 6.x ([`super::release::Release::fget_light`]): nothing when no other task holds the
-    /// table, else a reference on the file's own `f_count`. When another CPU wrote the
-    /// line last, it comes from that CPU's cache first.
+    /// of its mm. 6.x ([`super::release::Release::fget_light`]): nothing when no other
+    /// task holds the table, else a reference on the file's own `f_count`. When another
+    /// CPU wrote the line last, it comes from that CPU's cache first.
     pub(super) fn fget(&mut self, cpu: CpuId, task: TaskId, fd: Fd) {
         if !self.class.release().fget_light() {
             return self.files_lock(cpu, task);
