@@ -9,14 +9,18 @@ use schedlab::report::run;
 use schedlab::sim::RunConfig;
 
 fn report(policy: &str, workload: &str) -> serde_json::Value {
+    on_machine("piii700-1m", policy, workload)
+}
+
+fn on_machine(machine: &str, policy: &str, workload: &str) -> serde_json::Value {
     let r = run(RunConfig {
-        machine: "piii700-1m".into(),
+        machine: machine.into(),
         cpus: Some(2),
         policy: policy.into(),
         workload: workload.into(),
         seed: 1,
     })
-    .unwrap_or_else(|e| panic!("{policy} {workload}: {e}"));
+    .unwrap_or_else(|e| panic!("{machine} {policy} {workload}: {e}"));
     serde_json::to_value(r).unwrap()
 }
 
@@ -24,29 +28,20 @@ fn counter(v: &serde_json::Value, name: &str) -> u64 {
     v["counters"][name].as_u64().unwrap_or(0)
 }
 
-/// `nr_wakeups_sync` over every task group.
-fn sync_wakeups(v: &serde_json::Value) -> u64 {
+/// A schedstat field summed over every task group.
+fn schedstat(v: &serde_json::Value, field: &str) -> u64 {
     v["result"]["details"]["schedstats"]
         .as_array()
-        .map(|groups| {
-            groups
-                .iter()
-                .map(|g| g["nr_wakeups_sync"].as_u64().unwrap_or(0))
-                .sum()
-        })
+        .map(|groups| groups.iter().map(|g| g[field].as_u64().unwrap_or(0)).sum())
         .unwrap_or(0)
 }
 
+fn sync_wakeups(v: &serde_json::Value) -> u64 {
+    schedstat(v, "nr_wakeups_sync")
+}
+
 fn wakeups(v: &serde_json::Value) -> u64 {
-    v["result"]["details"]["schedstats"]
-        .as_array()
-        .map(|groups| {
-            groups
-                .iter()
-                .map(|g| g["nr_wakeups"].as_u64().unwrap_or(0))
-                .sum()
-        })
-        .unwrap_or(0)
+    schedstat(v, "nr_wakeups")
 }
 
 #[test]
@@ -103,18 +98,6 @@ fn a_6x_fget_takes_no_line_for_a_process_and_the_files_own_for_threads() {
     let era = counter(&report("linux-2.4", threads), "files_line_transfers");
     assert!(six > 0, "the shared files' counts move");
     assert!(era > 5 * six, "2.4 {era} vs 6.x {six}");
-}
-
-fn on_machine(machine: &str, policy: &str, workload: &str) -> serde_json::Value {
-    let r = run(RunConfig {
-        machine: machine.into(),
-        cpus: Some(2),
-        policy: policy.into(),
-        workload: workload.into(),
-        seed: 1,
-    })
-    .unwrap_or_else(|e| panic!("{machine} {policy} {workload}: {e}"));
-    serde_json::to_value(r).unwrap()
 }
 
 #[test]
