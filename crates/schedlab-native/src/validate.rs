@@ -377,8 +377,17 @@ pub fn validate(
         model: model.to_string(),
         machine: schedlab::machine::host::preset()?.description.to_string(),
         measured: format!(
-            "{} x {} (Linux {}), {}",
-            host.cpus, host.measured.cpu_model, host.measured.kernel, host.measured.date
+            "{} x {} (Linux {}), {}{}",
+            host.cpus,
+            host.measured.cpu_model,
+            host.measured.kernel,
+            host.measured.date,
+            match host.measured.foreign_load_pct {
+                Some(p) if p > schedlab::machine::host::BUSY_PCT => format!(
+                    " (other work took {p:.0} % of the CPUs while measuring: costs likely inflated)"
+                ),
+                _ => String::new(),
+            }
         ),
         target: TARGET,
     })

@@ -130,7 +130,9 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
             ))
         }
     };
+    let before = CpuTimes::now();
     let r = run_benchmarks(o, a, b, progress).map_err(|e| e.to_string());
+    let foreign_load_pct = before.and_then(|b| CpuTimes::now().map(|a| a.foreign_pct_since(&b)));
     let _ = set_affinity(&allowed);
     let (bench, spread, costs, mut src) = r?;
     let (cpu_model, _, virtualized) = cpu_model_and_mhz();
@@ -149,6 +151,7 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
             hz,
             preempt,
             virtualized,
+            foreign_load_pct: foreign_load_pct.map(|p| (p * 10.0).round() / 10.0),
         },
         cpus,
         topology: topology(cpus),
@@ -169,6 +172,59 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
     );
     file.check()?;
     Ok(file)
+}
+
+/// The machine's CPU time and this process's own, at one instant: what other work took
+/// while measuring is the difference of their growths.
+struct CpuTimes {
+    wall_ns: u64,
+    /// All CPUs' busy and steal time (`/proc/stat`'s first line less idle and iowait).
+    busy_ns: u64,
+    /// This process and its reaped children (`getrusage`).
+    own_ns: u64,
+    cpus: u64,
+}
+
+impl CpuTimes {
+    fn now() -> Option<CpuTimes> {
+        let stat = read("/proc/stat")?;
+        let f: Vec<u64> = stat
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal (guest time is inside user).
+        let busy: u64 = f.iter().take(8).sum::<u64>() - f.get(3)? - f.get(4)?;
+        // SAFETY: sysconf has no preconditions.
+        let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        let cpus = (stat.lines().filter(|l| l.starts_with("cpu")).count() as u64).max(2) - 1;
+        Some(CpuTimes {
+            wall_ns: crate::sys::now_ns(),
+            busy_ns: busy * (1_000_000_000 / tick),
+            own_ns: rusage_ns(libc::RUSAGE_SELF) + rusage_ns(libc::RUSAGE_CHILDREN),
+            cpus,
+        })
+    }
+
+    /// Other work's share of all CPUs since `before`, in %.
+    fn foreign_pct_since(&self, before: &CpuTimes) -> f64 {
+        let wall = self.wall_ns.saturating_sub(before.wall_ns).max(1) as f64;
+        let busy = self.busy_ns.saturating_sub(before.busy_ns) as f64;
+        let own = self.own_ns.saturating_sub(before.own_ns) as f64;
+        (100.0 * (busy - own).max(0.0) / (wall * self.cpus as f64)).min(100.0)
+    }
+}
+
+/// User and system time of `who` (`RUSAGE_SELF` or `RUSAGE_CHILDREN`), ns.
+fn rusage_ns(who: libc::c_int) -> u64 {
+    // SAFETY: a zeroed rusage is a valid value; getrusage fills it.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::getrusage(who, &mut r) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    tv(r.ru_utime) + tv(r.ru_stime)
 }
 
 /// Medians, spreads (first and third quartile), costs and their sources.
@@ -430,4 +486,32 @@ fn run_benchmarks(
         },
     );
     Ok((bench, spread, costs, src))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CpuTimes;
+
+    fn at(wall_ms: u64, busy_ms: u64, own_ms: u64) -> CpuTimes {
+        CpuTimes {
+            wall_ns: wall_ms * 1_000_000,
+            busy_ns: busy_ms * 1_000_000,
+            own_ns: own_ms * 1_000_000,
+            cpus: 2,
+        }
+    }
+
+    #[test]
+    fn other_work_is_the_busy_time_the_measurer_did_not_use() {
+        let before = at(1_000, 5_000, 100);
+        // 10 s on 2 CPUs: 12 s busy, 9 s of it ours -> 3 s of 20 s, 15 %.
+        let after = at(11_000, 17_000, 9_100);
+        assert!((after.foreign_pct_since(&before) - 15.0).abs() < 1e-9);
+        // Alone: the machine was busy exactly as long as we were.
+        let alone = at(11_000, 14_000, 9_100);
+        assert_eq!(alone.foreign_pct_since(&before), 0.0);
+        // Counters read a tick apart can make ours exceed the machine's: never negative.
+        let skew = at(11_000, 13_990, 9_100);
+        assert_eq!(skew.foreign_pct_since(&before), 0.0);
+    }
 }

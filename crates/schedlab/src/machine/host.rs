@@ -43,7 +43,18 @@ pub struct Measured {
     pub preempt: String,
     /// True when the kernel runs under a hypervisor (`/proc/cpuinfo` flag `hypervisor`).
     pub virtualized: bool,
+    /// Share of the CPUs' time that went to other work while the micro-benchmarks ran
+    /// (`/proc/stat` busy and steal time less the measurer's own), in %: above
+    /// [`BUSY_PCT`] the costs are likely inflated. Absent in files written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreign_load_pct: Option<f64>,
 }
+
+/// Other work above this share of the CPUs while measuring makes a host file suspect:
+/// interference only adds time, and a busy minute moved the AF_UNIX costs 2-3x
+/// (docs/calibration.md, "6.x's own paths").
+pub const BUSY_PCT: f64 = 10.0;
 
 /// A measured host, as written to and read from a host file.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -223,6 +234,12 @@ mod tests {
         // Round trip: what we write is what we read.
         let text = serde_json::to_string_pretty(&h).unwrap();
         assert_eq!(HostFile::parse(&text, "again").unwrap(), h);
+        // A file that recorded the other work during its measurement keeps it.
+        let mut busy = h.clone();
+        busy.measured.foreign_load_pct = Some(34.6);
+        let text = serde_json::to_string_pretty(&busy).unwrap();
+        assert!(text.contains("\"foreign_load_pct\": 34.6"), "{text}");
+        assert_eq!(HostFile::parse(&text, "busy").unwrap(), busy);
     }
 
     #[test]
