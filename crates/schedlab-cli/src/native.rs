@@ -152,13 +152,8 @@ pub(crate) fn validate(a: crate::ValidateArgs) -> Result<(), CliError> {
         std::fs::write(path, text)
             .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
         eprintln!("schedlab: wrote the host preset {}", path.display());
-        if let Some(busy) = file.measured.foreign_load_pct {
-            if busy > schedlab::machine::host::BUSY_PCT {
-                eprintln!(
-                    "schedlab: warning: other work took {busy:.0} % of the CPUs while measuring (more than {:.0} %): the costs are likely inflated; measure again on a quiet machine",
-                    schedlab::machine::host::BUSY_PCT
-                );
-            }
+        if let Some(w) = file.measured.busy_warning() {
+            eprintln!("schedlab: warning: {w}; measure again on a quiet machine");
         }
         if a.measure_only {
             return Ok(());

@@ -382,12 +382,9 @@ pub fn validate(
             host.measured.cpu_model,
             host.measured.kernel,
             host.measured.date,
-            match host.measured.foreign_load_pct {
-                Some(p) if p > schedlab::machine::host::BUSY_PCT => format!(
-                    " (other work took {p:.0} % of the CPUs while measuring: costs likely inflated)"
-                ),
-                _ => String::new(),
-            }
+            host.measured
+                .busy_warning()
+                .map_or(String::new(), |w| format!(" ({w})"))
         ),
         target: TARGET,
     })

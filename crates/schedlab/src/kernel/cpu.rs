@@ -215,10 +215,8 @@ impl Kernel {
             Frame::Schedule => self.schedule(cpu, curr),
             Frame::ReleaseSock { fd } => self.release_sock(cpu, fd),
             Frame::WakeQueue { wq } => {
-                let list = self.take_waiters(cpu, wq, 0);
+                let (list, sync) = self.data_wake(cpu, wq);
                 if !list.is_empty() {
-                    // sock_def_readable: synchronous in 6.x.
-                    let sync = self.class.release().sync_data_wakeups();
                     let st = &mut self.tasks[curr as usize].kstack;
                     st.push(Frame::Wake {
                         list,

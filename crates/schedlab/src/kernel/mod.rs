@@ -424,6 +424,14 @@ impl Kernel {
         self.tasks[task as usize].wq_regs = regs;
     }
 
+    /// A stream's data or room wake-up of `wq`'s sleepers (`sock_def_readable`,
+    /// `unix_write_space`, the pipe's): the waiters and whether the wake-up is
+    /// synchronous, which is the release's ([`release::Release::sync_data_wakeups`]).
+    pub(crate) fn data_wake(&mut self, cpu: CpuId, wq: WqId) -> (WakeList, bool) {
+        let sync = self.class.release().sync_data_wakeups();
+        (self.take_waiters(cpu, wq, 0), sync)
+    }
+
     /// `__wake_up_common` walk: take the sleeping waiters of `wq` to wake (at most
     /// `nr_exclusive` exclusive ones; 0 = all), charging the walk to `cpu`. The result is
     /// in reverse wake order, ready for a [`frame::Frame::Wake`].

@@ -211,8 +211,7 @@ impl Kernel {
     /// those waiting at the body's start, as the calibrated model does.
     pub(crate) fn lo_data_ready(&mut self, cpu: CpuId, wq: WqId, wakes: &mut Wakes) {
         if !self.machine.lo_queue_at_end {
-            let sync = self.class.release().sync_data_wakeups();
-            wakes.push((self.take_waiters(cpu, wq, 0), sync));
+            wakes.push(self.data_wake(cpu, wq));
         } else if !self.lo_wakes.contains(&wq) {
             self.lo_wakes.push(wq);
         }

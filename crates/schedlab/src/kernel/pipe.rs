@@ -64,8 +64,7 @@ impl Kernel {
                 again: true,
             });
         }
-        let sync = self.class.release().sync_data_wakeups();
-        wakes.push((self.take_waiters(cpu, wq, 0), sync));
+        wakes.push(self.data_wake(cpu, wq));
         Outcome::Done(done as i64)
     }
 
@@ -135,8 +134,7 @@ impl Kernel {
             });
         }
         let rq = self.streams[s].read_wq;
-        let sync = self.class.release().sync_data_wakeups();
-        wakes.push((self.take_waiters(cpu, rq, 0), sync));
+        wakes.push(self.data_wake(cpu, rq));
         Outcome::Done(len as i64)
     }
 }

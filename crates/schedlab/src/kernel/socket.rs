@@ -70,8 +70,7 @@ impl Kernel {
         }
         self.copy(cpu, s, copied);
         if writable {
-            let sync = self.class.release().sync_data_wakeups();
-            wakes.push((self.take_waiters(cpu, write_wq, 0), sync));
+            wakes.push(self.data_wake(cpu, write_wq));
         }
         Outcome::Done(copied as i64)
     }
@@ -163,8 +162,7 @@ impl Kernel {
             st.written += size;
             done += size;
             let rq = st.read_wq;
-            let sync = self.class.release().sync_data_wakeups();
-            wakes.push((self.take_waiters(cpu, rq, 0), sync));
+            wakes.push(self.data_wake(cpu, rq));
         }
         Outcome::Done(len as i64)
     }

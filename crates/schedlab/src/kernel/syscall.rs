@@ -303,12 +303,8 @@ impl Kernel {
         );
         // do_pollfd's fget of each fd (2.4: the first brings the table's line, the others
         // hit).
-        if self.class.release().fget_light() {
-            for &fd in fds.iter() {
-                self.fget(cpu, task, fd);
-            }
-        } else {
-            self.files_lock(cpu, task);
+        for &fd in fds.iter() {
+            self.fget(cpu, task, fd);
         }
         let mut queues = Vec::with_capacity(fds.len());
         for (i, &fd) in fds.iter().enumerate() {

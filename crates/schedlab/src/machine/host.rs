@@ -51,6 +51,16 @@ pub struct Measured {
     pub foreign_load_pct: Option<f64>,
 }
 
+impl Measured {
+    /// What to say of a measurement during which other work took more than
+    /// [`BUSY_PCT`] of the CPUs (`None`: it was quiet, or not recorded).
+    pub fn busy_warning(&self) -> Option<String> {
+        self.foreign_load_pct.filter(|&p| p > BUSY_PCT).map(|p| {
+            format!("other work took {p:.0} % of the CPUs while measuring: the costs are likely inflated")
+        })
+    }
+}
+
 /// Other work above this share of the CPUs while measuring makes a host file suspect:
 /// interference only adds time, and a busy minute moved the AF_UNIX costs 2-3x
 /// (docs/calibration.md, "6.x's own paths").
@@ -240,6 +250,9 @@ mod tests {
         let text = serde_json::to_string_pretty(&busy).unwrap();
         assert!(text.contains("\"foreign_load_pct\": 34.6"), "{text}");
         assert_eq!(HostFile::parse(&text, "busy").unwrap(), busy);
+        assert!(busy.measured.busy_warning().unwrap().contains("35 %"));
+        busy.measured.foreign_load_pct = Some(BUSY_PCT);
+        assert_eq!(busy.measured.busy_warning(), None, "at the threshold: quiet");
     }
 
     #[test]
