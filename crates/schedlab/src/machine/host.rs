@@ -252,7 +252,11 @@ mod tests {
         assert_eq!(HostFile::parse(&text, "busy").unwrap(), busy);
         assert!(busy.measured.busy_warning().unwrap().contains("35 %"));
         busy.measured.foreign_load_pct = Some(BUSY_PCT);
-        assert_eq!(busy.measured.busy_warning(), None, "at the threshold: quiet");
+        assert_eq!(
+            busy.measured.busy_warning(),
+            None,
+            "at the threshold: quiet"
+        );
     }
 
     #[test]
