@@ -987,8 +987,10 @@ counters.sock_lock_waits    TCP calls that slept in lock_sock, the socket owned 
 counters.stream_state_transfers  lines of pipe and socket state (locks, queue heads, counters) pulled from the CPU that wrote them last (only when any were)
 counters.skb_remote         AF_UNIX skbs read on another CPU than their writer's, each priced skb_remote_ns
                             (host presets that measured it; only when any were)
-counters.skb_cold           AF_UNIX skbs read after their writer's CPU wrote more skb bytes than its L2 holds,
-                            each priced skb_cold_ns (host presets that measured it; only when any were)
+counters.skb_cold           AF_UNIX skbs read after their writer's CPU wrote more skb bytes than its L2 holds
+                            (host presets that measured skb_cold_ns; only when any were)
+counters.skb_depth_ns        ns the depths of the AF_UNIX skbs read cost in all: the host's measured curve
+                            skb_depth_ns at each skb's depth (skb_depth=on), else skb_cold_ns per cold skb
 counters.skb_page_pulls     reads that freed cold skbs after another CPU had: the allocator's shared state pulled,
                             each priced skb_page_shared_ns (host presets that measured it; only when any were)
 counters.files_line_transfers  files_struct lines fget (read, write, poll, close) pulled from the CPU that took

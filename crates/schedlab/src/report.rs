@@ -179,10 +179,15 @@ pub struct Counters {
     /// `skb_remote_ns` (shown on presets with that cost when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub skb_remote: u64,
-    /// AF_UNIX skbs read after being evicted from their writer's L2, each priced
-    /// `skb_cold_ns` (shown on presets with that cost when any were).
+    /// AF_UNIX skbs read after being evicted from their writer's L2 (shown on presets
+    /// that price skbs by depth when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub skb_cold: u64,
+    /// What the depths of the AF_UNIX skbs read cost in all, ns: the measured curve
+    /// `skb_depth_ns` at each skb's depth, or `skb_cold_ns` per cold skb (shown when
+    /// not zero).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skb_depth_ns: u64,
     /// Reads that freed cold skbs after another CPU had, each priced
     /// `skb_page_shared_ns` (shown on presets with that cost when any were).
     #[serde(skip_serializing_if = "is_zero")]
@@ -482,6 +487,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             stream_state_transfers: s.stream_state_transfers,
             skb_remote: s.skb_remote,
             skb_cold: s.skb_cold,
+            skb_depth_ns: s.skb_depth_ns,
             skb_page_pulls: s.skb_page_pulls,
             files_line_transfers: s.files_line_transfers,
             vm_mask_transfers: s.vm_mask_transfers,

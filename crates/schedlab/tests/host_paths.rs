@@ -103,3 +103,98 @@ fn the_era_presets_have_neither_cost() {
         }
     }
 }
+
+/// The shipped host file with an skb depth curve (and `skb_cold_ns` as it ships).
+fn host_with_curve(curve: Vec<[u64; 2]>) -> &'static Preset {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/host.json"))
+            .expect("data/host.json");
+    let mut h = HostFile::parse(&text, "data/host.json").expect("the shipped host file parses");
+    h.costs.skb_depth_ns = curve.try_into().expect("a valid curve");
+    Box::leak(Box::new(h.to_preset()))
+}
+
+fn run_on(m: Machine, workload: &str) -> serde_json::Value {
+    let cfg = RunConfig {
+        machine: "host".into(),
+        cpus: None,
+        policy: "eevdf:hz=250".into(),
+        workload: workload.into(),
+        seed: 1,
+    };
+    let mut sim = Simulation::on_machine(cfg, m).expect("builds");
+    sim.run(&mut |_, _| {}).expect("runs");
+    serde_json::to_value(sim.report().expect("reports")).unwrap()
+}
+
+/// An skb pays what the host measured at the depth it was queued: a curve that is the
+/// step (nothing up to the L2, `skb_cold_ns` beyond) prices exactly as the step does; a
+/// curve that rises beyond the L2 charges deep queues more; `skb_depth=off` is the step.
+#[test]
+fn an_skb_pays_the_measured_cost_of_its_depth() {
+    let deep = "hackbench:groups=2,loops=100";
+    let plain = host_with_curve(vec![]);
+    let (l2, step) = (
+        plain.costs.l2_bytes,
+        plain
+            .costs
+            .skb_cold_ns
+            .expect("the shipped host measured skb_cold_ns"),
+    );
+    let stepped = run(plain, 1, deep);
+    let cold = counter(&stepped, "skb_cold");
+    assert!(cold > 0, "deep queues on one CPU: cold skbs");
+    assert_eq!(counter(&stepped, "skb_depth_ns"), cold * step);
+    let as_step = run(host_with_curve(vec![[l2, 0], [4 * l2, step]]), 1, deep);
+    assert_eq!(as_step["result"], stepped["result"], "the step as a curve");
+    assert_eq!(counter(&as_step, "skb_depth_ns"), cold * step);
+    let rising = host_with_curve(vec![[l2, 0], [2 * l2, step], [4 * l2, 10 * step]]);
+    let steep = run(rising, 1, deep);
+    assert!(counter(&steep, "skb_depth_ns") > cold * step);
+    assert!(seconds(&steep) > seconds(&stepped), "deeper skbs cost more");
+    let mut off = Machine::boot(rising, Some(1)).expect("boots");
+    off.skb_depth = false;
+    let off = run_on(off, deep);
+    assert_eq!(off["result"], stepped["result"], "skb_depth=off: the step");
+}
+
+/// The shipped host file with `fork_child_ns = first` and `exit_ns` less `out`.
+fn host_with_first_steps(first: u64, out: u64) -> &'static Preset {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/host.json"))
+            .expect("data/host.json");
+    let mut h = HostFile::parse(&text, "data/host.json").expect("the shipped host file parses");
+    h.costs.exit_ns -= out;
+    h.costs.fork_child_ns = first;
+    Box::leak(Box::new(h.to_preset()))
+}
+
+/// A forked process pays `fork_child_ns` when it first runs, a thread does not: moved
+/// out of `exit_ns`, it leaves fork+exit+wait on one CPU as it was; threads pay only
+/// the lower exit; where the child runs first is what changes.
+#[test]
+fn a_forked_childs_first_steps_are_paid_when_it_first_runs() {
+    let (none, some) = (
+        host_with_first_steps(0, 0),
+        host_with_first_steps(10_000, 10_000),
+    );
+    let fork = "lat_proc:op=fork,n=200";
+    let (a, b) = (run(none, 1, fork), run(some, 1, fork));
+    let (x, y) = (seconds_or_value(&a), seconds_or_value(&b));
+    assert!((x - y).abs() <= 1e-9 * x.abs().max(1.0), "{x} vs {y}");
+    let threads = "hackbench:groups=1,loops=20,fds=5,threads=on";
+    let lower_exit = host_with_first_steps(0, 10_000);
+    assert_eq!(
+        run(lower_exit, 1, threads)["result"],
+        run(some, 1, threads)["result"]
+    );
+    // Processes on two CPUs: a child still busy with its first steps when the next is
+    // forked keeps that one off its CPU (find_idlest_group), so placements change.
+    let procs = "hackbench:groups=1,loops=20,fds=5";
+    let (p, q) = (run(none, 2, procs), run(some, 2, procs));
+    assert_ne!(p["result"], q["result"]);
+}
+
+fn seconds_or_value(v: &serde_json::Value) -> f64 {
+    v["result"]["value"].as_f64().unwrap()
+}

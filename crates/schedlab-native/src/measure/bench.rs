@@ -153,9 +153,14 @@ pub(super) fn waking_write(a: usize, b: usize, n: u64) -> Res<f64> {
     Ok(median(v))
 }
 
-/// fork() as the parent sees it, waitpid() of a zombie, and the whole fork+exit+wait.
-pub(super) fn fork_costs(n: u64) -> Res<(f64, f64, f64)> {
-    let (mut fork, mut wait, mut whole) = (Vec::new(), Vec::new(), Vec::new());
+/// fork() as the parent sees it, waitpid() of a zombie, the whole fork+exit+wait, and
+/// a child's first byte: from fork()'s return in the parent (which then blocks reading a
+/// pipe) to the byte the child writes first thing (then blocking itself, so that its
+/// exit stays out of the figure), on one CPU.
+pub(super) fn fork_costs(n: u64) -> Res<[f64; 4]> {
+    let (mut fork, mut wait, mut whole, mut first) = (vec![], vec![], vec![], vec![]);
+    let (byte_r, byte_w) = sys::pipe()?;
+    let (go_r, go_w) = sys::pipe()?;
     for _ in 0..n {
         let t0 = now_ns();
         // SAFETY: the child exits at once.
@@ -186,8 +191,39 @@ pub(super) fn fork_costs(n: u64) -> Res<(f64, f64, f64)> {
         fork.push((t1 - t0) as f64);
         wait.push((t3 - t2) as f64);
         whole.push((t3 - t0) as f64);
+        first.push(first_byte(byte_r, byte_w, go_r, go_w)?);
     }
-    Ok((median(fork), median(wait), median(whole)))
+    for fd in [byte_r, byte_w, go_r, go_w] {
+        sys::close(fd);
+    }
+    Ok([median(fork), median(wait), median(whole), median(first)])
+}
+
+/// One child's first byte (see [`fork_costs`]), ns; the child is released and reaped after.
+fn first_byte(byte_r: RawFd, byte_w: RawFd, go_r: RawFd, go_w: RawFd) -> Res<f64> {
+    // SAFETY: the child writes one byte, reads one, and _exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let mut b = [0u8; 1];
+        // SAFETY: plain syscalls on inherited pipes, then leaving the child.
+        unsafe {
+            libc::write(byte_w, b"c".as_ptr().cast(), 1);
+            libc::read(go_r, b.as_mut_ptr().cast(), 1);
+            libc::_exit(0)
+        }
+    }
+    if pid < 0 {
+        return Err(format!("fork failed ({})", sys::strerror(sys::errno())).into());
+    }
+    let t0 = now_ns();
+    let mut b = [0u8; 1];
+    sys::read_full(byte_r, &mut b, "the child's first byte")?;
+    let ns = (now_ns() - t0) as f64;
+    sys::write_full(go_w, b"g")?;
+    let mut st = 0;
+    // SAFETY: reaping our own child.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+    Ok(ns)
 }
 
 pub(super) fn clone_cost(n: u64) -> Res<f64> {
@@ -356,9 +392,27 @@ fn unix_queue_round(pairs: &[(RawFd, RawFd)], depth: usize) -> Res<()> {
             sys::write_full(a, &buf)?;
         }
     }
+    read_queues(pairs, depth, &mut buf)
+}
+
+/// One round of [`unix_depth`]: one write on each pair in turn, `depth` times over (as a
+/// sender writes to many receivers: one socket's skbs lie apart in the slab), then
+/// every read, socket by socket.
+fn unix_depth_round(pairs: &[(RawFd, RawFd)], depth: usize) -> Res<()> {
+    let mut buf = [5u8; 100];
+    for _ in 0..depth {
+        for &(a, _) in pairs {
+            sys::write_full(a, &buf)?;
+        }
+    }
+    read_queues(pairs, depth, &mut buf)
+}
+
+/// Read back `depth` 100-byte messages from each pair, socket by socket.
+fn read_queues(pairs: &[(RawFd, RawFd)], depth: usize, buf: &mut [u8; 100]) -> Res<()> {
     for &(_, b) in pairs {
         for _ in 0..depth {
-            sys::read_full(b, &mut buf, "measure queue")?;
+            sys::read_full(b, buf, "measure queue")?;
         }
     }
     Ok(())
@@ -368,14 +422,33 @@ fn unix_queue_round(pairs: &[(RawFd, RawFd)], depth: usize) -> Res<()> {
 /// back, in one thread: ns per write+read, over at least four rounds after an untimed
 /// one (the first round faults the slab pages in).
 pub(super) fn unix_queue(sockets: usize, depth: usize, messages: usize) -> Res<f64> {
+    timed_queue(sockets, depth, messages, 4, unix_queue_round)
+}
+
+/// The depth curve's queue: `sockets` socketpairs, each `depth` deep, written in turn
+/// ([`unix_depth_round`]) and read back: ns per write+read over at least two timed
+/// rounds after an untimed one (the deepest take tens of MB a round; the interleaved
+/// repetitions give the spread).
+pub(super) fn unix_depth(sockets: usize, depth: usize, messages: usize) -> Res<f64> {
+    timed_queue(sockets, depth, messages, 2, unix_depth_round)
+}
+
+/// `min_rounds` or more timed rounds of `round` over fresh socketpairs, after an untimed one.
+fn timed_queue(
+    sockets: usize,
+    depth: usize,
+    messages: usize,
+    min_rounds: usize,
+    round: fn(&[(RawFd, RawFd)], usize) -> Res<()>,
+) -> Res<f64> {
     let pairs: Vec<(RawFd, RawFd)> = (0..sockets)
         .map(|_| sys::socketpair())
         .collect::<Res<_>>()?;
-    let rounds = (messages / (sockets * depth)).max(4);
-    unix_queue_round(&pairs, depth)?;
+    let rounds = (messages / (sockets * depth)).max(min_rounds);
+    round(&pairs, depth)?;
     let t0 = now_ns();
     for _ in 0..rounds {
-        unix_queue_round(&pairs, depth)?;
+        round(&pairs, depth)?;
     }
     let ns = (now_ns() - t0) as f64 / (rounds * sockets * depth) as f64;
     for (a, b) in pairs {
@@ -615,11 +688,11 @@ impl ForkServer {
                 sys::close(rep_r);
                 let mut b = [0u8; 1];
                 while sys::read_full(req_r, &mut b, "fork server").is_ok() {
-                    let Ok((f, w, whole)) = fork_costs(60) else {
+                    let Ok(figures) = fork_costs(60) else {
                         break;
                     };
-                    let mut out = [0u8; 24];
-                    for (i, v) in [f, w, whole].into_iter().enumerate() {
+                    let mut out = [0u8; 32];
+                    for (i, v) in figures.into_iter().enumerate() {
                         out[8 * i..8 * i + 8].copy_from_slice(&v.to_le_bytes());
                     }
                     if sys::write_full(rep_w, &out).is_err() {
@@ -641,13 +714,14 @@ impl ForkServer {
         }
     }
 
-    /// One sample: fork, waitpid of a zombie, and fork+exit+wait, ns (medians of 60).
-    pub(super) fn sample(&self) -> Res<(f64, f64, f64)> {
+    /// One sample: fork, waitpid of a zombie, fork+exit+wait and a child's first byte,
+    /// ns (medians of 60).
+    pub(super) fn sample(&self) -> Res<[f64; 4]> {
         sys::write_full(self.request, b"f")?;
-        let mut b = [0u8; 24];
+        let mut b = [0u8; 32];
         sys::read_full(self.reply, &mut b, "fork server reply")?;
         let v = |i: usize| f64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes"));
-        Ok((v(0), v(1), v(2)))
+        Ok([v(0), v(1), v(2), v(3)])
     }
 }
 

@@ -22,10 +22,12 @@
 //! | `ipi_send_ns`        | a `write()` waking a reader on another CPU, less a local one |
 //! | `ipi_latency_ns`     | solved with the simulator: the process ping-pong across CPUs |
 //! | `skb_cold_ns`        | 80 socketpairs queued 4 × L2 deep, less 1 deep, per skb      |
+//! | `skb_depth_ns`       | queues of L2/2, L2, 2 L2 … 64 MB written across sockets, less 1 deep: each band |
 //! | `skb_remote_ns`      | AF_UNIX messages written on one CPU, read on another, less both on one |
 //! | `skb_page_shared_ns` | the deep queue beside another CPU's own, less alone, × 2     |
 //! | `tcp_*_ns`           | 100-byte loopback TCP write + read in one thread, split 2:2:14:9 |
 //! | `fork_ns` …          | `fork()` in the parent; `waitpid()` of a zombie; the rest exit |
+//! | `fork_child_ns`      | a child's first byte to its parent on one CPU, less two process hops; out of `exit_ns` |
 //! | `c2c_line_ns`        | a line bounced between two CPUs, per transfer                |
 //! | `l2_line_ns`, `mem_line_ns` | streaming reads of half the L2 and of 64 MB, per line  |
 //! | `mem_latency_ns`     | dependent loads through a random cycle over 4 × L2           |
@@ -54,6 +56,73 @@ use crate::sys::{self, Res};
 use bench::*;
 use probe::*;
 use solve::{solve, Geometry};
+
+/// One point of the skb depth curve: `sockets` socketpairs queued `depth` deep, `bytes`
+/// of skbs in all (truesize).
+struct DepthPoint {
+    name: &'static str,
+    sockets: usize,
+    depth: usize,
+    bytes: u64,
+}
+
+/// The deepest queue the depth curve measures: beyond a VM's or a desktop's LLC share,
+/// within what a round can take in time and memory.
+const DEPTH_MAX_BYTES: u64 = 64 << 20;
+
+/// The depth curve's points (`unix_depth_J`): queues of L2/2, L2, 2 L2 … up to
+/// [`DEPTH_MAX_BYTES`], each on as many socketpairs as it needs at three quarters of what
+/// one takes before `EAGAIN`, and no more than `fds` descriptors allow.
+fn depth_points(l2: u64, truesize: usize, msgs: u64, fds: usize) -> Vec<DepthPoint> {
+    let per_socket = (msgs as usize * 3 / 4).max(1);
+    let mut points = Vec::new();
+    let mut target = (l2 / 2).max(64 << 10);
+    while target <= DEPTH_MAX_BYTES {
+        let sockets = (target as usize).div_ceil(per_socket * truesize);
+        let depth = (target as usize)
+            .div_ceil(sockets * truesize)
+            .min(per_socket);
+        if 2 * sockets > fds {
+            break;
+        }
+        let name = Box::leak(format!("unix_depth_{}", points.len()).into_boxed_str());
+        let bytes = (sockets * depth * truesize) as u64;
+        points.push(DepthPoint {
+            name,
+            sockets,
+            depth,
+            bytes,
+        });
+        target *= 2;
+    }
+    points
+}
+
+/// Descriptors this process may still open, after raising its soft `RLIMIT_NOFILE` to
+/// the hard limit (the deepest queue needs several hundred socketpairs).
+fn open_files_allowed() -> usize {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid out-pointer; setrlimit only raises the soft limit up to the hard one.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 {
+            let want = rl.rlim_max.min(1 << 16);
+            if want > rl.rlim_cur {
+                let raised = libc::rlimit {
+                    rlim_cur: want,
+                    rlim_max: rl.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    rl.rlim_cur = want;
+                }
+            }
+        }
+    }
+    let open = std::fs::read_dir("/proc/self/fd").map_or(64, |d| d.count());
+    (rl.rlim_cur as usize).saturating_sub(open + 64)
+}
 
 /// What to measure with.
 #[derive(Clone, Debug)]
@@ -272,6 +341,7 @@ fn run_benchmarks(
     let truesize = (sndbuf / msgs.max(1)).max(128) as usize;
     let deep = (4 * l2 as usize / (80 * truesize)).clamp(2, msgs.max(2) as usize - 1);
     let deep_name: &'static str = Box::leak(format!("unix_queue_80x{deep}").into_boxed_str());
+    let depths = depth_points(l2, truesize, msgs, open_files_allowed());
     let (pr, pw) = sys::pipe()?;
     let (ua, ub) = sys::socketpair()?;
     let tcp = tcp_loopback()?;
@@ -329,11 +399,12 @@ fn run_benchmarks(
         (
             "fork",
             Box::new(|| {
-                let (f, w, whole) = forks.sample()?;
+                let [f, w, whole, first] = forks.sample()?;
                 Ok(vec![
                     ("fork_parent", f),
                     ("waitpid_zombie", w),
                     ("fork_exit_wait", whole),
+                    ("fork_child_first_byte", first),
                 ])
             }),
         ),
@@ -415,6 +486,16 @@ fn run_benchmarks(
             }),
         ),
         (
+            "unix_depth",
+            Box::new(|| {
+                pin_self(a)?;
+                depths
+                    .iter()
+                    .map(|p| Ok((p.name, unix_depth(p.sockets, p.depth, 100_000)?)))
+                    .collect()
+            }),
+        ),
+        (
             "unix_handoff",
             Box::new(move || {
                 Ok(vec![
@@ -468,6 +549,9 @@ fn run_benchmarks(
     }
     bench.insert("unix_fill_100_msgs".into(), msgs as f64);
     bench.insert("unix_queue_deep".into(), deep as f64);
+    for p in &depths {
+        bench.insert(format!("{}_bytes", p.name), p.bytes as f64);
+    }
     bench.insert("rounds".into(), reps as f64);
     let pipe_bytes = pipe_size()?;
     let (costs, src) = solve(

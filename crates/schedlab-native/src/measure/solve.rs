@@ -58,6 +58,62 @@ impl std::ops::Mul<f64> for Est {
     }
 }
 
+impl Geometry {
+    /// An AF_UNIX skb's truesize as the fill probe saw it.
+    fn truesize(&self) -> u64 {
+        (self.sndbuf / self.msgs.max(1)).max(128)
+    }
+}
+
+/// The skb depth curve (`Costs::skb_depth_ns`) from the `unix_depth_J` queues: each
+/// queue's mean cost over the 1-deep one (a difference within its spread takes half the
+/// spread, [`solve`]'s rule), then each band's from the means. In a queue `T` bytes deep
+/// written and read in one order, the skbs' depths spread evenly over `[0, T)`, so its
+/// mean is the curve's mean over that range: the band `(T_{j-1}, T_j]` costs
+/// `(T_j m_j - T_{j-1} m_{j-1}) / (T_j - T_{j-1})` (never below 0). The 1-deep queue is
+/// the origin: its depths, `80 x truesize`, cost nothing by definition.
+fn depth_curve(
+    b: &BTreeMap<String, f64>,
+    e: &dyn Fn(&str) -> Est,
+    truesize: u64,
+) -> Option<(schedlab::machine::preset::DepthCurve, String)> {
+    let base = e("unix_queue_80x1");
+    let (mut prev_t, mut prev_m) = ((80 * truesize) as f64, 0.0);
+    let (mut points, mut notes) = (Vec::new(), Vec::new());
+    for j in 0..schedlab::machine::preset::DepthCurve::MAX {
+        let name = format!("unix_depth_{j}");
+        let (Some(_), Some(&t)) = (b.get(&name), b.get(&format!("{name}_bytes"))) else {
+            break;
+        };
+        let x = e(&name) - base;
+        let (m, resolved) = if x.v > x.spread {
+            (x.v, "")
+        } else {
+            (x.spread / 2.0, " unresolved")
+        };
+        let band = ((t * m - prev_t * prev_m) / (t - prev_t)).max(0.0);
+        points.push([t as u64, band.round() as u64]);
+        notes.push(format!(
+            "{:.1} MB: mean {:.0} +/- {:.0}{resolved}, band {:.0}",
+            t / 1048576.0,
+            x.v,
+            x.spread,
+            band
+        ));
+        (prev_t, prev_m) = (t, m);
+    }
+    let curve = schedlab::machine::preset::DepthCurve::try_from(points).ok()?;
+    (!curve.is_empty()).then(|| {
+        (
+            curve,
+            format!(
+                "100-byte AF_UNIX write+read over queues of doubling depth less queued 1 deep, per skb; each band from the means ({})",
+                notes.join("; ")
+            ),
+        )
+    })
+}
+
 /// Solve the cost equations (module doc) from the medians and their spreads.
 ///
 /// A cost solved as a difference is kept only when it exceeds the spread it inherits;
@@ -152,6 +208,12 @@ pub(super) fn solve(
     if b.contains_key("unix_queue_80x1") && b.contains_key(&deep) {
         c.skb_cold_ns = Some(set(&mut src, "skb_cold_ns", e(&deep) - e("unix_queue_80x1"), "100-byte AF_UNIX write+read over 80 socketpairs queued 4 x L2 deep, less queued 1 deep, per skb"));
     }
+    if b.contains_key("unix_queue_80x1") {
+        if let Some((curve, note)) = depth_curve(b, &e, g.truesize()) {
+            c.skb_depth_ns = curve;
+            src.insert("skb_depth_ns".into(), format!("measured: {note}"));
+        }
+    }
     if b.contains_key("unix_queue_deep_paired") && b.contains_key(&deep) {
         // Both loops free cold skbs at the same rate at independent moments, so half the
         // frees find the allocator's shared state last touched by the other CPU: the
@@ -230,12 +292,36 @@ pub(super) fn solve(
         e("waitpid_zombie"),
         "waitpid() of a zombie",
     );
-    c.exit_ns = set(
-        &mut src,
-        "exit_ns",
-        e("fork_exit_wait") - e("fork_parent") - e("waitpid_zombie"),
-        "fork+exit+wait less fork and wait (the child's exit and the parent's wake-up)",
-    );
+    // A child's first steps (ret_from_fork, its first switch_mm, the copy-on-write faults
+    // of what it touches first) are in fork+exit+wait too: solved apart, they leave exit.
+    let first = b
+        .contains_key("fork_child_first_byte")
+        .then(|| e("fork_child_first_byte") - e("hop_same_process") * 2.0);
+    if first.is_none() {
+        src.insert(
+            "fork_child_ns".into(),
+            "0: not measured (a host file of an older schedlab); the child's first steps are inside exit_ns".into(),
+        );
+    }
+    c.fork_child_ns = first.map_or(0, |x| {
+        set(
+            &mut src,
+            "fork_child_ns",
+            x,
+            "a forked child's first byte back to its blocked parent on one CPU, less two process hops (the parent's read and switch, the child's write, read and switch)",
+        )
+    });
+    let (exit, how) = match first {
+        Some(x) => (
+            e("fork_exit_wait") - e("fork_parent") - e("waitpid_zombie") - x,
+            "fork+exit+wait less fork, wait and the child's first steps (fork_child_ns): the child's exit and the parent's wake-up",
+        ),
+        None => (
+            e("fork_exit_wait") - e("fork_parent") - e("waitpid_zombie"),
+            "fork+exit+wait less fork and wait (the child's exit and the parent's wake-up)",
+        ),
+    };
+    c.exit_ns = set(&mut src, "exit_ns", exit, how);
     c.clone_ns = set(
         &mut src,
         "clone_ns",
@@ -546,6 +632,61 @@ mod tests {
         for k in fields.as_object().unwrap().keys() {
             assert!(src.contains_key(k), "no source for {k}");
         }
+    }
+
+    /// The depth curve's bands come from the queues' means: a queue `T` deep averages
+    /// the curve over `[0, T)`, so a band is `(T_j m_j - T_j-1 m_j-1) / (T_j - T_j-1)`.
+    #[test]
+    fn the_depth_curve_is_solved_band_by_band_from_the_means() {
+        let mut b = bench();
+        let base = 80.0 * (212_992 / 278) as f64;
+        // Means over the 1-deep queue's 3000: +100 at 1 MB, +300 at 2 MB, +1000 at 4 MB.
+        for (j, (t, m)) in [(1 << 20, 100.0), (2 << 20, 300.0), (4 << 20, 1000.0)]
+            .into_iter()
+            .enumerate()
+        {
+            b.insert(format!("unix_depth_{j}"), 3000.0 + m);
+            b.insert(format!("unix_depth_{j}_bytes"), t as f64);
+        }
+        let (c, src) = solve(&b, &BTreeMap::new(), geometry());
+        let mb = (1 << 20) as f64;
+        let first = (mb * 100.0 / (mb - base)).round() as u64;
+        assert_eq!(
+            c.skb_depth_ns.points(),
+            &[
+                [1 << 20, first],
+                [2 << 20, 500],  // (2 x 300 - 1 x 100) / 1
+                [4 << 20, 1700], // (4 x 1000 - 2 x 300) / 2
+            ]
+        );
+        assert!(
+            src["skb_depth_ns"].contains("band 1700"),
+            "{}",
+            src["skb_depth_ns"]
+        );
+        // A shallower-than-before mean never makes a band negative.
+        b.insert("unix_depth_2".into(), 3000.0 + 100.0);
+        let (c, _) = solve(&b, &BTreeMap::new(), geometry());
+        assert_eq!(c.skb_depth_ns.points()[2], [4 << 20, 0]);
+        // Without the queues, no curve: the step (skb_cold_ns) applies.
+        let (c, src) = solve(&bench(), &BTreeMap::new(), geometry());
+        assert!(c.skb_depth_ns.is_empty() && !src.contains_key("skb_depth_ns"));
+    }
+
+    /// A child's first byte, less two process hops, is its first steps; they leave the
+    /// exit figure, so fork + first steps + exit + wait still sum to fork+exit+wait.
+    #[test]
+    fn a_childs_first_steps_come_out_of_exit() {
+        let mut b = bench();
+        b.insert("fork_child_first_byte".into(), 26_200.0);
+        let (c, src) = solve(&b, &BTreeMap::new(), geometry());
+        assert_eq!(c.fork_child_ns, 20_000); // 26 200 - 2 x 3 100
+        assert_eq!(c.exit_ns, 25_000); // 100 000 - 50 000 - 5 000 - 20 000
+        assert_eq!(c.fork_ns + c.fork_child_ns + c.exit_ns + c.wait_ns, 100_000);
+        assert!(src["exit_ns"].contains("fork_child_ns"));
+        let (c, src) = solve(&bench(), &BTreeMap::new(), geometry());
+        assert_eq!((c.fork_child_ns, c.exit_ns), (0, 45_000));
+        assert!(src["fork_child_ns"].contains("not measured"));
     }
 
     /// A difference within the spread of its terms is not solved: the documented rule

@@ -133,13 +133,36 @@ pub struct Skb {
 }
 
 /// Where an skb's lines are when it is read: per CPU, the skb bytes written there so far.
-/// An skb followed on its CPU by more than the L2 holds has been evicted from it (a FIFO
-/// stand-in for LRU: skbs are written once and read once, oldest first).
+/// An skb's depth is what its CPU wrote after it (a FIFO stand-in for LRU reuse distance:
+/// skbs are written once and read once, oldest first); beyond the L2 it has been evicted
+/// from it (cold), and it costs what the host measured at that depth.
 pub struct Ageing<'a> {
     /// Skb bytes written per CPU.
     pub written: &'a [u64],
-    /// Bytes after which an skb counts as evicted.
+    /// Bytes after which an skb counts as evicted from the L2 (cold).
     pub capacity: u64,
+    /// Measured `[depth, ns]` points (`Costs::skb_depth_ns`); empty: one step at `capacity`.
+    pub curve: &'a [[u64; 2]],
+    /// The step's price (`Costs::skb_cold_ns`).
+    pub step_ns: crate::engine::Time,
+}
+
+impl Ageing<'_> {
+    /// What reading an skb queued `depth` bytes deep costs beyond a shallow one: the
+    /// curve's band that holds `depth` (a point `[d, ns]` prices depths above the previous
+    /// point's up to `d`; the last band goes on), or the step.
+    pub fn price(&self, depth: u64) -> crate::engine::Time {
+        match self
+            .curve
+            .iter()
+            .find(|p| depth <= p[0])
+            .or(self.curve.last())
+        {
+            Some(p) => p[1],
+            None if depth > self.capacity => self.step_ns,
+            None => 0,
+        }
+    }
 }
 
 /// TCP sender state of one direction (2.4 `struct tcp_opt`, the parts that decide when a
@@ -237,16 +260,16 @@ impl Stream {
     /// Sockets: copy out up to `len` bytes across the queued skbs, oldest first. Returns
     /// the bytes taken and the truesize of the skbs emptied (their owner decides when
     /// that space returns to the sender: AF_UNIX at once, TCP at the ACK).
-    /// With `ageing`, also counts the emptied skbs that had been evicted from their
-    /// writer's cache (third value). The low memory of the emptied skbs is added to
-    /// `kmem_freed`.
+    /// With `ageing`, also returns how many emptied skbs had been evicted from their
+    /// writer's L2 (third value) and what their depths cost ([`Ageing::price`], fourth).
+    /// The low memory of the emptied skbs is added to `kmem_freed`.
     pub fn take_skbs(
         &mut self,
         len: u64,
         ageing: Option<&Ageing<'_>>,
         kmem_freed: &mut u64,
-    ) -> (u64, u64, u64) {
-        let (mut copied, mut emptied, mut cold) = (0, 0, 0);
+    ) -> (u64, u64, u64, crate::engine::Time) {
+        let (mut copied, mut emptied, mut cold, mut cost) = (0, 0, 0, 0);
         while copied < len {
             let Some(front) = self.skbs.front_mut() else {
                 break;
@@ -259,15 +282,15 @@ impl Stream {
                 emptied += skb.truesize;
                 *kmem_freed += skb.kmem;
                 if let Some(a) = ageing {
-                    if a.written[skb.cpu] - skb.stamp > a.capacity {
-                        cold += 1;
-                    }
+                    let depth = a.written[skb.cpu] - skb.stamp;
+                    cold += u64::from(depth > a.capacity);
+                    cost += a.price(depth);
                 }
             }
         }
         self.len -= copied;
         self.read += copied;
-        (copied, emptied, cold)
+        (copied, emptied, cold, cost)
     }
 
     /// Data to read, or end of file.
@@ -359,22 +382,50 @@ mod tests {
         let a = Ageing {
             written: &written,
             capacity: 4_000,
+            curve: &[],
+            step_ns: 10,
         };
         // CPU 0 wrote 10 000 bytes in all: the skb stamped 5 000 has 5 000 after it (cold),
         // the one stamped 7 000 has 3 000 (warm); CPU 1's skb at 0 has 1 000 (warm).
         let mut s = queued(&[(0, 5_000), (0, 7_000), (1, 0)]);
-        assert_eq!(s.take_skbs(300, Some(&a), &mut 0), (300, 2_400, 1));
+        assert_eq!(s.take_skbs(300, Some(&a), &mut 0), (300, 2_400, 1, 10));
         let mut s = queued(&[(0, 5_000)]);
         assert_eq!(
             s.take_skbs(50, Some(&a), &mut 0),
-            (50, 0, 0),
+            (50, 0, 0, 0),
             "a part-read skb is not freed"
         );
         assert_eq!(
             s.take_skbs(50, None, &mut 0),
-            (50, 800, 0),
+            (50, 800, 0, 0),
             "no ageing: nothing is cold"
         );
+    }
+
+    /// With a measured curve an skb pays its depth's band (the first point at or above
+    /// its depth; the last band beyond), and counts as cold only beyond the L2.
+    #[test]
+    fn an_skb_pays_the_band_its_depth_falls_in() {
+        let a = Ageing {
+            written: &[100_000],
+            capacity: 4_000,
+            curve: &[[2_000, 5], [8_000, 50], [32_000, 400]],
+            step_ns: 999,
+        };
+        assert_eq!(a.price(0), 5, "shallower than the first point: its band");
+        assert_eq!(a.price(2_000), 5);
+        assert_eq!(a.price(2_001), 50);
+        assert_eq!(a.price(8_000), 50);
+        assert_eq!(a.price(20_000), 400);
+        assert_eq!(
+            a.price(1 << 30),
+            400,
+            "beyond the last point: its band goes on"
+        );
+        // Depths 99 000, 94 000, 97 000 and 1 500: bands 400, 400, 400 and 5; the last is warm.
+        let mut s = queued(&[(0, 1_000), (0, 6_000), (0, 3_000), (0, 98_500)]);
+        let (_, _, cold, cost) = s.take_skbs(400, Some(&a), &mut 0);
+        assert_eq!((cold, cost), (3, 1_205));
     }
 
     #[test]

@@ -210,8 +210,10 @@ pub struct KernelStats {
     /// (counted only where the preset has that cost).
     pub skb_remote: u64,
     /// AF_UNIX skbs read after their writer's CPU had written more skb bytes than its L2
-    /// holds, priced by `skb_cold_ns` (counted only where the preset has that cost).
+    /// holds (counted only where the preset prices skbs by depth: `skb_cold_ns`).
     pub skb_cold: u64,
+    /// What the depths of the skbs read cost in all (`skb_depth_ns` or the step), ns.
+    pub skb_depth_ns: u64,
     /// Reads that freed cold skbs after another CPU had (`skb_page_shared_ns` each).
     pub skb_page_pulls: u64,
     /// `files_struct` lines pulled by `fget` from the CPU that took `file_lock` last.

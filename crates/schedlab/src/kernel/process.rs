@@ -88,6 +88,15 @@ impl Kernel {
             });
         }
         self.start_program(id, Some(Frame::SysExit));
+        // A process's first steps in its copied mm (`fork_child_ns`), before it returns.
+        let first = self.machine.costs().fork_child_ns;
+        if !thread && first > 0 {
+            self.tasks[id as usize].kstack.push(Frame::Compute {
+                left: first,
+                ws: 0,
+                todo: 0,
+            });
+        }
         self.stats.forks += 1;
         self.wake_up_new_task(cpu, id, Some(parent));
         self.tasks[parent as usize].ret = self.tasks[id as usize].pid as i64;

@@ -32,27 +32,38 @@ impl Kernel {
         if let Some(out) = self.wait_for_data(cpu, task, s, fd, len) {
             return out;
         }
-        let ageing = costs.skb_cold_ns.map(|_| crate::kernel::chan::Ageing {
-            written: &self.skb_written,
-            capacity: costs.l2_bytes,
-        });
+        let curve: &[[u64; 2]] = if self.machine.skb_depth {
+            costs.skb_depth_ns.points()
+        } else {
+            &[]
+        };
+        let ageing = costs
+            .skb_cold_ns
+            .map(|step_ns| crate::kernel::chan::Ageing {
+                written: &self.skb_written,
+                capacity: costs.l2_bytes,
+                curve,
+                step_ns,
+            });
         let st = &mut self.streams[s];
         // Which skbs another CPU wrote, asked only where the preset prices them.
         let foreign = costs
             .skb_remote_ns
             .map(|ns| (ns, st.foreign_skbs(len, cpu)));
         let mut kmem = 0;
-        let (copied, freed, cold) = st.take_skbs(len, ageing.as_ref(), &mut kmem);
+        let (copied, freed, cold, cold_ns) = st.take_skbs(len, ageing.as_ref(), &mut kmem);
         self.kmem_free(super::kmem::KmemKind::Skbs, kmem);
         let st = &mut self.streams[s];
         st.wmem -= freed;
         let writable = freed > 0 && st.wmem * 4 <= st.cap;
         let write_wq = st.write_wq;
         // Skbs evicted from their writer's cache while queued: slab object, head and data
-        // refill from beyond the L2 (`skb_cold_ns`, measured per skb on modern hosts).
-        if let Some(ns) = costs.skb_cold_ns {
+        // refill from as far as their depth put them (`skb_depth_ns`, `skb_cold_ns`,
+        // measured per skb on modern hosts).
+        if costs.skb_cold_ns.is_some() {
             self.stats.skb_cold += cold;
-            self.charge(cpu, cold * ns, Acct::Running);
+            self.stats.skb_depth_ns += cold_ns;
+            self.charge(cpu, cold_ns, Acct::Running);
         }
         // Cold skbs turn their slab pages over through state all CPUs share: after
         // another CPU did, it comes from there (`skb_page_shared_ns`, measured).

@@ -257,7 +257,7 @@ impl Kernel {
         let st = &mut self.streams[s];
         let queued = st.skbs.len();
         let avail = st.visible_len(now);
-        let (copied, emptied, _) = st.take_skbs(len.min(avail), None, &mut 0);
+        let (copied, emptied, ..) = st.take_skbs(len.min(avail), None, &mut 0);
         let freed = (queued - st.skbs.len()) as u64;
         st.tcp.read_unacked += emptied;
         st.tcp.read_unacked_segs += freed as u32;

@@ -181,6 +181,7 @@ pub fn numa1024_costs() -> Costs {
         udp_sendmsg_ns: at_clock(p6.udp_sendmsg_ns),
         udp_recvmsg_ns: at_clock(p6.udp_recvmsg_ns),
         skb_cold_ns: None,
+        skb_depth_ns: super::preset::DepthCurve::EMPTY,
         l2_latency_ns_per_kb: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
@@ -190,6 +191,7 @@ pub fn numa1024_costs() -> Costs {
         copy_ns_per_kb: at_clock(p6.copy_ns_per_kb),
         sum_ns_per_kb: at_clock(p6.sum_ns_per_kb),
         fork_ns: at_clock(p6.fork_ns),
+        fork_child_ns: at_clock(p6.fork_child_ns),
         clone_ns: at_clock(p6.clone_ns),
         file_create_ns: at_clock(p6.file_create_ns),
         exec_ns: at_clock(p6.exec_ns),
@@ -392,6 +394,7 @@ mod tests {
         let fields = serde_json::to_value(Costs {
             c2c_smt_line_ns: Some(1),
             c2c_cross_package_line_ns: Some(1),
+            skb_depth_ns: vec![[1, 1]].try_into().unwrap(),
             ..piii700(1024)
         })
         .unwrap();

@@ -58,6 +58,9 @@ crate::options! {
         tcp_nospace: String = choice("auto", &["auto", "on", "off"])
             .help("an ACK wakes a TCP socket's sleepers (`write_space`) only when a writer found the send buffer full (SOCK_NOSPACE), as tcp_check_space does in every release; off: on every ACK that leaves room (the era's calibrated model); auto: on for 6.x policies, off for the era's")
             .source("2.4 and 6.x net/ipv4/tcp_input.c tcp_check_space; docs/calibration.md, \"6.x's own paths\"");
+        skb_depth: bool = flag("on")
+            .help("an AF_UNIX skb costs what the host measured at the depth it was queued (the skb bytes its writer's CPU queued after it, a curve over the host's caches); off: one step at the L2 (skb_cold_ns). Host presets that measured the curve only")
+            .source("docs/calibration.md, \"How deep an skb was queued\"");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
             .help("RAM, which sets max_threads, RLIMIT_NPROC's default, file-max (2.4.20, 2.6) and mem_map's share of low memory; auto: the preset's")
             .source("the preset (schedlab list machines)");
@@ -131,6 +134,9 @@ pub struct Machine {
     /// An ACK wakes a TCP writer only after it found the buffer full (`tcp_nospace=on`);
     /// `None`: as the policy's release (`auto`).
     pub tcp_nospace: Option<bool>,
+    /// An AF_UNIX skb is priced by the depth it was queued at (`skb_depth=on`, the
+    /// preset's `skb_depth_ns` curve) rather than by one step at the L2.
+    pub skb_depth: bool,
     /// Each CPU's bus, package and core, as line transfers see them.
     pub layout: std::sync::Arc<Layout>,
 }
@@ -173,6 +179,7 @@ impl Machine {
         m.net_shared = opts.net;
         m.lo_queue_at_end = opts.lo_queue == "end";
         m.tcp_delack = opts.tcp_delack;
+        m.skb_depth = opts.skb_depth;
         m.tcp_nospace = match opts.tcp_nospace.as_str() {
             "on" => Some(true),
             "off" => Some(false),
@@ -214,6 +221,7 @@ impl Machine {
             lo_queue_at_end: false,
             tcp_delack: false,
             tcp_nospace: None,
+            skb_depth: true,
             layout: std::sync::Arc::new(Layout::of(preset, n)),
         })
     }

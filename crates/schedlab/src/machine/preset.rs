@@ -124,6 +124,17 @@ pub struct Costs {
     /// sockets); `None` on the P6 presets, whose calibration does not separate it.
     #[serde(default)]
     pub skb_cold_ns: Option<Time>,
+    /// What reading an AF_UNIX skb costs beyond a shallow queue's, by how deep it was
+    /// queued (its depth: the skb bytes its writer's CPU queued after it): `[depth, ns]`
+    /// points, depths increasing, each pricing the band of depths above the previous
+    /// point's up to its own; the last band goes on. A reuse-distance curve rather than
+    /// `skb_cold_ns`'s one step at the L2: a host's caches beyond the L2 (an LLC, a VM's
+    /// share of one, then DRAM) show as further steps. Measured per skb on a host (queues
+    /// of doubling depth against a shallow one over the same sockets, each band solved
+    /// from the mean over its depths); empty elsewhere, where `skb_cold_ns` applies
+    /// (`skb_depth=off` chooses it too).
+    #[serde(default, skip_serializing_if = "DepthCurve::is_empty")]
+    pub skb_depth_ns: DepthCurve,
     /// An AF_UNIX skb read (and freed) on another CPU than the one that wrote it: its
     /// head and data lines pulled from the writer's cache, its slab object returned to
     /// a remote slab, the writer's `sk_wmem_alloc` line written back. Measured per skb on
@@ -165,6 +176,14 @@ pub struct Costs {
     pub exec_ns: Time,
     /// `exit()` teardown (mm release). Part of B§6.2's fork figure.
     pub exit_ns: Time,
+    /// A forked child's first steps, charged when it first runs: `ret_from_fork`, the
+    /// first switch to its new page tables, and the copy-on-write faults of the stack
+    /// and data it touches first. Measured on a host (a child's first byte back to its
+    /// parent on one CPU, less two process hops); 0 on the P6 presets, whose
+    /// calibration keeps it inside `exit_ns` (B§6.2 gives only fork+exit+wait). Not
+    /// for threads: `clone` shares the mm.
+    #[serde(default)]
+    pub fork_child_ns: Time,
     /// `wait4()` reaping a zombie. Part of B§6.2's fork figure.
     pub wait_ns: Time,
     /// Fixed `poll()`/`select()` work. B§6.2: select on 10 fds 4.59 µs.
@@ -432,6 +451,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         udp_sendmsg_ns: P6_UDP_SENDMSG_NS,
         udp_recvmsg_ns: P6_UDP_RECVMSG_NS,
         skb_cold_ns: None,
+        skb_depth_ns: DepthCurve::EMPTY,
         l2_latency_ns_per_kb: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
@@ -441,6 +461,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         copy_ns_per_kb: 300,
         sum_ns_per_kb: 366,
         fork_ns: 200_000,
+        fork_child_ns: 0,
         clone_ns: 40_000,
         file_create_ns: 2_600,
         exec_ns: 695_000,
@@ -483,6 +504,68 @@ fn p6_udp_sendmsg_ns() -> Time {
 
 fn p6_udp_recvmsg_ns() -> Time {
     P6_UDP_RECVMSG_NS
+}
+
+/// A measured cost by depth: up to [`DepthCurve::MAX`] `[depth, ns]` points, depths
+/// increasing (`Costs::skb_depth_ns`). Fixed-size so that cost tables stay `const`; in a
+/// host file it is a list of pairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "Vec<[u64; 2]>", into = "Vec<[u64; 2]>")]
+pub struct DepthCurve {
+    len: usize,
+    points: [[u64; 2]; DepthCurve::MAX],
+}
+
+impl DepthCurve {
+    /// The most points a curve holds.
+    pub const MAX: usize = 16;
+    /// No points: the step applies.
+    pub const EMPTY: DepthCurve = DepthCurve {
+        len: 0,
+        points: [[0; 2]; DepthCurve::MAX],
+    };
+
+    /// The points, depths increasing.
+    pub fn points(&self) -> &[[u64; 2]] {
+        &self.points[..self.len]
+    }
+
+    /// True when nothing was measured.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Default for DepthCurve {
+    fn default() -> Self {
+        DepthCurve::EMPTY
+    }
+}
+
+impl TryFrom<Vec<[u64; 2]>> for DepthCurve {
+    type Error = String;
+    fn try_from(v: Vec<[u64; 2]>) -> Result<Self, String> {
+        if v.len() > DepthCurve::MAX {
+            return Err(format!(
+                "a depth curve of {} points (accepted: at most {})",
+                v.len(),
+                DepthCurve::MAX
+            ));
+        }
+        if v.windows(2).any(|w| w[1][0] <= w[0][0]) {
+            return Err("a depth curve's depths must increase".into());
+        }
+        let mut c = DepthCurve::EMPTY;
+        c.points[..v.len()].copy_from_slice(&v);
+        c.len = v.len();
+        Ok(c)
+    }
+}
+
+impl From<DepthCurve> for Vec<[u64; 2]> {
+    fn from(c: DepthCurve) -> Self {
+        c.points().to_vec()
+    }
 }
 
 /// i386's low memory with the 3 GB/1 GB split: 896 MB (`max_low_pfn` stops 128 MB under the

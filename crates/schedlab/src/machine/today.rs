@@ -387,11 +387,14 @@ fn kernel_paths(mhz: u64) -> Costs {
         pipe_call_ns: host(hc.pipe_call_ns),
         unix_call_ns: host(hc.unix_call_ns),
         skb_cold_ns: hc.skb_cold_ns.map(host),
+        // Depths are this host's cache geometry, not the part's: the step applies.
+        skb_depth_ns: super::preset::DepthCurve::EMPTY,
         skb_remote_ns: hc.skb_remote_ns.map(host),
         skb_page_shared_ns: hc.skb_page_shared_ns.map(host),
         copy_ns_per_kb: host(hc.copy_ns_per_kb),
         sum_ns_per_kb: host(hc.sum_ns_per_kb),
         fork_ns: host(hc.fork_ns),
+        fork_child_ns: host(hc.fork_child_ns),
         clone_ns: host(hc.clone_ns),
         file_create_ns: host(hc.file_create_ns),
         exit_ns: host(hc.exit_ns),
@@ -489,11 +492,13 @@ pub fn sources(name: &str) -> Option<Vec<(&'static str, String)>> {
         p.sources.iter().map(|&(k, v)| (k, v.to_string())).collect();
     let h = super::host::HostFile::parse(super::host::SHIPPED, "data/host.json").ok()?;
     let scaled = |k: &str| {
-        let how = h.sources.get(k).map_or("", String::as_str);
-        format!(
+        match h.sources.get(k) {
+        Some(how) => format!(
             "INFERRED: the shipped host's cycles at {} MHz ({how})",
             p.mhz
-        )
+        ),
+        None => "the shipped host file did not measure it: its default (fork_child_ns: 0, the child's first steps inside exit_ns)".to_string(),
+    }
     };
     let era = format!(
         "INFERRED: the P6 table's cycles at {} MHz (the host file did not measure it)",
@@ -516,6 +521,7 @@ pub fn sources(name: &str) -> Option<Vec<(&'static str, String)>> {
         "copy_ns_per_kb",
         "sum_ns_per_kb",
         "fork_ns",
+        "fork_child_ns",
         "clone_ns",
         "file_create_ns",
         "exit_ns",
