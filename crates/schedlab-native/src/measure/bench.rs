@@ -433,13 +433,16 @@ pub(super) fn unix_depth(sockets: usize, depth: usize, messages: usize) -> Res<f
     timed_queue(sockets, depth, messages, 2, unix_depth_round)
 }
 
+/// One round over a set of socketpairs, queued `depth` deep.
+type QueueRound = fn(&[(RawFd, RawFd)], usize) -> Res<()>;
+
 /// `min_rounds` or more timed rounds of `round` over fresh socketpairs, after an untimed one.
 fn timed_queue(
     sockets: usize,
     depth: usize,
     messages: usize,
     min_rounds: usize,
-    round: fn(&[(RawFd, RawFd)], usize) -> Res<()>,
+    round: QueueRound,
 ) -> Res<f64> {
     let pairs: Vec<(RawFd, RawFd)> = (0..sockets)
         .map(|_| sys::socketpair())
