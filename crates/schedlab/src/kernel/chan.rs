@@ -123,6 +123,8 @@ pub struct Skb {
     pub cpu: CpuId,
     /// That CPU's count of skb bytes written ([`Ageing`]) once this one was.
     pub stamp: u64,
+    /// Its LLC's count of skb bytes written once this one was.
+    pub llc_stamp: u64,
     /// Low memory it holds (head and `kmalloc`ed data: [`crate::kernel::release::Kmem::skb`]).
     pub kmem: u64,
     /// When it reaches the receive queue: a packet over loopback is queued by the NET_RX
@@ -139,6 +141,10 @@ pub struct Skb {
 pub struct Ageing<'a> {
     /// Skb bytes written per CPU.
     pub written: &'a [u64],
+    /// Skb bytes written per LLC.
+    pub llc_written: &'a [u64],
+    /// Each CPU's LLC.
+    pub llc_of: &'a [usize],
     /// Bytes after which an skb counts as evicted from the L2 (cold).
     pub capacity: u64,
     /// Measured `[depth, ns]` points (`Costs::skb_depth_ns`); empty: one step at `capacity`.
@@ -148,6 +154,17 @@ pub struct Ageing<'a> {
 }
 
 impl Ageing<'_> {
+    /// The depth that prices an skb `own` bytes deep on its CPU: in its private L2 that;
+    /// evicted from it, what every CPU of its LLC wrote after it (the LLC is shared; one
+    /// CPU writing alone, as the measurement did, sees the same). The step ignores it.
+    pub fn depth(&self, own: u64, skb: &Skb) -> u64 {
+        if self.curve.is_empty() || own <= self.capacity {
+            return own;
+        }
+        let llc = self.llc_of[skb.cpu];
+        self.llc_written[llc] - skb.llc_stamp
+    }
+
     /// What reading an skb queued `depth` bytes deep costs beyond a shallow one: the
     /// curve's band that holds `depth` (a point `[d, ns]` prices depths above the previous
     /// point's up to `d`; the last band goes on), or the step.
@@ -284,7 +301,7 @@ impl Stream {
                 if let Some(a) = ageing {
                     let depth = a.written[skb.cpu] - skb.stamp;
                     cold += u64::from(depth > a.capacity);
-                    cost += a.price(depth);
+                    cost += a.price(a.depth(depth, &skb));
                 }
             }
         }
@@ -356,6 +373,7 @@ mod tests {
                 truesize: 800,
                 cpu,
                 stamp,
+                llc_stamp: stamp,
                 kmem: 0,
                 visible_at: 0,
             });
@@ -381,6 +399,8 @@ mod tests {
         let written = [10_000, 1_000];
         let a = Ageing {
             written: &written,
+            llc_written: &written,
+            llc_of: &[0, 1],
             capacity: 4_000,
             curve: &[],
             step_ns: 10,
@@ -408,6 +428,8 @@ mod tests {
     fn an_skb_pays_the_band_its_depth_falls_in() {
         let a = Ageing {
             written: &[100_000],
+            llc_written: &[100_000],
+            llc_of: &[0],
             capacity: 4_000,
             curve: &[[2_000, 5], [8_000, 50], [32_000, 400]],
             step_ns: 999,
@@ -426,6 +448,39 @@ mod tests {
         let mut s = queued(&[(0, 1_000), (0, 6_000), (0, 3_000), (0, 98_500)]);
         let (_, _, cold, cost) = s.take_skbs(400, Some(&a), &mut 0);
         assert_eq!((cold, cost), (3, 1_205));
+    }
+
+    /// Within its L2 an skb's depth is its own CPU's writes after it; evicted from the L2,
+    /// every CPU of its LLC's writes after it count, since they share that cache. The
+    /// step (no curve) looks at the CPU's own writes only.
+    #[test]
+    fn beyond_the_l2_an_skbs_depth_counts_its_llcs_writes() {
+        // CPUs 0 and 1 share LLC 0: CPU 0 wrote 10 000 bytes, both together 25 000.
+        let (written, llc_written) = ([10_000, 15_000], [25_000]);
+        let a = Ageing {
+            written: &written,
+            llc_written: &llc_written,
+            llc_of: &[0, 0],
+            capacity: 4_000,
+            curve: &[[4_000, 1], [16_000, 2], [64_000, 3]],
+            step_ns: 9,
+        };
+        let skb = |stamp, llc_stamp| Skb {
+            data: 100,
+            truesize: 800,
+            cpu: 0,
+            stamp,
+            llc_stamp,
+            kmem: 0,
+            visible_at: 0,
+        };
+        // 3 000 deep on CPU 0: still in its L2, whatever CPU 1 wrote since.
+        assert_eq!(a.depth(3_000, &skb(7_000, 9_000)), 3_000);
+        // 6 000 deep on CPU 0, and 20 000 bytes written by the LLC's CPUs since.
+        assert_eq!(a.depth(6_000, &skb(4_000, 5_000)), 20_000);
+        assert_eq!(a.price(a.depth(6_000, &skb(4_000, 5_000))), 3);
+        let step = Ageing { curve: &[], ..a };
+        assert_eq!(step.depth(6_000, &skb(4_000, 5_000)), 6_000);
     }
 
     #[test]

@@ -285,6 +285,10 @@ pub struct Kernel {
     pub streams: Vec<Stream>,
     /// AF_UNIX skb bytes (truesize) written per CPU: the clock of [`chan::Ageing`].
     pub(crate) skb_written: Vec<u64>,
+    /// Each CPU's last-level cache (its "bus"), and the skb bytes written per LLC so far:
+    /// beyond its L2 an skb's depth is what every CPU of its LLC wrote after it.
+    pub(crate) skb_llc: Vec<usize>,
+    pub(crate) skb_written_llc: Vec<u64>,
     /// The CPU that last freed a cold AF_UNIX skb: the allocator's shared state (slab
     /// node lists, page allocator zone, memcg page counter) is in its cache.
     pub(crate) skb_pages_owner: Option<CpuId>,

@@ -41,6 +41,8 @@ impl Kernel {
             .skb_cold_ns
             .map(|step_ns| crate::kernel::chan::Ageing {
                 written: &self.skb_written,
+                llc_written: &self.skb_written_llc,
+                llc_of: &self.skb_llc,
                 capacity: costs.l2_bytes,
                 curve,
                 step_ns,
@@ -159,12 +161,16 @@ impl Kernel {
             self.kmem_alloc(super::kmem::KmemKind::Skbs, kmem, "an AF_UNIX skb");
             self.skb_written[cpu] += size + costs.skb_overhead_bytes;
             let stamp = self.skb_written[cpu];
+            let llc = self.skb_llc[cpu];
+            self.skb_written_llc[llc] += size + costs.skb_overhead_bytes;
+            let llc_stamp = self.skb_written_llc[llc];
             let st = &mut self.streams[s];
             st.skbs.push_back(crate::kernel::chan::Skb {
                 data: size,
                 truesize: size + costs.skb_overhead_bytes,
                 cpu,
                 stamp,
+                llc_stamp,
                 kmem,
                 visible_at: 0,
             });

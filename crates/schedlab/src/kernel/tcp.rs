@@ -197,6 +197,7 @@ impl Kernel {
             truesize: size + costs.skb_overhead_bytes,
             cpu,
             stamp: 0,
+            llc_stamp: 0,
             kmem: 0,
             visible_at: if at_end { self.cpus[cpu].clock } else { 0 },
         });

@@ -56,6 +56,7 @@ impl Kernel {
             truesize,
             cpu,
             stamp: 0,
+            llc_stamp: 0,
             kmem: 0,
             visible_at: if self.machine.lo_queue_at_end {
                 clock

@@ -125,7 +125,8 @@ pub struct Costs {
     #[serde(default)]
     pub skb_cold_ns: Option<Time>,
     /// What reading an AF_UNIX skb costs beyond a shallow queue's, by how deep it was
-    /// queued (its depth: the skb bytes its writer's CPU queued after it): `[depth, ns]`
+    /// queued (its depth: the skb bytes its writer's CPU queued after it while it is in
+    /// that CPU's L2, then the bytes every CPU of its LLC queued after it): `[depth, ns]`
     /// points, depths increasing, each pricing the band of depths above the previous
     /// point's up to its own; the last band goes on. A reuse-distance curve rather than
     /// `skb_cold_ns`'s one step at the L2: a host's caches beyond the L2 (an LLC, a VM's

@@ -192,6 +192,10 @@ crate::options! {
         forfeit_yield: bool = flag("off")
             .help("sched_yield() of an eligible task forfeits its request: vruntime moves to its deadline, the deadline a slice on (v6.18; off: 6.12.0's deadline-only push)")
             .source("commit 79104becf42b 'sched/fair: Forfeit vruntime on yield' (v6.18-rc1; 6.12.y stable, Dec 2025)");
+        /// `wake_affine_idle` counts delayed tasks out (aa3ee4f0b754).
+        sync_delayed: bool = flag("off")
+            .help("a sync wake-up's 'the waker is alone on its CPU' test counts delayed-dequeue tasks out, as they are not runnable (v6.15, and 6.12.y stable since 6.12.37: Debian's 6.12.117 has it); off: vanilla 6.12.0's rq->nr_running == 1")
+            .source("commit aa3ee4f0b754 'sched/fair: Fixup wake_up_sync() vs DELAYED_DEQUEUE'; fair.c 6.12.117 wake_affine_idle, cfs_h_nr_delayed");
         /// `sysctl_sched_base_slice` before CPU scaling.
         base_slice_ns: u64 = int("750000", 100000, 100000000)
             .unit("ns")
@@ -264,6 +268,8 @@ pub struct Tunables {
     pub vprot: bool,
     /// v6.18 yield: an eligible yielder forfeits the rest of its request.
     pub forfeit_yield: bool,
+    /// `wake_affine_idle`'s sync test counts delayed tasks out (aa3ee4f0b754).
+    pub sync_delayed: bool,
     /// `sysctl_sched_migration_cost`, ns (task_hot; 0.5 ms, both kernels).
     pub migration_cost: u64,
     /// `sysctl_sched_nr_migrate` (32).
@@ -491,6 +497,7 @@ impl Fair {
             delay_dequeue: true,
             vprot: false,
             forfeit_yield: false,
+            sync_delayed: false,
             migration_cost: 500_000,
             nr_migrate: 32,
         };
@@ -516,6 +523,7 @@ impl Fair {
                 t.delay_dequeue = o.delay_dequeue;
                 t.vprot = o.vprot;
                 t.forfeit_yield = o.forfeit_yield;
+                t.sync_delayed = o.sync_delayed;
                 t.base_slice_normalized = o.base_slice_ns;
                 t.base_slice = o.base_slice_ns * factor;
             }

@@ -170,13 +170,25 @@ impl Fair {
         if self.idle_cpu(ctx, this) && self.cpus_share_cache(this, prev) {
             return Some(if self.idle_cpu(ctx, prev) { prev } else { this });
         }
-        if sync && self.rqs[this].nr_running == 1 {
+        if sync && self.runs_alone(this) {
             return Some(this);
         }
         if self.idle_cpu(ctx, prev) {
             return Some(prev);
         }
         None
+    }
+
+    /// `rq->nr_running == 1`, or with `sync_delayed` `rq->nr_running - cfs_h_nr_delayed(rq)
+    /// == 1`: delayed-dequeue tasks sleep, though queued. The queue's task list holds
+    /// curr and the delayed ones; the count stops at two.
+    fn runs_alone(&self, cpu: CpuId) -> bool {
+        let rq = &self.rqs[cpu];
+        if !self.t.sync_delayed || rq.nr_running <= 1 {
+            return rq.nr_running == 1;
+        }
+        let mut runnable = rq.cfs_tasks.iter().filter(|&&t| !self.se[t as usize].sched_delayed);
+        runnable.next().is_some() && runnable.next().is_none()
     }
 
     /// (E19) `wake_affine_weight`, signed.
