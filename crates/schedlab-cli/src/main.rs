@@ -90,8 +90,9 @@ enum Cmd {
     Sweep(sweep::SweepArgs),
     /// Run a workload for real on this host: processes, threads, pipes, sockets.
     Native(NativeArgs),
-    /// Run the validation set natively and simulated on the `host` preset under eevdf and
-    /// print native | simulated | ratio per row (`--measure FILE` first measures this host).
+    /// Run the validation set natively and simulated on the `host` preset under eevdf as the
+    /// host's release runs it and print native | simulated | ratio per row (`--measure FILE`
+    /// first measures this host).
     Validate(ValidateArgs),
     /// Write the reproduction's web page (DIR/index.html) from a results.json that
     /// `reproduce --out` wrote, without rerunning anything.

@@ -314,7 +314,9 @@ pub fn validate(
     progress: Progress<'_>,
 ) -> Result<Report, String> {
     let host = schedlab::machine::host::file()?;
-    let policy = format!("eevdf:hz={}", host.measured.hz);
+    // The host's own scheduler: its HZ, and the later EEVDF changes its release has.
+    let policy =
+        schedlab::policy::fair::release::host_policy(host.measured.hz, &host.measured.kernel);
     let machine = if model.is_empty() {
         schedlab::machine::host::NAME.to_string()
     } else {

@@ -147,7 +147,7 @@ fn fit_ipi_latency(file: &HostFile, target_us: f64) -> Result<(u64, f64), String
         let cfg = schedlab::RunConfig {
             machine: "host".into(),
             cpus: None,
-            policy: format!("eevdf:hz={}", f.measured.hz),
+            policy: schedlab::policy::fair::release::host_policy(f.measured.hz, &f.measured.kernel),
             workload: "lat_pipe:pin=split,rounds=2000,warmup=50".into(),
             seed: 1,
         };

@@ -92,6 +92,7 @@ pub mod eevdf;
 pub mod entity;
 mod load;
 pub mod pelt;
+pub mod release;
 pub mod topology;
 pub mod wake;
 

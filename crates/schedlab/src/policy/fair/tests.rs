@@ -523,6 +523,29 @@ fn an_ineligible_sleeper_is_delayed_and_requeued_on_wake_up() {
     let _ = ps;
 }
 
+/// A delayed-dequeue task sleeps though queued: with `sync_delayed` (aa3ee4f0b754, in
+/// 6.12.117) the waker beside it still runs alone for a sync wake-up; vanilla 6.12.0
+/// counted it in `rq->nr_running`.
+#[test]
+fn a_delayed_task_does_not_keep_a_sync_waker_from_running_alone() {
+    for (spec, alone) in [("eevdf", false), ("eevdf:sync_delayed=on", true)] {
+        let mut b = bed(spec, 2);
+        hogs(&mut b, &[0, 0]);
+        b.schedule(0);
+        let c = b.curr(0);
+        b.at(b.k.cpus[0].clock + 1_000_000);
+        b.k.tasks[c as usize].state = TaskState::Interruptible;
+        b.schedule(0);
+        assert!(b.class.se[c as usize].sched_delayed);
+        assert_eq!(
+            b.class.rqs[0].nr_running, 2,
+            "{spec}: curr and the delayed one"
+        );
+        assert_eq!(b.class.runs_alone(0), alone, "{spec}");
+        b.check().unwrap();
+    }
+}
+
 // ---- §5: PELT --------------------------------------------------------------------------
 
 #[test]

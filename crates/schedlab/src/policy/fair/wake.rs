@@ -182,12 +182,15 @@ impl Fair {
     /// `rq->nr_running == 1`, or with `sync_delayed` `rq->nr_running - cfs_h_nr_delayed(rq)
     /// == 1`: delayed-dequeue tasks sleep, though queued. The queue's task list holds
     /// curr and the delayed ones; the count stops at two.
-    fn runs_alone(&self, cpu: CpuId) -> bool {
+    pub(super) fn runs_alone(&self, cpu: CpuId) -> bool {
         let rq = &self.rqs[cpu];
         if !self.t.sync_delayed || rq.nr_running <= 1 {
             return rq.nr_running == 1;
         }
-        let mut runnable = rq.cfs_tasks.iter().filter(|&&t| !self.se[t as usize].sched_delayed);
+        let mut runnable = rq
+            .cfs_tasks
+            .iter()
+            .filter(|&&t| !self.se[t as usize].sched_delayed);
         runnable.next().is_some() && runnable.next().is_none()
     }
 
