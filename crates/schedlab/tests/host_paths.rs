@@ -1,35 +1,32 @@
-//! The AF_UNIX costs a measured host brings (issue 43): an skb read on another CPU than
-//! its writer's (`skb_remote_ns`), and a cold skb's slab page turned over through state
-//! every CPU shares (`skb_page_shared_ns`). Each is counted, priced only where the preset
-//! has it, and absent from the era presets.
+//! The costs a measured host brings (issue 43): an AF_UNIX skb read on another CPU than
+//! its writer's (`skb_remote_ns`), a cold skb's slab page turned over through state every
+//! CPU shares (`skb_page_shared_ns`), an skb priced by the depth it was queued at
+//! (`skb_depth_ns`), and a forked child's first steps (`fork_child_ns`). Each is counted
+//! where it has a counter, priced only where the preset has it, and absent from the era
+//! presets.
 
 use schedlab::machine::host::HostFile;
 use schedlab::machine::{Machine, Preset};
 use schedlab::sim::{RunConfig, Simulation};
 
-/// The shipped host file with two costs set.
-fn host(remote: Option<u64>, shared: Option<u64>) -> &'static Preset {
+/// The shipped host file.
+fn shipped() -> HostFile {
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/host.json"))
             .expect("data/host.json");
-    let mut h = HostFile::parse(&text, "data/host.json").expect("the shipped host file parses");
+    HostFile::parse(&text, "data/host.json").expect("the shipped host file parses")
+}
+
+/// The shipped host file with two costs set.
+fn host(remote: Option<u64>, shared: Option<u64>) -> &'static Preset {
+    let mut h = shipped();
     h.costs.skb_remote_ns = remote;
     h.costs.skb_page_shared_ns = shared;
     Box::leak(Box::new(h.to_preset()))
 }
 
 fn run(preset: &'static Preset, cpus: usize, workload: &str) -> serde_json::Value {
-    let m = Machine::boot(preset, Some(cpus)).expect("boots");
-    let cfg = RunConfig {
-        machine: "host".into(),
-        cpus: None,
-        policy: "eevdf:hz=250".into(),
-        workload: workload.into(),
-        seed: 1,
-    };
-    let mut sim = Simulation::on_machine(cfg, m).expect("builds");
-    sim.run(&mut |_, _| {}).expect("runs");
-    serde_json::to_value(sim.report().expect("reports")).unwrap()
+    run_on(Machine::boot(preset, Some(cpus)).expect("boots"), workload)
 }
 
 fn counter(v: &serde_json::Value, name: &str) -> u64 {
@@ -106,10 +103,7 @@ fn the_era_presets_have_neither_cost() {
 
 /// The shipped host file with an skb depth curve (and `skb_cold_ns` as it ships).
 fn host_with_curve(curve: Vec<[u64; 2]>) -> &'static Preset {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/host.json"))
-            .expect("data/host.json");
-    let mut h = HostFile::parse(&text, "data/host.json").expect("the shipped host file parses");
+    let mut h = shipped();
     h.costs.skb_depth_ns = curve.try_into().expect("a valid curve");
     Box::leak(Box::new(h.to_preset()))
 }
@@ -160,10 +154,7 @@ fn an_skb_pays_the_measured_cost_of_its_depth() {
 
 /// The shipped host file with `fork_child_ns = first` and `exit_ns` less `out`.
 fn host_with_first_steps(first: u64, out: u64) -> &'static Preset {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/host.json"))
-            .expect("data/host.json");
-    let mut h = HostFile::parse(&text, "data/host.json").expect("the shipped host file parses");
+    let mut h = shipped();
     h.costs.exit_ns -= out;
     h.costs.fork_child_ns = first;
     Box::leak(Box::new(h.to_preset()))
@@ -180,7 +171,7 @@ fn a_forked_childs_first_steps_are_paid_when_it_first_runs() {
     );
     let fork = "lat_proc:op=fork,n=200";
     let (a, b) = (run(none, 1, fork), run(some, 1, fork));
-    let (x, y) = (seconds_or_value(&a), seconds_or_value(&b));
+    let (x, y) = (seconds(&a), seconds(&b));
     assert!((x - y).abs() <= 1e-9 * x.abs().max(1.0), "{x} vs {y}");
     let threads = "hackbench:groups=1,loops=20,fds=5,threads=on";
     let lower_exit = host_with_first_steps(0, 10_000);
@@ -193,8 +184,4 @@ fn a_forked_childs_first_steps_are_paid_when_it_first_runs() {
     let procs = "hackbench:groups=1,loops=20,fds=5";
     let (p, q) = (run(none, 2, procs), run(some, 2, procs));
     assert_ne!(p["result"], q["result"]);
-}
-
-fn seconds_or_value(v: &serde_json::Value) -> f64 {
-    v["result"]["value"].as_f64().unwrap()
 }
