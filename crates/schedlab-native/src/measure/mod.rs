@@ -338,7 +338,7 @@ fn run_benchmarks(
     };
     let (msgs, sndbuf) = unix_fill(100)?;
     // Deep enough that the queued truesize is 4 x L2 (and within SO_SNDBUF).
-    let truesize = (sndbuf / msgs.max(1)).max(128) as usize;
+    let truesize = solve::skb_truesize(sndbuf, msgs) as usize;
     let deep = (4 * l2 as usize / (80 * truesize)).clamp(2, msgs.max(2) as usize - 1);
     let deep_name: &'static str = Box::leak(format!("unix_queue_80x{deep}").into_boxed_str());
     let depths = depth_points(l2, truesize, msgs, open_files_allowed());

@@ -58,11 +58,10 @@ impl std::ops::Mul<f64> for Est {
     }
 }
 
-impl Geometry {
-    /// An AF_UNIX skb's truesize as the fill probe saw it.
-    fn truesize(&self) -> u64 {
-        (self.sndbuf / self.msgs.max(1)).max(128)
-    }
+/// An AF_UNIX skb's truesize as the fill probe saw it: `SO_SNDBUF` over the 100-byte
+/// writes it took (at least 128 bytes, should the probe have seen none).
+pub(super) fn skb_truesize(sndbuf: u64, msgs: u64) -> u64 {
+    (sndbuf / msgs.max(1)).max(128)
 }
 
 /// The skb depth curve (`Costs::skb_depth_ns`) from the `unix_depth_J` queues: each
@@ -209,7 +208,7 @@ pub(super) fn solve(
         c.skb_cold_ns = Some(set(&mut src, "skb_cold_ns", e(&deep) - e("unix_queue_80x1"), "100-byte AF_UNIX write+read over 80 socketpairs queued 4 x L2 deep, less queued 1 deep, per skb"));
     }
     if b.contains_key("unix_queue_80x1") {
-        if let Some((curve, note)) = depth_curve(b, &e, g.truesize()) {
+        if let Some((curve, note)) = depth_curve(b, &e, skb_truesize(g.sndbuf, g.msgs)) {
             c.skb_depth_ns = curve;
             src.insert("skb_depth_ns".into(), format!("measured: {note}"));
         }

@@ -491,14 +491,13 @@ pub fn sources(name: &str) -> Option<Vec<(&'static str, String)>> {
     let mut out: Vec<(&'static str, String)> =
         p.sources.iter().map(|&(k, v)| (k, v.to_string())).collect();
     let h = super::host::HostFile::parse(super::host::SHIPPED, "data/host.json").ok()?;
-    let scaled = |k: &str| {
-        match h.sources.get(k) {
+    let scaled = |k: &str| match h.sources.get(k) {
         Some(how) => format!(
             "INFERRED: the shipped host's cycles at {} MHz ({how})",
             p.mhz
         ),
-        None => "the shipped host file did not measure it: its default (fork_child_ns: 0, the child's first steps inside exit_ns)".to_string(),
-    }
+        None => "the shipped host file did not measure it: the field's default (see its doc)"
+            .to_string(),
     };
     let era = format!(
         "INFERRED: the P6 table's cycles at {} MHz (the host file did not measure it)",
