@@ -992,8 +992,10 @@ counters.skb_cold           AF_UNIX skbs read after their writer's CPU wrote mor
                             (host presets that measured skb_cold_ns; only when any were)
 counters.skb_depth_ns        ns the depths of the AF_UNIX skbs read cost in all: the host's measured curve
                             skb_depth_ns at each skb's depth (skb_depth=on), else skb_cold_ns per cold skb
-counters.skb_page_pulls     reads that freed cold skbs after another CPU had: the allocator's shared state pulled,
-                            each priced skb_page_shared_ns (host presets that measured it; only when any were)
+counters.skb_page_pulls     reads that freed skbs after another CPU had touched the skb allocator's shared state:
+                            each priced by its deepest skb's depth on the host's curve skb_shared_ns (skb_shared=on),
+                            else, cold skbs only, skb_page_shared_ns (host presets that measured it; only when any were)
+counters.skb_shared_ns      ns those pulls cost in all (only when not zero)
 counters.files_line_transfers  files_struct lines fget (read, write, poll, close) pulled from the CPU that took
                             file_lock last: threads of one mm share it (only when any were)
 counters.vm_mask_transfers  switches whose switch_mm pulled a cpu_vm_mask line (the new mm's or the old one's)

@@ -188,10 +188,14 @@ pub struct Counters {
     /// not zero).
     #[serde(skip_serializing_if = "is_zero")]
     pub skb_depth_ns: u64,
-    /// Reads that freed cold skbs after another CPU had, each priced
+    /// Reads that freed skbs after another CPU had touched the skb allocator's shared
+    /// state, priced by depth (`skb_shared_ns`) or, cold skbs only,
     /// `skb_page_shared_ns` (shown on presets with that cost when any were).
     #[serde(skip_serializing_if = "is_zero")]
     pub skb_page_pulls: u64,
+    /// What those pulls cost in all, ns (shown when not zero).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skb_shared_ns: u64,
     /// Lines `fget` pulled from the CPU that wrote them last: the `files_struct`'s
     /// `file_lock` (2.4 to 2.6.0, and `close` in every release) or, in 6.x, a file's
     /// `f_count` when threads share the table (shown when any were).
@@ -489,6 +493,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             skb_cold: s.skb_cold,
             skb_depth_ns: s.skb_depth_ns,
             skb_page_pulls: s.skb_page_pulls,
+            skb_shared_ns: s.skb_shared_ns,
             files_line_transfers: s.files_line_transfers,
             vm_mask_transfers: s.vm_mask_transfers,
             mm_line_wait_ns_mean: (s.mm_line_pulls > 0)

@@ -1,7 +1,8 @@
 //! The costs a measured host brings (issue 43): an AF_UNIX skb read on another CPU than
-//! its writer's (`skb_remote_ns`), a cold skb's slab page turned over through state every
-//! CPU shares (`skb_page_shared_ns`), an skb priced by the depth it was queued at
-//! (`skb_depth_ns`), and a forked child's first steps (`fork_child_ns`). Each is counted
+//! its writer's (`skb_remote_ns`), the skb allocator's state every CPU shares turned
+//! over (`skb_page_shared_ns` for cold skbs, `skb_shared_ns` by depth), an skb priced by
+//! the depth it was queued at (`skb_depth_ns`), and a forked child's first steps
+//! (`fork_child_ns`). Each is counted
 //! where it has a counter, priced only where the preset has it, and absent from the era
 //! presets.
 
@@ -184,4 +185,52 @@ fn a_forked_childs_first_steps_are_paid_when_it_first_runs() {
     let procs = "hackbench:groups=1,loops=20,fds=5";
     let (p, q) = (run(none, 2, procs), run(some, 2, procs));
     assert_ne!(p["result"], q["result"]);
+}
+
+/// The shipped host file with an allocator-sharing curve (`skb_shared_ns`) beside
+/// `skb_page_shared_ns`.
+fn host_with_shared(curve: Vec<[u64; 2]>, scalar: Option<u64>) -> &'static Preset {
+    let mut h = shipped();
+    h.costs.skb_page_shared_ns = scalar;
+    h.costs.skb_shared_ns = curve.try_into().expect("a valid curve");
+    Box::leak(Box::new(h.to_preset()))
+}
+
+/// With the host's curve, every read that frees an skb after another CPU freed one pays
+/// the band of its deepest skb's depth, warm skbs too: a flat curve charges exactly its
+/// price per pull; a band that starts beyond some depths charges less; one CPU never
+/// pulls; `skb_shared=off` is the cold-only price, as a host without the curve.
+#[test]
+fn freed_skbs_pay_the_allocators_shared_state_by_their_depth() {
+    let deep = "hackbench:groups=2,loops=100";
+    let flat = host_with_shared(vec![[1 << 40, 700]], Some(1_000));
+    let two = run(flat, 2, deep);
+    let pulls = counter(&two, "skb_page_pulls");
+    assert!(pulls > 0, "two CPUs take turns");
+    assert_eq!(counter(&two, "skb_shared_ns"), pulls * 700);
+    assert_eq!(counter(&run(flat, 1, deep), "skb_page_pulls"), 0);
+    let scalar_only = run(host_with_shared(vec![], Some(1_000)), 2, deep);
+    assert!(
+        pulls > counter(&scalar_only, "skb_page_pulls"),
+        "warm skbs pull too: {pulls}"
+    );
+    let l2 = flat.costs.l2_bytes;
+    let banded = run(
+        host_with_shared(vec![[l2 / 64, 0], [1 << 40, 700]], Some(1_000)),
+        2,
+        deep,
+    );
+    let banded_pulls = counter(&banded, "skb_page_pulls");
+    assert!(banded_pulls > 0);
+    assert!(
+        counter(&banded, "skb_shared_ns") < banded_pulls * 700,
+        "shallow reads pay the first band"
+    );
+    let mut off = Machine::boot(flat, Some(2)).expect("boots");
+    off.skb_shared = false;
+    assert_eq!(
+        run_on(off, deep)["result"],
+        scalar_only["result"],
+        "skb_shared=off"
+    );
 }

@@ -640,6 +640,33 @@ pub(super) fn unix_queue_paired(
     depth: usize,
     messages: usize,
 ) -> Res<f64> {
+    paired(b, sockets, depth, unix_queue_round, || {
+        unix_queue(sockets, depth, messages)
+    })
+}
+
+/// [`unix_depth`]'s queue (writes interleaved across the sockets, as a sender's to many
+/// receivers) while a thread pinned to CPU `b` runs the same on its own socketpairs.
+pub(super) fn unix_depth_paired(
+    b: usize,
+    sockets: usize,
+    depth: usize,
+    messages: usize,
+) -> Res<f64> {
+    paired(b, sockets, depth, unix_depth_round, || {
+        unix_depth(sockets, depth, messages)
+    })
+}
+
+/// `timed` while a thread pinned to CPU `b` runs `round` over its own `sockets`
+/// socketpairs, `depth` deep, until it is done.
+fn paired(
+    b: usize,
+    sockets: usize,
+    depth: usize,
+    round: QueueRound,
+    timed: impl FnOnce() -> Res<f64>,
+) -> Res<f64> {
     let stop = Arc::new(AtomicU64::new(0));
     let s2 = stop.clone();
     let other = std::thread::spawn(move || -> Res<()> {
@@ -649,7 +676,7 @@ pub(super) fn unix_queue_paired(
             .collect::<Res<_>>()?;
         s2.store(1, Ordering::Release);
         while s2.load(Ordering::Acquire) == 1 {
-            unix_queue_round(&pairs, depth)?;
+            round(&pairs, depth)?;
         }
         for (a, b) in pairs {
             sys::close(a);
@@ -660,7 +687,7 @@ pub(super) fn unix_queue_paired(
     while stop.load(Ordering::Acquire) == 0 {
         std::thread::yield_now();
     }
-    let ns = unix_queue(sockets, depth, messages);
+    let ns = timed();
     stop.store(2, Ordering::Release);
     other
         .join()

@@ -25,6 +25,7 @@
 //! | `skb_depth_ns`       | queues of L2/2, L2, 2 L2 … 64 MB written across sockets, less 1 deep: each band |
 //! | `skb_remote_ns`      | AF_UNIX messages written on one CPU, read on another, less both on one |
 //! | `skb_page_shared_ns` | the deep queue beside another CPU's own, less alone, × 2     |
+//! | `skb_shared_ns`      | 80 socketpairs 1 deep, L2/8, L2/2, 5 L2/4 and 4 L2 (written across sockets) beside another CPU's own, less alone, × 2: each band |
 //! | `tcp_*_ns`           | 100-byte loopback TCP write + read in one thread, split 2:2:14:9 |
 //! | `fork_ns` …          | `fork()` in the parent; `waitpid()` of a zombie; the rest exit |
 //! | `fork_child_ns`      | a child's first byte to its parent on one CPU, less two process hops; out of `exit_ns` |
@@ -96,6 +97,17 @@ fn depth_points(l2: u64, truesize: usize, msgs: u64, fds: usize) -> Vec<DepthPoi
         target *= 2;
     }
     points
+}
+
+/// The depths (skbs per socket over 80 socketpairs, written interleaved) at which
+/// `skb_shared_ns` is measured, each alone and beside another CPU's queue: 1 deep, then
+/// L2/8, L2/2, 5 L2/4 and 4 L2 of truesize (where the per-CPU caches of the allocator,
+/// then the L2, give out), within what a socket takes.
+fn shared_depths(l2: u64, truesize: usize, deep: usize) -> Vec<usize> {
+    let per = |bytes: u64| (bytes as usize / (80 * truesize)).clamp(1, deep);
+    let mut ks = vec![1, per(l2 / 8), per(l2 / 2), per(l2 * 5 / 4), deep];
+    ks.dedup();
+    ks
 }
 
 /// Descriptors this process may still open, after raising its soft `RLIMIT_NOFILE` to
@@ -341,6 +353,14 @@ fn run_benchmarks(
     let truesize = solve::skb_truesize(sndbuf, msgs) as usize;
     let deep = (4 * l2 as usize / (80 * truesize)).clamp(2, msgs.max(2) as usize - 1);
     let deep_name: &'static str = Box::leak(format!("unix_queue_80x{deep}").into_boxed_str());
+    let shared: Vec<(usize, &'static str, &'static str)> = shared_depths(l2, truesize, deep)
+        .into_iter()
+        .map(|k| {
+            let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+            let (alone, paired) = solve::shared_names(k);
+            (k, leak(alone), leak(paired))
+        })
+        .collect();
     let depths = depth_points(l2, truesize, msgs, open_files_allowed());
     let (pr, pw) = sys::pipe()?;
     let (ua, ub) = sys::socketpair()?;
@@ -483,6 +503,18 @@ fn run_benchmarks(
                         unix_queue_paired(b, 80, deep, 150_000)?,
                     ),
                 ])
+            }),
+        ),
+        (
+            "unix_shared",
+            Box::new(move || {
+                pin_self(a)?;
+                let mut v = Vec::new();
+                for &(k, alone, paired) in &shared {
+                    v.push((alone, unix_depth(80, k, 50_000)?));
+                    v.push((paired, unix_depth_paired(b, 80, k, 50_000)?));
+                }
+                Ok(v)
             }),
         ),
         (

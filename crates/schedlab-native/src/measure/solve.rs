@@ -65,26 +65,96 @@ pub(super) fn skb_truesize(sndbuf: u64, msgs: u64) -> u64 {
 }
 
 /// The skb depth curve (`Costs::skb_depth_ns`) from the `unix_depth_J` queues: each
-/// queue's mean cost over the 1-deep one (a difference within its spread takes half the
-/// spread, [`solve`]'s rule), then each band's from the means. In a queue `T` bytes deep
-/// written and read in one order, the skbs' depths spread evenly over `[0, T)`, so its
-/// mean is the curve's mean over that range: the band `(T_{j-1}, T_j]` costs
-/// `(T_j m_j - T_{j-1} m_{j-1}) / (T_j - T_{j-1})` (never below 0). The 1-deep queue is
-/// the origin: its depths, `80 x truesize`, cost nothing by definition.
+/// queue's mean cost over the 1-deep one, then each band's from the means ([`bands`]).
+/// The 1-deep queue is the origin: its depths, `80 x truesize`, cost nothing by
+/// definition.
 fn depth_curve(
     b: &BTreeMap<String, f64>,
     e: &dyn Fn(&str) -> Est,
     truesize: u64,
 ) -> Option<(schedlab::machine::preset::DepthCurve, String)> {
     let base = e("unix_queue_80x1");
-    let (mut prev_t, mut prev_m) = ((80 * truesize) as f64, 0.0);
-    let (mut points, mut notes) = (Vec::new(), Vec::new());
-    for j in 0..schedlab::machine::preset::DepthCurve::MAX {
+    let means = (0..schedlab::machine::preset::DepthCurve::MAX).map_while(|j| {
         let name = format!("unix_depth_{j}");
         let (Some(_), Some(&t)) = (b.get(&name), b.get(&format!("{name}_bytes"))) else {
-            break;
+            return None;
         };
-        let x = e(&name) - base;
+        Some((t, e(&name) - base))
+    });
+    bands(means.collect(), (80 * truesize) as f64).map(|(curve, notes)| {
+        (
+            curve,
+            format!("100-byte AF_UNIX write+read over queues of doubling depth less queued 1 deep, per skb; each band from the means ({notes})"),
+        )
+    })
+}
+
+/// The benchmarks of 80 socketpairs queued `k` deep, written across the sockets, alone
+/// and beside another CPU's own queue.
+pub(super) fn shared_names(k: usize) -> (String, String) {
+    (
+        format!("unix_shared_{k}"),
+        format!("unix_shared_{k}_paired"),
+    )
+}
+
+/// The allocator's shared state by depth (`Costs::skb_shared_ns`) from the
+/// `unix_shared_K` queues timed beside another CPU's own and alone: each depth's
+/// difference, twice (both loops free skbs at the same rate at independent moments, so
+/// half the frees find the shared state last touched by the other CPU: a pull costs
+/// twice the mean difference), then each band's from the means ([`bands`]), from depth 0.
+fn shared_curve(
+    b: &BTreeMap<String, f64>,
+    e: &dyn Fn(&str) -> Est,
+    truesize: u64,
+) -> Option<(schedlab::machine::preset::DepthCurve, String)> {
+    let mut ks: Vec<usize> = b
+        .keys()
+        .filter_map(|n| {
+            n.strip_prefix("unix_shared_")?
+                .strip_suffix("_paired")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    ks.sort_unstable();
+    let means: Vec<(f64, Est)> = ks
+        .iter()
+        .filter_map(|&k| {
+            let (alone, paired) = shared_names(k);
+            b.contains_key(&alone).then(|| {
+                (
+                    (80 * k as u64 * truesize) as f64,
+                    (e(&paired) - e(&alone)) * 2.0,
+                )
+            })
+        })
+        .collect();
+    bands(means, 0.0).map(|(curve, notes)| {
+        (
+            curve,
+            format!("100-byte AF_UNIX write+read over 80 socketpairs queued 1 deep to 4 x L2, written across the sockets, beside another CPU's own queue less alone, per skb, twice (half the frees follow the other CPU's); each band from the means ({notes})"),
+        )
+    })
+}
+
+/// A curve of bands from queues' mean costs: `(T, mean)` for queues `T` bytes deep,
+/// depths increasing, above an origin of depth `origin` that costs nothing. A mean
+/// within its spread takes half the spread ([`solve`]'s rule). In a queue `T` bytes deep
+/// written and read in one order, the skbs' depths spread evenly over `[0, T)`, so its
+/// mean is the curve's mean over that range: the band `(T_{j-1}, T_j]` costs
+/// `(T_j m_j - T_{j-1} m_{j-1}) / (T_j - T_{j-1})` (never below 0). With the notes that
+/// say so, per point.
+fn bands(
+    means: Vec<(f64, Est)>,
+    origin: f64,
+) -> Option<(schedlab::machine::preset::DepthCurve, String)> {
+    let (mut prev_t, mut prev_m) = (origin, 0.0);
+    let (mut points, mut notes) = (Vec::new(), Vec::new());
+    for (t, x) in means {
+        if t <= prev_t {
+            continue;
+        }
         let (m, resolved) = if x.v > x.spread {
             (x.v, "")
         } else {
@@ -102,15 +172,7 @@ fn depth_curve(
         (prev_t, prev_m) = (t, m);
     }
     let curve = schedlab::machine::preset::DepthCurve::try_from(points).ok()?;
-    (!curve.is_empty()).then(|| {
-        (
-            curve,
-            format!(
-                "100-byte AF_UNIX write+read over queues of doubling depth less queued 1 deep, per skb; each band from the means ({})",
-                notes.join("; ")
-            ),
-        )
-    })
+    (!curve.is_empty()).then(|| (curve, notes.join("; ")))
 }
 
 /// Solve the cost equations (module doc) from the medians and their spreads.
@@ -218,6 +280,10 @@ pub(super) fn solve(
         // frees find the allocator's shared state last touched by the other CPU: the
         // price of one such pull is twice the per-skb difference.
         c.skb_page_shared_ns = Some(set(&mut src, "skb_page_shared_ns", (e("unix_queue_deep_paired") - e(&deep)) * 2.0, "the deep 80-socketpair AF_UNIX queue while another CPU runs its own, less alone, per skb, twice (half the paired loop's frees follow the other CPU's)"));
+    }
+    if let Some((curve, note)) = shared_curve(b, &e, skb_truesize(g.sndbuf, g.msgs)) {
+        c.skb_shared_ns = curve;
+        src.insert("skb_shared_ns".into(), format!("measured: {note}"));
     }
     if b.contains_key("unix_handoff_split") {
         c.skb_remote_ns = Some(set(&mut src, "skb_remote_ns", e("unix_handoff_split") - e("unix_handoff_same"), "100-byte AF_UNIX messages written 64 at a time on one CPU and read on another, less both on one CPU, per skb (its lines pulled, its slab object freed remotely)"));
@@ -674,6 +740,39 @@ mod tests {
 
     /// A child's first byte, less two process hops, is its first steps; they leave the
     /// exit figure, so fork + first steps + exit + wait still sum to fork+exit+wait.
+    /// The allocator's shared state by depth: each depth's paired-less-alone difference,
+    /// twice, inverted band by band from depth 0; without the paired queues there is no
+    /// curve.
+    #[test]
+    fn the_shared_allocator_curve_is_twice_each_depths_difference_in_bands() {
+        let mut b = bench();
+        let t = |k: u64| 80 * k * (212_992 / 278);
+        for (k, alone, paired) in [
+            (1, 3000.0, 3050.0),
+            (4, 3000.0, 3200.0),
+            (27, 3800.0, 4000.0),
+        ] {
+            b.insert(format!("unix_shared_{k}"), alone);
+            b.insert(format!("unix_shared_{k}_paired"), paired);
+        }
+        let (c, src) = solve(&b, &BTreeMap::new(), geometry());
+        assert_eq!(
+            c.skb_shared_ns.points(),
+            &[
+                [t(1), 100],  // 2 x 50
+                [t(4), 500],  // (4 x 400 - 1 x 100) / 3
+                [t(27), 400], // a mean of 400 from 4 to 27 deep
+            ]
+        );
+        assert!(
+            src["skb_shared_ns"].contains("band 500"),
+            "{}",
+            src["skb_shared_ns"]
+        );
+        let (c, src) = solve(&bench(), &BTreeMap::new(), geometry());
+        assert!(c.skb_shared_ns.is_empty() && !src.contains_key("skb_shared_ns"));
+    }
+
     #[test]
     fn a_childs_first_steps_come_out_of_exit() {
         let mut b = bench();

@@ -182,6 +182,22 @@ impl Ageing<'_> {
     }
 }
 
+/// What one read took from a socket stream ([`Stream::take_skbs`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Taken {
+    /// Bytes copied out.
+    pub copied: u64,
+    /// Truesize of the skbs emptied.
+    pub emptied: u64,
+    /// Of those, skbs evicted from their writer's L2 (with ageing).
+    pub cold: u64,
+    /// What their depths cost ([`Ageing::price`]).
+    pub cold_ns: crate::engine::Time,
+    /// The deepest emptied skb's depth on its writer's CPU (the skb bytes that CPU wrote
+    /// after it); `None` when none was emptied or without ageing.
+    pub deepest: Option<u64>,
+}
+
 /// TCP sender state of one direction (2.4 `struct tcp_opt`, the parts that decide when a
 /// segment leaves and when the writer may queue more).
 #[derive(Clone, Copy, Debug, Default)]
@@ -274,40 +290,40 @@ impl Stream {
             .sum()
     }
 
-    /// Sockets: copy out up to `len` bytes across the queued skbs, oldest first. Returns
-    /// the bytes taken and the truesize of the skbs emptied (their owner decides when
-    /// that space returns to the sender: AF_UNIX at once, TCP at the ACK).
-    /// With `ageing`, also returns how many emptied skbs had been evicted from their
-    /// writer's L2 (third value) and what their depths cost ([`Ageing::price`], fourth).
-    /// The low memory of the emptied skbs is added to `kmem_freed`.
+    /// Sockets: copy out up to `len` bytes across the queued skbs, oldest first: the
+    /// bytes taken and the truesize of the skbs emptied (their owner decides when that
+    /// space returns to the sender: AF_UNIX at once, TCP at the ACK); with `ageing`, also
+    /// the emptied skbs' ageing ([`Taken`]). The low memory of the emptied skbs is added
+    /// to `kmem_freed`.
     pub fn take_skbs(
         &mut self,
         len: u64,
         ageing: Option<&Ageing<'_>>,
         kmem_freed: &mut u64,
-    ) -> (u64, u64, u64, crate::engine::Time) {
-        let (mut copied, mut emptied, mut cold, mut cost) = (0, 0, 0, 0);
-        while copied < len {
+    ) -> Taken {
+        let mut t = Taken::default();
+        while t.copied < len {
             let Some(front) = self.skbs.front_mut() else {
                 break;
             };
-            let take = front.data.min(len - copied);
+            let take = front.data.min(len - t.copied);
             front.data -= take;
-            copied += take;
+            t.copied += take;
             if front.data == 0 {
                 let skb = self.skbs.pop_front().expect("front exists");
-                emptied += skb.truesize;
+                t.emptied += skb.truesize;
                 *kmem_freed += skb.kmem;
                 if let Some(a) = ageing {
                     let depth = a.written[skb.cpu] - skb.stamp;
-                    cold += u64::from(depth > a.capacity);
-                    cost += a.price(a.depth(depth, &skb));
+                    t.cold += u64::from(depth > a.capacity);
+                    t.cold_ns += a.price(a.depth(depth, &skb));
+                    t.deepest = t.deepest.max(Some(depth));
                 }
             }
         }
-        self.len -= copied;
-        self.read += copied;
-        (copied, emptied, cold, cost)
+        self.len -= t.copied;
+        self.read += t.copied;
+        t
     }
 
     /// Data to read, or end of file.
@@ -408,17 +424,28 @@ mod tests {
         // CPU 0 wrote 10 000 bytes in all: the skb stamped 5 000 has 5 000 after it (cold),
         // the one stamped 7 000 has 3 000 (warm); CPU 1's skb at 0 has 1 000 (warm).
         let mut s = queued(&[(0, 5_000), (0, 7_000), (1, 0)]);
-        assert_eq!(s.take_skbs(300, Some(&a), &mut 0), (300, 2_400, 1, 10));
+        let t = s.take_skbs(300, Some(&a), &mut 0);
+        assert_eq!(
+            (t.copied, t.emptied, t.cold, t.cold_ns, t.deepest),
+            (300, 2_400, 1, 10, Some(5_000))
+        );
         let mut s = queued(&[(0, 5_000)]);
         assert_eq!(
             s.take_skbs(50, Some(&a), &mut 0),
-            (50, 0, 0, 0),
+            Taken {
+                copied: 50,
+                ..Taken::default()
+            },
             "a part-read skb is not freed"
         );
         assert_eq!(
             s.take_skbs(50, None, &mut 0),
-            (50, 800, 0, 0),
-            "no ageing: nothing is cold"
+            Taken {
+                copied: 50,
+                emptied: 800,
+                ..Taken::default()
+            },
+            "no ageing: nothing is cold, no depth"
         );
     }
 
@@ -446,8 +473,8 @@ mod tests {
         );
         // Depths 99 000, 94 000, 97 000 and 1 500: bands 400, 400, 400 and 5; the last is warm.
         let mut s = queued(&[(0, 1_000), (0, 6_000), (0, 3_000), (0, 98_500)]);
-        let (_, _, cold, cost) = s.take_skbs(400, Some(&a), &mut 0);
-        assert_eq!((cold, cost), (3, 1_205));
+        let t = s.take_skbs(400, Some(&a), &mut 0);
+        assert_eq!((t.cold, t.cold_ns, t.deepest), (3, 1_205, Some(99_000)));
     }
 
     /// Within its L2 an skb's depth is its own CPU's writes after it; evicted from the L2,

@@ -214,8 +214,11 @@ pub struct KernelStats {
     pub skb_cold: u64,
     /// What the depths of the skbs read cost in all (`skb_depth_ns` or the step), ns.
     pub skb_depth_ns: u64,
-    /// Reads that freed cold skbs after another CPU had (`skb_page_shared_ns` each).
+    /// Reads that freed skbs after another CPU had touched the skb allocator's shared
+    /// state (priced `skb_shared_ns` by depth, or, cold skbs only, `skb_page_shared_ns`).
     pub skb_page_pulls: u64,
+    /// What those pulls cost in all, ns.
+    pub skb_shared_ns: u64,
     /// `files_struct` lines pulled by `fget` from the CPU that took `file_lock` last.
     pub files_line_transfers: u64,
     /// `mm->cpu_vm_mask` lines pulled by `switch_mm` from the CPU that set a bit last.

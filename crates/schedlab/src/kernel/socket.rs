@@ -53,7 +53,9 @@ impl Kernel {
             .skb_remote_ns
             .map(|ns| (ns, st.foreign_skbs(len, cpu)));
         let mut kmem = 0;
-        let (copied, freed, cold, cold_ns) = st.take_skbs(len, ageing.as_ref(), &mut kmem);
+        let taken = st.take_skbs(len, ageing.as_ref(), &mut kmem);
+        let (copied, freed, cold, cold_ns) =
+            (taken.copied, taken.emptied, taken.cold, taken.cold_ns);
         self.kmem_free(super::kmem::KmemKind::Skbs, kmem);
         let st = &mut self.streams[s];
         st.wmem -= freed;
@@ -67,14 +69,7 @@ impl Kernel {
             self.stats.skb_depth_ns += cold_ns;
             self.charge(cpu, cold_ns, Acct::Running);
         }
-        // Cold skbs turn their slab pages over through state all CPUs share: after
-        // another CPU did, it comes from there (`skb_page_shared_ns`, measured).
-        if let Some(ns) = costs.skb_page_shared_ns.filter(|_| cold > 0) {
-            if self.skb_pages_owner.replace(cpu).is_some_and(|o| o != cpu) {
-                self.stats.skb_page_pulls += 1;
-                self.charge(cpu, ns, Acct::Running);
-            }
-        }
+        self.skb_allocator_shared(cpu, taken.deepest, cold);
         // Skbs another CPU wrote: their lines come from its cache and their slab objects
         // go back to a remote slab (`skb_remote_ns`, measured per skb on modern hosts).
         if let Some((ns, foreign)) = foreign {
@@ -86,6 +81,33 @@ impl Kernel {
             wakes.push(self.data_wake(cpu, write_wq));
         }
         Outcome::Done(copied as i64)
+    }
+
+    /// Freed skbs turn the allocator's objects, slab pages and memory-cgroup charge over
+    /// through state all CPUs share (the slab node's partial list under `list_lock`, the
+    /// cgroup's `page_counter`) once a CPU's queued skbs outgrow its own caches of them:
+    /// after another CPU did, that state comes from there. With the host's curve
+    /// (`skb_shared_ns`, `skb_shared=on`) a read pays by the depth of the deepest skb it
+    /// freed; else, reads that freed cold skbs pay `skb_page_shared_ns`. Both measured.
+    fn skb_allocator_shared(&mut self, cpu: CpuId, deepest: Option<u64>, cold: u64) {
+        let costs = self.machine.costs();
+        let curve = &costs.skb_shared_ns;
+        let price = if self.machine.skb_shared && !curve.is_empty() {
+            deepest.map(|d| {
+                let band = curve.points().iter().find(|p| d <= p[0]);
+                band.or(curve.points().last()).map_or(0, |p| p[1])
+            })
+        } else {
+            costs.skb_page_shared_ns.filter(|_| cold > 0)
+        };
+        let Some(ns) = price else {
+            return;
+        };
+        if self.skb_pages_owner.replace(cpu).is_some_and(|o| o != cpu) {
+            self.stats.skb_page_pulls += 1;
+            self.stats.skb_shared_ns += ns;
+            self.charge(cpu, ns, Acct::Running);
+        }
     }
 
     /// Sleep on the read queue while a socket stream has nothing `cpu` can see yet and has

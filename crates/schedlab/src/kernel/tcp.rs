@@ -258,7 +258,8 @@ impl Kernel {
         let st = &mut self.streams[s];
         let queued = st.skbs.len();
         let avail = st.visible_len(now);
-        let (copied, emptied, ..) = st.take_skbs(len.min(avail), None, &mut 0);
+        let taken = st.take_skbs(len.min(avail), None, &mut 0);
+        let (copied, emptied) = (taken.copied, taken.emptied);
         let freed = (queued - st.skbs.len()) as u64;
         st.tcp.read_unacked += emptied;
         st.tcp.read_unacked_segs += freed as u32;

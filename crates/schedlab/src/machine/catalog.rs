@@ -185,6 +185,7 @@ pub fn numa1024_costs() -> Costs {
         l2_latency_ns_per_kb: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
+        skb_shared_ns: super::preset::DepthCurve::EMPTY,
         tcp_mss_bytes: p6.tcp_mss_bytes,
         tcp_wmem_max_bytes: p6.tcp_wmem_max_bytes,
         tcp_connect_ns: at_clock(p6.tcp_connect_ns),

@@ -61,6 +61,9 @@ crate::options! {
         skb_depth: bool = flag("on")
             .help("an AF_UNIX skb costs what the host measured at the depth it was queued (the skb bytes its writer's CPU queued after it, a curve over the host's caches); off: one step at the L2 (skb_cold_ns). Host presets that measured the curve only")
             .source("docs/calibration.md, \"How deep an skb was queued\"");
+        skb_shared: bool = flag("on")
+            .help("an AF_UNIX skb read after another CPU last touched the skb allocator's shared state (the slab node's list, the memory cgroup's page counter) costs what the host measured at its depth; off: only a cold skb pays, one price (skb_page_shared_ns). Host presets that measured the curve only")
+            .source("docs/calibration.md, \"Two CPUs share the skb allocator\"");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
             .help("RAM, which sets max_threads, RLIMIT_NPROC's default, file-max (2.4.20, 2.6) and mem_map's share of low memory; auto: the preset's")
             .source("the preset (schedlab list machines)");
@@ -137,6 +140,10 @@ pub struct Machine {
     /// An AF_UNIX skb is priced by the depth it was queued at (`skb_depth=on`, the
     /// preset's `skb_depth_ns` curve) rather than by one step at the L2.
     pub skb_depth: bool,
+    /// An AF_UNIX skb freed after another CPU touched the allocator's shared state pays
+    /// by its depth (`skb_shared=on`, the preset's `skb_shared_ns` curve) rather than, cold
+    /// skbs only, `skb_page_shared_ns`.
+    pub skb_shared: bool,
     /// Each CPU's bus, package and core, as line transfers see them.
     pub layout: std::sync::Arc<Layout>,
 }
@@ -180,6 +187,7 @@ impl Machine {
         m.lo_queue_at_end = opts.lo_queue == "end";
         m.tcp_delack = opts.tcp_delack;
         m.skb_depth = opts.skb_depth;
+        m.skb_shared = opts.skb_shared;
         m.tcp_nospace = match opts.tcp_nospace.as_str() {
             "on" => Some(true),
             "off" => Some(false),
@@ -222,6 +230,7 @@ impl Machine {
             tcp_delack: false,
             tcp_nospace: None,
             skb_depth: true,
+            skb_shared: true,
             layout: std::sync::Arc::new(Layout::of(preset, n)),
         })
     }

@@ -150,6 +150,18 @@ pub struct Costs {
     /// runs its own, against alone); `None` on the P6 presets.
     #[serde(default)]
     pub skb_page_shared_ns: Option<Time>,
+    /// `skb_page_shared_ns` by depth: what reading (and freeing) an AF_UNIX skb costs
+    /// when another CPU last touched the skb allocator's shared state, by the skb bytes
+    /// its writer's CPU queued after it (`[depth, ns]` bands as `skb_depth_ns`'s). A CPU
+    /// whose queued skbs outgrow its own caches of the allocator (the slab's per-CPU
+    /// partial slabs, the memory cgroup's per-CPU charge stock of 64 pages) turns them over
+    /// through the slab node's `list_lock` and the cgroup's `page_counter`, lines every CPU
+    /// shares: the deeper the queue, the more of its skbs do. Measured on a host (queues
+    /// of growing depth while another CPU runs its own, against alone); empty elsewhere,
+    /// where `skb_page_shared_ns` applies to cold skbs only (`skb_shared=off` chooses it
+    /// too).
+    #[serde(default, skip_serializing_if = "DepthCurve::is_empty")]
+    pub skb_shared_ns: DepthCurve,
     /// Loopback MSS: MTU 16436 − 40 bytes of headers (2.4 drivers/net/loopback.c).
     pub tcp_mss_bytes: u64,
     /// `tcp_wmem[2]`: the send buffer `tcp_new_space` may grow to (2.4: 128 KB).
@@ -456,6 +468,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         l2_latency_ns_per_kb: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
+        skb_shared_ns: DepthCurve::EMPTY,
         tcp_mss_bytes: 16_396,
         tcp_wmem_max_bytes: 128 * 1024,
         tcp_connect_ns: 85_000,

@@ -391,6 +391,7 @@ fn kernel_paths(mhz: u64) -> Costs {
         skb_depth_ns: super::preset::DepthCurve::EMPTY,
         skb_remote_ns: hc.skb_remote_ns.map(host),
         skb_page_shared_ns: hc.skb_page_shared_ns.map(host),
+        skb_shared_ns: super::preset::DepthCurve::EMPTY,
         copy_ns_per_kb: host(hc.copy_ns_per_kb),
         sum_ns_per_kb: host(hc.sum_ns_per_kb),
         fork_ns: host(hc.fork_ns),
