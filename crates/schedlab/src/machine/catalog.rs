@@ -396,6 +396,7 @@ mod tests {
             c2c_smt_line_ns: Some(1),
             c2c_cross_package_line_ns: Some(1),
             skb_depth_ns: vec![[1, 1]].try_into().unwrap(),
+            skb_shared_ns: vec![[1, 1]].try_into().unwrap(),
             ..piii700(1024)
         })
         .unwrap();
