@@ -996,6 +996,8 @@ counters.skb_page_pulls     reads that freed skbs after another CPU had touched 
                             each priced by its deepest skb's depth on the host's curve skb_shared_ns (skb_shared=on),
                             else, cold skbs only, skb_page_shared_ns (host presets that measured it; only when any were)
 counters.skb_shared_ns      ns those pulls cost in all (only when not zero)
+counters.switch_refill_ns   ns switched-in tasks' refills cost by the host's reuse-distance curves task_refill_ns,
+                            wake_refill_ns and mm_refill_ns (switch_refill=on; only when not zero)
 counters.files_line_transfers  files_struct lines fget (read, write, poll, close) pulled from the CPU that took
                             file_lock last: threads of one mm share it (only when any were)
 counters.vm_mask_transfers  switches whose switch_mm pulled a cpu_vm_mask line (the new mm's or the old one's)

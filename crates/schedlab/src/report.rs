@@ -196,6 +196,10 @@ pub struct Counters {
     /// What those pulls cost in all, ns (shown when not zero).
     #[serde(skip_serializing_if = "is_zero")]
     pub skb_shared_ns: u64,
+    /// What switched-in tasks' refills cost by the host's reuse-distance curves
+    /// (`task_refill_ns`, `wake_refill_ns`, `mm_refill_ns`), ns (shown when not zero).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub switch_refill_ns: u64,
     /// Lines `fget` pulled from the CPU that wrote them last: the `files_struct`'s
     /// `file_lock` (2.4 to 2.6.0, and `close` in every release) or, in 6.x, a file's
     /// `f_count` when threads share the table (shown when any were).
@@ -494,6 +498,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             skb_depth_ns: s.skb_depth_ns,
             skb_page_pulls: s.skb_page_pulls,
             skb_shared_ns: s.skb_shared_ns,
+            switch_refill_ns: s.switch_refill_ns,
             files_line_transfers: s.files_line_transfers,
             vm_mask_transfers: s.vm_mask_transfers,
             mm_line_wait_ns_mean: (s.mm_line_pulls > 0)

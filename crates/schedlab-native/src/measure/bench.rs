@@ -69,6 +69,74 @@ pub(super) fn yielders(cpu: usize, threads: usize, n: u64) -> Res<f64> {
     Ok((now_ns() - t0) as f64 / (threads as u64 * n) as f64)
 }
 
+/// `procs` processes pinned to `cpu`, forked first and released together through a
+/// pipe, yielding `n` times each; ns per yield (from the release to the last exit).
+pub(super) fn yielders_procs(cpu: usize, procs: usize, n: u64) -> Res<f64> {
+    let (r, w) = sys::pipe()?;
+    let mut pids = Vec::with_capacity(procs);
+    for _ in 0..procs {
+        // SAFETY: the child pins itself, waits for the go byte, yields, and _exits.
+        match unsafe { libc::fork() } {
+            -1 => return Err(format!("fork failed ({})", sys::strerror(sys::errno())).into()),
+            0 => {
+                let mut b = [0u8; 1];
+                let ok = pin_self(cpu).is_ok()
+                    && sys::read_full(r, &mut b, "measure go").is_ok()
+                    && yield_loop(n).is_ok();
+                // SAFETY: leaving the forked child without running the parent's atexit.
+                unsafe { libc::_exit(i32::from(!ok)) }
+            }
+            pid => pids.push(pid),
+        }
+    }
+    let t0 = now_ns();
+    sys::write_full(w, &vec![1u8; procs])?;
+    let mut failed = false;
+    for pid in pids {
+        let mut st = 0;
+        // SAFETY: reaping our own children.
+        unsafe { libc::waitpid(pid, &mut st, 0) };
+        failed |= st != 0;
+    }
+    let ns = (now_ns() - t0) as f64 / (procs as u64 * n) as f64;
+    sys::close(r);
+    sys::close(w);
+    if failed {
+        return Err("a yielding process failed".to_string().into());
+    }
+    Ok(ns)
+}
+
+/// `members` threads pinned to `cpu` passing a byte round a ring of pipes (each reads its
+/// own, writes the next's), `rounds` times round; ns per hop. Every hop wakes the next
+/// member, asleep since the token last passed it.
+pub(super) fn thread_ring(cpu: usize, members: usize, rounds: u64) -> Res<f64> {
+    let pipes: Vec<(RawFd, RawFd)> = (0..members).map(|_| sys::pipe()).collect::<Res<_>>()?;
+    pin_self(cpu)?;
+    let hs: Vec<_> = (1..members)
+        .map(|i| {
+            let (from, to) = (pipes[i].0, pipes[(i + 1) % members].1);
+            std::thread::spawn(echo(cpu, from, to, rounds))
+        })
+        .collect();
+    let mut t = [1u8; 1];
+    let t0 = now_ns();
+    for _ in 0..rounds {
+        sys::write_full(pipes[1 % members].1, &t)?;
+        sys::read_full(pipes[0].0, &mut t, "measure ring")?;
+    }
+    let ns = (now_ns() - t0) as f64 / (rounds * members as u64) as f64;
+    for h in hs {
+        h.join()
+            .map_err(|_| "a ring thread panicked".to_string())??;
+    }
+    for (a, b) in pipes {
+        sys::close(a);
+        sys::close(b);
+    }
+    Ok(ns)
+}
+
 /// The peer of a ping-pong: on CPU `cpu`, read a byte from `from` and write it to `to`,
 /// `n` times.
 pub(super) fn echo(cpu: usize, from: RawFd, to: RawFd, n: u64) -> impl FnOnce() -> Res<()> + Send {

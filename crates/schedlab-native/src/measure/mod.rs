@@ -25,6 +25,9 @@
 //! | `skb_depth_ns`       | queues of L2/2, L2, 2 L2 … 64 MB written across sockets, less 1 deep: each band |
 //! | `skb_remote_ns`      | AF_UNIX messages written on one CPU, read on another, less both on one |
 //! | `skb_page_shared_ns` | the deep queue beside another CPU's own, less alone, × 2     |
+//! | `task_refill_ns`     | N threads yielding in turn on one CPU (N = 2, 4, 16, 64), less 2: at N − 1 switches |
+//! | `mm_refill_ns`       | N processes yielding in turn on one CPU, less N threads, less 2 |
+//! | `wake_refill_ns`     | N threads round a ring of pipes on one CPU, less N threads yielding, less 2 |
 //! | `skb_shared_ns`      | 80 socketpairs 1 deep, L2/8, L2/2, 5 L2/4 and 4 L2 (written across sockets) beside another CPU's own, less alone, × 2: each band |
 //! | `tcp_*_ns`           | 100-byte loopback TCP write + read in one thread, split 2:2:14:9 |
 //! | `fork_ns` …          | `fork()` in the parent; `waitpid()` of a zombie; the rest exit |
@@ -353,6 +356,13 @@ fn run_benchmarks(
     let truesize = solve::skb_truesize(sndbuf, msgs) as usize;
     let deep = (4 * l2 as usize / (80 * truesize)).clamp(2, msgs.max(2) as usize - 1);
     let deep_name: &'static str = Box::leak(format!("unix_queue_80x{deep}").into_boxed_str());
+    let refill: Vec<(usize, [&'static str; 3])> = solve::REFILL_TASKS
+        .iter()
+        .map(|&n| {
+            let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+            (n, solve::refill_names(n).map(leak))
+        })
+        .collect();
     let shared: Vec<(usize, &'static str, &'static str)> = shared_depths(l2, truesize, deep)
         .into_iter()
         .map(|k| {
@@ -399,6 +409,20 @@ fn run_benchmarks(
         (
             "yield_two_threads",
             Box::new(move || one("yield_two_threads", yielders(a, 2, 10_000)?)),
+        ),
+        (
+            "refill",
+            Box::new(move || {
+                pin_self(a)?;
+                let mut v = Vec::new();
+                for &(n, ref names) in &refill {
+                    let [t, p, r] = names;
+                    v.push((*t, yielders(a, n, 120_000 / n as u64)?));
+                    v.push((*p, yielders_procs(a, n, 80_000 / n as u64)?));
+                    v.push((*r, thread_ring(a, n, 60_000 / n as u64)?));
+                }
+                Ok(v)
+            }),
         ),
         (
             "hop_same_thread",

@@ -89,6 +89,74 @@ fn depth_curve(
     })
 }
 
+/// The task counts of the refill micro-benchmarks (`yield_threads_N`, `yield_procs_N`,
+/// `ring_threads_N`): N tasks taking turns on one CPU switch each back in after N − 1
+/// switches; 2 is the calibration's own case.
+pub(super) const REFILL_TASKS: [usize; 4] = [2, 4, 16, 64];
+
+/// The three refill benchmarks of N tasks: threads yielding, processes yielding, threads
+/// round a ring of pipes.
+pub(super) fn refill_names(n: usize) -> [String; 3] {
+    [
+        format!("yield_threads_{n}"),
+        format!("yield_procs_{n}"),
+        format!("ring_threads_{n}"),
+    ]
+}
+
+/// The reuse-distance curves of a switched-in task (`task_refill_ns`, `mm_refill_ns`,
+/// `wake_refill_ns`) from the refill benchmarks: at N tasks taking turns on one CPU each
+/// is switched back in after N − 1 switches, and what N costs beyond 2 is what the
+/// distance costs. Threads yielding give the running state; processes yielding, beyond
+/// threads, the mm; threads woken round a ring, beyond threads yielding, the sleep's
+/// state. Point values at `[N − 1, ns]`, from `[1, 0]` (a difference within its spread
+/// takes half the spread, [`solve`]'s rule; never below 0).
+fn refill_curves(
+    b: &BTreeMap<String, f64>,
+    e: &dyn Fn(&str) -> Est,
+) -> Option<[(schedlab::machine::preset::DepthCurve, String); 3]> {
+    let [t2, p2, r2] = refill_names(2);
+    let ns: Vec<usize> = REFILL_TASKS
+        .iter()
+        .copied()
+        .filter(|&n| n > 2 && refill_names(n).iter().all(|k| b.contains_key(k)))
+        .collect();
+    if ns.is_empty() || ![&t2, &p2, &r2].iter().all(|k| b.contains_key(*k)) {
+        return None;
+    }
+    let resolve = |x: Est| {
+        if x.v > x.spread {
+            (x.v, "")
+        } else {
+            (x.spread / 2.0, " unresolved")
+        }
+    };
+    let mut out: [(Vec<[u64; 2]>, Vec<String>); 3] = Default::default();
+    for &n in &ns {
+        let [t, p, r] = refill_names(n);
+        let run = e(&t) - e(&t2);
+        let parts = [run, (e(&p) - e(&p2)) - run, (e(&r) - e(&r2)) - run];
+        for (k, x) in parts.into_iter().enumerate() {
+            let (v, note) = resolve(x);
+            out[k].0.push([n as u64 - 1, v.max(0.0).round() as u64]);
+            out[k]
+                .1
+                .push(format!("{n} tasks: {:.0} +/- {:.0}{note}", x.v, x.spread));
+        }
+    }
+    let what = [
+        "threads yielding in turn on one CPU less 2 of them, per yield, at N - 1 switches",
+        "processes yielding in turn on one CPU less 2, less as many threads, per yield",
+        "threads round a ring of pipes on one CPU less 2, less as many threads yielding, per hop",
+    ];
+    let mut curves = out.into_iter().zip(what).map(|((mut pts, notes), what)| {
+        pts.insert(0, [1, 0]);
+        let c = schedlab::machine::preset::DepthCurve::try_from(pts).ok()?;
+        Some((c, format!("{what} ({})", notes.join("; "))))
+    });
+    Some([curves.next()??, curves.next()??, curves.next()??])
+}
+
 /// The benchmarks of 80 socketpairs queued `k` deep, written across the sockets, alone
 /// and beside another CPU's own queue.
 pub(super) fn shared_names(k: usize) -> (String, String) {
@@ -280,6 +348,14 @@ pub(super) fn solve(
         // frees find the allocator's shared state last touched by the other CPU: the
         // price of one such pull is twice the per-skb difference.
         c.skb_page_shared_ns = Some(set(&mut src, "skb_page_shared_ns", (e("unix_queue_deep_paired") - e(&deep)) * 2.0, "the deep 80-socketpair AF_UNIX queue while another CPU runs its own, less alone, per skb, twice (half the paired loop's frees follow the other CPU's)"));
+    }
+    if let Some([(run, rs), (mm, ms), (wake, ws)]) = refill_curves(b, &e) {
+        c.task_refill_ns = run;
+        c.mm_refill_ns = mm;
+        c.wake_refill_ns = wake;
+        src.insert("task_refill_ns".into(), format!("measured: {rs}"));
+        src.insert("mm_refill_ns".into(), format!("measured: {ms}"));
+        src.insert("wake_refill_ns".into(), format!("measured: {ws}"));
     }
     if let Some((curve, note)) = shared_curve(b, &e, skb_truesize(g.sndbuf, g.msgs)) {
         c.skb_shared_ns = curve;

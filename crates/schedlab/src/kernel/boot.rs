@@ -128,6 +128,7 @@ impl Kernel {
             cpus_allowed: crate::machine::CpuMask::single(c),
             processor: c,
             last_ran: Some(c),
+            last_in: 0,
             state: TaskState::Running,
             on_cpu: Some(c),
             need_resched: false,

@@ -478,6 +478,44 @@ impl Kernel {
         ns
     }
 
+    /// What switching `next` in on `cpu` costs by the host's reuse-distance curves
+    /// (`task_refill_ns`, after a wake-up `wake_refill_ns`, to another mm `mm_refill_ns`,
+    /// each by the switches `cpu` made since it last switched that task or mm in; never:
+    /// the last band); `None` where the preset has no curves or `switch_refill=off`.
+    /// Records the mm's switch-in.
+    fn switch_refill(&mut self, cpu: CpuId, next: TaskId, new_mm: bool) -> Option<Time> {
+        let costs = self.machine.costs();
+        if !self.machine.switch_refill || costs.task_refill_ns.is_empty() {
+            return None;
+        }
+        let band = |c: &crate::machine::preset::DepthCurve, d: u64| {
+            c.points()
+                .iter()
+                .find(|p| d <= p[0])
+                .or(c.points().last())
+                .map_or(0, |p| p[1])
+        };
+        let now_n = self.cpus[cpu].nr_switches;
+        let n = &self.tasks[next as usize];
+        let d = now_n - n.last_in;
+        let mut ns = band(&costs.task_refill_ns, d);
+        if n.woken_at != super::task::NOT_WOKEN {
+            ns += band(&costs.wake_refill_ns, d);
+        }
+        let mm = n.mm;
+        let last = &mut self.mm_lines_of(mm).last_in;
+        let i = last.iter().position(|&(c, _)| c == cpu);
+        if new_mm {
+            let dm = i.map_or(u64::MAX, |i| now_n - last[i].1);
+            ns += band(&costs.mm_refill_ns, dm);
+        }
+        match i {
+            Some(i) => last[i].1 = now_n + 1,
+            None => last.push((cpu, now_n + 1)),
+        }
+        Some(ns)
+    }
+
     pub(crate) fn context_switch(&mut self, cpu: CpuId, prev: TaskId, next: TaskId) {
         let costs = self.machine.costs();
         let n = &self.tasks[next as usize];
@@ -497,17 +535,26 @@ impl Kernel {
             let miss = self
                 .cache
                 .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
-            // The footprint's lines in the L2 are reached pointer by pointer: where the
-            // preset measured what such a load costs, that is their price. Beyond the L2
-            // the misses overlap as a stream's do (the P6's calibration, B§6.3).
-            let from_l2 = match costs.l2_latency_ns_per_kb {
-                Some(per_kb) => miss.from_l2 * costs.line_bytes * per_kb / 1024,
-                None => miss.from_l2 * costs.l2_line_ns,
-            };
-            let now = self.cpus[cpu].clock;
-            cost += from_l2
-                + miss.from_outside * per_line
-                + self.ic.stream(now, miss.from_outside, from, cpu);
+            let refill = self.switch_refill(cpu, next, mm != active);
+            if let Some(ns) = refill.filter(|_| from.is_none()) {
+                // Back on the CPU it last ran on: what it lost there since, by the host's
+                // curves (the cache model's refill stands in where none was measured).
+                self.stats.switch_refill_ns += ns;
+                cost += ns;
+            } else {
+                // The footprint's lines in the L2 are reached pointer by pointer: where
+                // the preset measured what such a load costs, that is their price. Beyond
+                // the L2 the misses overlap as a stream's do (the P6's calibration,
+                // B§6.3).
+                let from_l2 = match costs.l2_latency_ns_per_kb {
+                    Some(per_kb) => miss.from_l2 * costs.line_bytes * per_kb / 1024,
+                    None => miss.from_l2 * costs.l2_line_ns,
+                };
+                let now = self.cpus[cpu].clock;
+                cost += from_l2
+                    + miss.from_outside * per_line
+                    + self.ic.stream(now, miss.from_outside, from, cpu);
+            }
         }
         // The exiting task's parent learns of the zombie once it is off the CPU (2.4's
         // release_task waits for that anyway).
@@ -566,6 +613,7 @@ impl Kernel {
                 self.stats.unaffine_switches += 1;
             }
             n.last_ran = Some(cpu);
+            n.last_in = self.cpus[cpu].nr_switches;
             n.stats.switches_in += 1;
             n.stats.sched.wait_end(now);
         }

@@ -214,6 +214,9 @@ pub struct KernelStats {
     pub skb_cold: u64,
     /// What the depths of the skbs read cost in all (`skb_depth_ns` or the step), ns.
     pub skb_depth_ns: u64,
+    /// What switched-in tasks' refills cost by reuse distance in all (`task_refill_ns`,
+    /// `wake_refill_ns`, `mm_refill_ns`), ns.
+    pub switch_refill_ns: u64,
     /// Reads that freed skbs after another CPU had touched the skb allocator's shared
     /// state (priced `skb_shared_ns` by depth, or, cold skbs only, `skb_page_shared_ns`).
     pub skb_page_pulls: u64,
@@ -610,6 +613,9 @@ pub(crate) struct MmLines {
     /// Tasks holding the mm and its `files_struct` (`mm_users`, `files->count`): created
     /// and not yet exited.
     pub(crate) users: u32,
+    /// Per CPU that switched to the mm: its switch count then (`Cpu::nr_switches`), kept
+    /// where the preset prices an mm's refill by reuse distance (`mm_refill_ns`).
+    pub(crate) last_in: Vec<(CpuId, u64)>,
 }
 
 /// A line written with locked operations: the CPU that wrote it last, and its transfers

@@ -130,6 +130,7 @@ impl Kernel {
             cpus_allowed,
             processor: cpu,
             last_ran: None,
+            last_in: 0,
             state: TaskState::Uninterruptible,
             on_cpu: None,
             need_resched: false,

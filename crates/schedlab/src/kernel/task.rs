@@ -87,6 +87,9 @@ pub struct Task {
     pub processor: CpuId,
     /// The CPU the task last actually ran on (for `unaffine_switch_pct`).
     pub last_ran: Option<CpuId>,
+    /// That CPU's switch count (`Cpu::nr_switches`) when it last switched the task in:
+    /// how many switches it made since is the task's reuse distance there.
+    pub last_in: u64,
     /// State.
     pub state: TaskState,
     /// The CPU it is running on now, if any (2.4 `cpus_runnable`).

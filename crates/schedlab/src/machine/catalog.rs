@@ -186,6 +186,9 @@ pub fn numa1024_costs() -> Costs {
         skb_remote_ns: None,
         skb_page_shared_ns: None,
         skb_shared_ns: super::preset::DepthCurve::EMPTY,
+        task_refill_ns: super::preset::DepthCurve::EMPTY,
+        wake_refill_ns: super::preset::DepthCurve::EMPTY,
+        mm_refill_ns: super::preset::DepthCurve::EMPTY,
         tcp_mss_bytes: p6.tcp_mss_bytes,
         tcp_wmem_max_bytes: p6.tcp_wmem_max_bytes,
         tcp_connect_ns: at_clock(p6.tcp_connect_ns),
@@ -397,6 +400,9 @@ mod tests {
             c2c_cross_package_line_ns: Some(1),
             skb_depth_ns: vec![[1, 1]].try_into().unwrap(),
             skb_shared_ns: vec![[1, 1]].try_into().unwrap(),
+            task_refill_ns: vec![[1, 1]].try_into().unwrap(),
+            wake_refill_ns: vec![[1, 1]].try_into().unwrap(),
+            mm_refill_ns: vec![[1, 1]].try_into().unwrap(),
             ..piii700(1024)
         })
         .unwrap();

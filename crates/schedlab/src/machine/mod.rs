@@ -64,6 +64,9 @@ crate::options! {
         skb_shared: bool = flag("on")
             .help("an AF_UNIX skb read after another CPU last touched the skb allocator's shared state (the slab node's list, the memory cgroup's page counter) costs what the host measured at its depth; off: only a cold skb pays, one price (skb_page_shared_ns). Host presets that measured the curve only")
             .source("docs/calibration.md, \"Two CPUs share the skb allocator\"");
+        switch_refill: bool = flag("on")
+            .help("a switched-in task's running state, the state of its sleep after a wake-up, and its mm cost what the host measured by how many switches its CPU made since it last ran there (task_refill_ns, wake_refill_ns, mm_refill_ns); off: the cache model refills kernel_footprint_bytes. Host presets that measured the curves only")
+            .source("docs/calibration.md, \"What a switched-in task brings back\"");
         ram_mb: Option<u64> = int("auto", 16, 65536).unit("MB")
             .help("RAM, which sets max_threads, RLIMIT_NPROC's default, file-max (2.4.20, 2.6) and mem_map's share of low memory; auto: the preset's")
             .source("the preset (schedlab list machines)");
@@ -144,6 +147,9 @@ pub struct Machine {
     /// by its depth (`skb_shared=on`, the preset's `skb_shared_ns` curve) rather than, cold
     /// skbs only, `skb_page_shared_ns`.
     pub skb_shared: bool,
+    /// A switched-in task's refill is priced by the preset's reuse-distance curves
+    /// (`switch_refill=on`, `task_refill_ns` …) rather than by the cache model.
+    pub switch_refill: bool,
     /// Each CPU's bus, package and core, as line transfers see them.
     pub layout: std::sync::Arc<Layout>,
 }
@@ -188,6 +194,7 @@ impl Machine {
         m.tcp_delack = opts.tcp_delack;
         m.skb_depth = opts.skb_depth;
         m.skb_shared = opts.skb_shared;
+        m.switch_refill = opts.switch_refill;
         m.tcp_nospace = match opts.tcp_nospace.as_str() {
             "on" => Some(true),
             "off" => Some(false),
@@ -231,6 +238,7 @@ impl Machine {
             tcp_nospace: None,
             skb_depth: true,
             skb_shared: true,
+            switch_refill: true,
             layout: std::sync::Arc::new(Layout::of(preset, n)),
         })
     }

@@ -256,6 +256,28 @@ pub struct Costs {
     /// info): refilled, line by line from the CPU it last ran on, when it moves.
     /// Inferred: ≈ 1.7 KB task_struct + the used part of the 8 KB stack.
     pub kernel_footprint_bytes: u64,
+    /// What a task switched in on the CPU it last ran on costs to refill its running
+    /// state (its task_struct's hot lines, the top of its kernel stack, its FPU state) by
+    /// how many context switches that CPU made since it last switched the task in
+    /// (`[switches, ns]` bands as `skb_depth_ns`'s; 1 is two tasks taking turns, the
+    /// calibration's case, and costs nothing). A reuse-distance curve in place of the
+    /// cache model's all-or-nothing refill of `kernel_footprint_bytes`. Measured on a host
+    /// (threads yielding in turn on one CPU, 2 to 64 of them); empty elsewhere
+    /// (`switch_refill=off` chooses the cache model too).
+    #[serde(default, skip_serializing_if = "DepthCurve::is_empty")]
+    pub task_refill_ns: DepthCurve,
+    /// Beyond `task_refill_ns`, what a task switched in after a wake-up costs (the state
+    /// of its sleep: the frames it blocked in, its wait-queue entry, what it slept on), by
+    /// the same distance. Measured on a host (threads passing a token round a ring of
+    /// pipes on one CPU, less the yielding threads); empty elsewhere.
+    #[serde(default, skip_serializing_if = "DepthCurve::is_empty")]
+    pub wake_refill_ns: DepthCurve,
+    /// Beyond both, what switching to an mm costs (its page tables' upper levels, the TLB
+    /// entries `switch_mm` gave up) by the context switches the CPU made since it last
+    /// switched to that mm; an mm never run there pays the last band. Measured on a host
+    /// (processes round a ring of pipes on one CPU, less threads); empty elsewhere.
+    #[serde(default, skip_serializing_if = "DepthCurve::is_empty")]
+    pub mm_refill_ns: DepthCurve,
     /// Per-skb overhead charged to a socket's send buffer (`truesize` − data).
     /// Inferred from 2.4 `alloc_skb`: the sk_buff head plus shared-info and alignment.
     pub skb_overhead_bytes: u64,
@@ -497,6 +519,9 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         l2_line_ns: 13,
         mem_line_ns: 86,
         kernel_footprint_bytes: 3 * 1024,
+        task_refill_ns: DepthCurve::EMPTY,
+        wake_refill_ns: DepthCurve::EMPTY,
+        mm_refill_ns: DepthCurve::EMPTY,
         skb_overhead_bytes: 256,
         pipe_buf_bytes: 4096,
         unix_sndbuf_bytes: 65535,
