@@ -1,8 +1,9 @@
 //! The costs a measured host brings (issue 43): an AF_UNIX skb read on another CPU than
 //! its writer's (`skb_remote_ns`), the skb allocator's state every CPU shares turned
 //! over (`skb_page_shared_ns` for cold skbs, `skb_shared_ns` by depth), an skb priced by
-//! the depth it was queued at (`skb_depth_ns`), and a forked child's first steps
-//! (`fork_child_ns`). Each is counted
+//! the depth it was queued at (`skb_depth_ns`), a forked child's first steps
+//! (`fork_child_ns`), and what a switched-in task brings back by reuse distance
+//! (`task_refill_ns`, `wake_refill_ns`, `mm_refill_ns`). Each is counted
 //! where it has a counter, priced only where the preset has it, and absent from the era
 //! presets.
 
@@ -232,5 +233,81 @@ fn freed_skbs_pay_the_allocators_shared_state_by_their_depth() {
         run_on(off, deep)["result"],
         scalar_only["result"],
         "skb_shared=off"
+    );
+}
+
+/// The shipped host file with reuse-distance refill curves.
+fn host_with_refill(task: u64, wake: u64, mm: u64) -> &'static Preset {
+    let mut h = shipped();
+    let flat = |ns: u64| {
+        vec![[1, 0], [1 << 40, ns]]
+            .try_into()
+            .expect("a valid curve")
+    };
+    h.costs.task_refill_ns = flat(task);
+    h.costs.wake_refill_ns = flat(wake);
+    h.costs.mm_refill_ns = flat(mm);
+    Box::leak(Box::new(h.to_preset()))
+}
+
+/// A task switched back in on its CPU pays the curves' bands by the switches that CPU
+/// made since it last switched the task in: two threads taking turns (one switch apart)
+/// pay only their first switch-ins, sixteen pay nearly every one; processes pay the mm's
+/// band as well, threads of one mm do not; woken tasks pay the wake band, yielding ones
+/// not; `switch_refill=off` is the cache model, as a host without curves.
+#[test]
+fn a_switched_in_task_pays_for_the_switches_since_it_last_ran_there() {
+    let refill = host_with_refill(100, 1_000, 10_000);
+    let yields = |n: u32| format!("sched_yield:threads={n},duration_ms=5,warmup_ms=2");
+    let two = run(refill, 1, &yields(2));
+    assert!(counter(&two, "task_switches") > 1_000);
+    assert!(
+        counter(&two, "switch_refill_ns") < 2 * (100 + 1_000 + 10_000),
+        "two threads taking turns: only the set-up's first switch-ins pay"
+    );
+    let many = run(refill, 1, &yields(16));
+    let switches = counter(&many, "task_switches");
+    let paid = counter(&many, "switch_refill_ns");
+    assert!(
+        paid >= 100 * switches * 9 / 10 && paid < 1_000 * switches,
+        "sixteen threads yielding: the task band nearly every time, no wake or mm band: {paid} for {switches}"
+    );
+    let procs = run(
+        refill,
+        1,
+        "loop_yield:instances=16,duration_ms=5,warmup_ms=2",
+    );
+    let (ps, pp) = (
+        counter(&procs, "task_switches"),
+        counter(&procs, "switch_refill_ns"),
+    );
+    assert!(
+        pp >= 10_100 * ps * 9 / 10,
+        "processes: the mm band too: {pp} for {ps}"
+    );
+    let ring = run(
+        refill,
+        1,
+        "lat_ctx:procs=8,rounds=100,warmup=2,ovr_iters=20",
+    );
+    let (rs, rp) = (
+        counter(&ring, "task_switches"),
+        counter(&ring, "switch_refill_ns"),
+    );
+    assert!(
+        rp >= 11_100 * rs * 8 / 10,
+        "a ring of processes: woken, another mm: {rp} for {rs}"
+    );
+    let mut off = Machine::boot(refill, Some(1)).expect("boots");
+    off.switch_refill = false;
+    let plain = run(host_with_refill(0, 0, 0), 1, &yields(16));
+    assert_eq!(counter(&plain, "switch_refill_ns"), 0);
+    let mut none = shipped();
+    none.costs.kernel_footprint_bytes = refill.costs.kernel_footprint_bytes;
+    let none: &'static Preset = Box::leak(Box::new(none.to_preset()));
+    assert_eq!(
+        run_on(off, &yields(16))["result"],
+        run(none, 1, &yields(16))["result"],
+        "switch_refill=off: the cache model"
     );
 }

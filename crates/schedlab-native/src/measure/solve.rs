@@ -849,6 +849,46 @@ mod tests {
         assert!(c.skb_shared_ns.is_empty() && !src.contains_key("skb_shared_ns"));
     }
 
+    /// The refill curves: at N tasks each is switched back in after N - 1 switches;
+    /// threads yielding beyond 2 give the running state, processes beyond threads the mm,
+    /// a ring beyond yielding the sleep's state; a difference inside its spread is not
+    /// solved; without the benchmarks there are no curves.
+    #[test]
+    fn the_refill_curves_are_each_kind_less_two_less_the_kind_below() {
+        let mut b = bench();
+        for (n, t, p, r) in [
+            (2, 500.0, 600.0, 1000.0),
+            (4, 540.0, 680.0, 1440.0),
+            (16, 600.0, 1000.0, 1500.0),
+        ] {
+            b.insert(format!("yield_threads_{n}"), t);
+            b.insert(format!("yield_procs_{n}"), p);
+            b.insert(format!("ring_threads_{n}"), r);
+        }
+        let (c, src) = solve(&b, &BTreeMap::new(), geometry());
+        assert_eq!(c.task_refill_ns.points(), &[[1, 0], [3, 40], [15, 100]]);
+        // procs 80 and 400 beyond 2, less the threads' 40 and 100.
+        assert_eq!(c.mm_refill_ns.points(), &[[1, 0], [3, 40], [15, 300]]);
+        // rings 440 and 500 beyond 2, less 40 and 100.
+        assert_eq!(c.wake_refill_ns.points(), &[[1, 0], [3, 400], [15, 400]]);
+        assert!(
+            src["mm_refill_ns"].contains("16 tasks: 300"),
+            "{}",
+            src["mm_refill_ns"]
+        );
+        let mut spread = BTreeMap::new();
+        spread.insert("yield_threads_4".to_string(), [400.0, 680.0]);
+        let (c, src) = solve(&b, &spread, geometry());
+        assert_eq!(
+            c.task_refill_ns.points()[1],
+            [3, 70],
+            "within its spread: half of it"
+        );
+        assert!(src["task_refill_ns"].contains("unresolved"));
+        let (c, _) = solve(&bench(), &BTreeMap::new(), geometry());
+        assert!(c.task_refill_ns.is_empty() && c.mm_refill_ns.is_empty());
+    }
+
     #[test]
     fn a_childs_first_steps_come_out_of_exit() {
         let mut b = bench();
