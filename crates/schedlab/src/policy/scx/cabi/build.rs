@@ -122,6 +122,10 @@ pub fn build(spec: &Spec) -> Result<PathBuf, String> {
     }
     if let Some(inc) = &include {
         hash_dir(&mut h, inc);
+        for (head, native) in NATIVE {
+            h.update(head.as_bytes());
+            h.update(native.as_bytes());
+        }
     }
     let key = hex(&h.finalize())[..24].to_string();
     let dir = cache_dir();
@@ -214,20 +218,34 @@ fn copy_headers_native(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Replace the definitions of `MEMBER_VPTR` and `ARRAY_ELEM_PTR` (a `#define` and its
-/// continuation lines) with plain C: the member's address; the element's address when
-/// the index is in bounds, else NULL — what the BPF assembly computes.
+/// The definitions [`native_macros`] puts in place of the headers' own (a `#define` and
+/// its continuation lines): for `MEMBER_VPTR` and `ARRAY_ELEM_PTR`, plain C (the member's
+/// address; the element's address when the index is in bounds, else NULL — what the BPF
+/// assembly computes); for `RESIZABLE_ARRAY`, an array as long as the most CPUs the
+/// simulator boots, in the section the loader would resize to the CPUs it found
+/// (`RESIZE_ARRAY`, e.g. scx_central.c's per-CPU arrays).
+const NATIVE: &[(&str, &str)] = &[
+    (
+        "#define MEMBER_VPTR(",
+        "#define MEMBER_VPTR(base, member) (typeof((base) member) *)(&((base) member))",
+    ),
+    (
+        "#define ARRAY_ELEM_PTR(",
+        "#define ARRAY_ELEM_PTR(arr, i, n) (typeof(arr[i]) *)((u64)(i) < (u64)(n) ? (void *)&(arr[i]) : (void *)0)",
+    ),
+    (
+        "#define RESIZABLE_ARRAY(",
+        "#define RESIZABLE_ARRAY(elfsec, arr) arr[1024] SEC(\".\"#elfsec\".\"#arr)",
+    ),
+];
+
+const _: () = assert!(
+    crate::machine::cpumask::MAX_CPUS == 1024,
+    "RESIZABLE_ARRAY's length"
+);
+
+/// The scheduler's headers with [`NATIVE`]'s definitions in place of their own.
 fn native_macros(text: &str) -> String {
-    const NATIVE: &[(&str, &str)] = &[
-        (
-            "#define MEMBER_VPTR(",
-            "#define MEMBER_VPTR(base, member) (typeof((base) member) *)(&((base) member))",
-        ),
-        (
-            "#define ARRAY_ELEM_PTR(",
-            "#define ARRAY_ELEM_PTR(arr, i, n) (typeof(arr[i]) *)((u64)(i) < (u64)(n) ? (void *)&(arr[i]) : (void *)0)",
-        ),
-    ];
     let mut out = String::with_capacity(text.len());
     let mut skipping = false;
     for line in text.lines() {

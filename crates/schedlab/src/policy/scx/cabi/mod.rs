@@ -295,6 +295,10 @@ thread_local! {
 pub struct CScx {
     /// The shim's root `struct cgroup`.
     root_cgroup: *mut c_void,
+    /// Globals the C schedulers' loaders set to the CPUs they find
+    /// (`libbpf_num_possible_cpus()`: scx_central.c's `nr_cpu_ids`, scx_flatcg.c's and
+    /// scx_nest.c's `nr_cpus`) that `set=` left alone: (name, size), filled at init.
+    loader_cpus: Vec<(String, u64)>,
     _lib: libloading::Library,
     ops: *const SchedExtOps,
     rt: Box<Runtime>,
@@ -368,6 +372,14 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
         // SAFETY: the symbol is a global of `size` bytes.
         unsafe { write_global(&lib, name, *size, v)? };
     }
+    let loader_cpus = symbols
+        .data
+        .iter()
+        .filter(|(n, _)| {
+            matches!(n.as_str(), "nr_cpu_ids" | "nr_cpus") && !spec.set.iter().any(|(s, _)| s == n)
+        })
+        .cloned()
+        .collect();
     // SAFETY: ops points at the scheduler's struct sched_ext_ops.
     let name = unsafe { CStr::from_ptr((*ops).name.as_ptr()) }
         .to_string_lossy()
@@ -379,6 +391,7 @@ pub fn load(spec: &Spec) -> Result<CScx, String> {
     };
     Ok(CScx {
         root_cgroup,
+        loader_cpus,
         _lib: lib,
         ops,
         rt: Box::new(Runtime {
@@ -1125,6 +1138,14 @@ impl ScxOps for CScx {
     }
 
     fn init(&mut self, k: &mut Kf<'_, '_>) -> i32 {
+        let cpus = k.nr_cpus() as u64;
+        for (name, size) in &self.loader_cpus {
+            // SAFETY: a global of `size` bytes in the scheduler's library, found by load.
+            if let Err(e) = unsafe { write_global(&self._lib, name, *size, cpus) } {
+                k.error(e);
+                return -22;
+            }
+        }
         match self.ops().init {
             // SAFETY: the scheduler's callback, with the context set.
             Some(f) => self.enter(k, &[], |_| unsafe { f() }),
