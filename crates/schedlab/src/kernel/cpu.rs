@@ -497,7 +497,12 @@ impl Kernel {
         };
         let now_n = self.cpus[cpu].nr_switches;
         let n = &self.tasks[next as usize];
-        let d = now_n - n.last_in;
+        // `last_in` counts the switches of the CPU the task last ran on: here only.
+        let d = if n.last_ran == Some(cpu) {
+            now_n - n.last_in
+        } else {
+            u64::MAX
+        };
         let mut ns = band(&costs.task_refill_ns, d);
         if n.woken_at != super::task::NOT_WOKEN {
             ns += band(&costs.wake_refill_ns, d);
@@ -535,10 +540,12 @@ impl Kernel {
             let miss = self
                 .cache
                 .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
+            let back = self.tasks[next as usize].last_ran == Some(cpu);
             let refill = self.switch_refill(cpu, next, mm != active);
-            if let Some(ns) = refill.filter(|_| from.is_none()) {
+            if let Some(ns) = refill.filter(|_| back) {
                 // Back on the CPU it last ran on: what it lost there since, by the host's
-                // curves (the cache model's refill stands in where none was measured).
+                // curves. A task from another CPU, or new, and every task where none were
+                // measured: the cache model's refill.
                 self.stats.switch_refill_ns += ns;
                 cost += ns;
             } else {
