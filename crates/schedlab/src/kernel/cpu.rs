@@ -488,13 +488,6 @@ impl Kernel {
         if !self.machine.switch_refill || costs.task_refill_ns.is_empty() {
             return None;
         }
-        let band = |c: &crate::machine::preset::DepthCurve, d: u64| {
-            c.points()
-                .iter()
-                .find(|p| d <= p[0])
-                .or(c.points().last())
-                .map_or(0, |p| p[1])
-        };
         let now_n = self.cpus[cpu].nr_switches;
         let n = &self.tasks[next as usize];
         // `last_in` counts the switches of the CPU the task last ran on: here only.
@@ -503,16 +496,16 @@ impl Kernel {
         } else {
             u64::MAX
         };
-        let mut ns = band(&costs.task_refill_ns, d);
+        let mut ns = costs.task_refill_ns.band(d);
         if n.woken_at != super::task::NOT_WOKEN {
-            ns += band(&costs.wake_refill_ns, d);
+            ns += costs.wake_refill_ns.band(d);
         }
         let mm = n.mm;
         let last = &mut self.mm_lines_of(mm).last_in;
         let i = last.iter().position(|&(c, _)| c == cpu);
         if new_mm {
             let dm = i.map_or(u64::MAX, |i| now_n - last[i].1);
-            ns += band(&costs.mm_refill_ns, dm);
+            ns += costs.mm_refill_ns.band(dm);
         }
         match i {
             Some(i) => last[i].1 = now_n + 1,

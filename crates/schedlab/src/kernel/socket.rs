@@ -93,10 +93,7 @@ impl Kernel {
         let costs = self.machine.costs();
         let curve = &costs.skb_shared_ns;
         let price = if self.machine.skb_shared && !curve.is_empty() {
-            deepest.map(|d| {
-                let band = curve.points().iter().find(|p| d <= p[0]);
-                band.or(curve.points().last()).map_or(0, |p| p[1])
-            })
+            deepest.map(|d| curve.band(d))
         } else {
             costs.skb_page_shared_ns.filter(|_| cold > 0)
         };

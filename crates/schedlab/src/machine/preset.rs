@@ -573,6 +573,16 @@ impl DepthCurve {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// The price at depth `d`: the band of the first point at or above it, the last band
+    /// beyond the last point; 0 when nothing was measured.
+    pub fn band(&self, d: u64) -> Time {
+        let p = self.points();
+        p.iter()
+            .find(|p| d <= p[0])
+            .or(p.last())
+            .map_or(0, |p| p[1])
+    }
 }
 
 impl Default for DepthCurve {
