@@ -453,7 +453,7 @@ pub(super) fn poll_fds(fds: &[RawFd], n: u64) -> Res<()> {
 }
 
 /// One round of [`unix_queue`]: `depth` writes on each pair, then every read.
-fn unix_queue_round(pairs: &[(RawFd, RawFd)], depth: usize) -> Res<()> {
+pub(super) fn unix_queue_round(pairs: &[(RawFd, RawFd)], depth: usize) -> Res<()> {
     let mut buf = [5u8; 100];
     for &(a, _) in pairs {
         for _ in 0..depth {
@@ -466,7 +466,7 @@ fn unix_queue_round(pairs: &[(RawFd, RawFd)], depth: usize) -> Res<()> {
 /// One round of [`unix_depth`]: one write on each pair in turn, `depth` times over (as a
 /// sender writes to many receivers: one socket's skbs lie apart in the slab), then
 /// every read, socket by socket.
-fn unix_depth_round(pairs: &[(RawFd, RawFd)], depth: usize) -> Res<()> {
+pub(super) fn unix_depth_round(pairs: &[(RawFd, RawFd)], depth: usize) -> Res<()> {
     let mut buf = [5u8; 100];
     for _ in 0..depth {
         for &(a, _) in pairs {
@@ -698,37 +698,11 @@ pub(super) fn unix_handoff(a: usize, b: usize, depth: usize, rounds: u64) -> Res
     Ok((spent + read) as f64 / (rounds as usize * depth) as f64)
 }
 
-/// [`unix_queue`] on CPU `a` while CPU `b` runs the same loop on sockets of its own: ns
-/// per write+read on `a`. Nothing is shared between the two loops but the kernel's own
-/// state — the slab pages, the page allocator and the memory cgroup's counters that a
-/// deep queue turns over.
-pub(super) fn unix_queue_paired(
-    b: usize,
-    sockets: usize,
-    depth: usize,
-    messages: usize,
-) -> Res<f64> {
-    paired(b, sockets, depth, unix_queue_round, || {
-        unix_queue(sockets, depth, messages)
-    })
-}
-
-/// [`unix_depth`]'s queue (writes interleaved across the sockets, as a sender's to many
-/// receivers) while a thread pinned to CPU `b` runs the same on its own socketpairs.
-pub(super) fn unix_depth_paired(
-    b: usize,
-    sockets: usize,
-    depth: usize,
-    messages: usize,
-) -> Res<f64> {
-    paired(b, sockets, depth, unix_depth_round, || {
-        unix_depth(sockets, depth, messages)
-    })
-}
-
-/// `timed` while a thread pinned to CPU `b` runs `round` over its own `sockets`
-/// socketpairs, `depth` deep, until it is done.
-fn paired(
+/// `timed` (a queue's timing on this CPU) while a thread pinned to CPU `b` runs `round`
+/// over `sockets` socketpairs of its own, `depth` deep, until it is done. Nothing is
+/// shared between the two loops but the kernel's own state — the slab pages, the page
+/// allocator and the memory cgroup's counters that a deep queue turns over.
+pub(super) fn paired(
     b: usize,
     sockets: usize,
     depth: usize,

@@ -356,17 +356,15 @@ fn run_benchmarks(
     let truesize = solve::skb_truesize(sndbuf, msgs) as usize;
     let deep = (4 * l2 as usize / (80 * truesize)).clamp(2, msgs.max(2) as usize - 1);
     let deep_name: &'static str = Box::leak(format!("unix_queue_80x{deep}").into_boxed_str());
+    // Benchmark names live as long as the samples keyed by them.
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
     let refill: Vec<(usize, [&'static str; 3])> = solve::REFILL_TASKS
         .iter()
-        .map(|&n| {
-            let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
-            (n, solve::refill_names(n).map(leak))
-        })
+        .map(|&n| (n, solve::refill_names(n).map(leak)))
         .collect();
     let shared: Vec<(usize, &'static str, &'static str)> = shared_depths(l2, truesize, deep)
         .into_iter()
         .map(|k| {
-            let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
             let (alone, paired) = solve::shared_names(k);
             (k, leak(alone), leak(paired))
         })
@@ -524,7 +522,9 @@ fn run_benchmarks(
                     (deep_name, unix_queue(80, deep, 150_000)?),
                     (
                         "unix_queue_deep_paired",
-                        unix_queue_paired(b, 80, deep, 150_000)?,
+                        paired(b, 80, deep, unix_queue_round, || {
+                            unix_queue(80, deep, 150_000)
+                        })?,
                     ),
                 ])
             }),
@@ -534,9 +534,10 @@ fn run_benchmarks(
             Box::new(move || {
                 pin_self(a)?;
                 let mut v = Vec::new();
-                for &(k, alone, paired) in &shared {
+                for &(k, alone, beside) in &shared {
                     v.push((alone, unix_depth(80, k, 50_000)?));
-                    v.push((paired, unix_depth_paired(b, 80, k, 50_000)?));
+                    let timed = || unix_depth(80, k, 50_000);
+                    v.push((beside, paired(b, 80, k, unix_depth_round, timed)?));
                 }
                 Ok(v)
             }),

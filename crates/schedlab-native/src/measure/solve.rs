@@ -814,8 +814,6 @@ mod tests {
         assert!(c.skb_depth_ns.is_empty() && !src.contains_key("skb_depth_ns"));
     }
 
-    /// A child's first byte, less two process hops, is its first steps; they leave the
-    /// exit figure, so fork + first steps + exit + wait still sum to fork+exit+wait.
     /// The allocator's shared state by depth: each depth's paired-less-alone difference,
     /// twice, inverted band by band from depth 0; without the paired queues there is no
     /// curve.
@@ -889,6 +887,8 @@ mod tests {
         assert!(c.task_refill_ns.is_empty() && c.mm_refill_ns.is_empty());
     }
 
+    /// A child's first byte, less two process hops, is its first steps; they leave the
+    /// exit figure, so fork + first steps + exit + wait still sum to fork+exit+wait.
     #[test]
     fn a_childs_first_steps_come_out_of_exit() {
         let mut b = bench();
