@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use schedlab::kernel::sched::runlist::RunLists;
 use schedlab::kernel::sched::testbed::Bed;
-use schedlab::kernel::sched::{Balance, SchedClass, SchedCtx, Shared, Wake};
+use schedlab::kernel::sched::{Balance, Curr, SchedClass, SchedCtx, Shared, Wake};
 use schedlab::kernel::task::{TaskId, TaskState};
 use schedlab::kernel::Kernel;
 use schedlab::machine::{CpuId, CpuMask, LockId};
@@ -91,7 +91,7 @@ impl SchedClass for RoundRobin {
         let last = ctx.task(p).processor;
         let idle = |ctx: &mut SchedCtx<'_>, c| {
             ctx.allowed(p, c) && {
-                let curr = ctx.read_curr(c);
+                let curr = ctx.read(Curr(c));
                 curr == ctx.idle_task(c)
             }
         };

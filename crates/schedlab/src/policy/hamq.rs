@@ -285,7 +285,7 @@ impl Hamq {
         let mut c = MIN_GOODNESS;
         let q = &self.rq[cpu].list;
         for &p in q {
-            ctx.examine(p);
+            ctx.read(Shared::Task(p));
             let t = ctx.task(p);
             if !ctx.allowed(p, cpu) || t.on_cpu.is_some_and(|o| o != cpu) {
                 continue;
@@ -365,7 +365,7 @@ impl Hamq {
     fn best_to_pull(&self, ctx: &mut SchedCtx<'_>, r: CpuId, cpu: CpuId) -> Option<TaskId> {
         let mut best: Option<(TaskId, i32)> = None;
         for &p in &self.rq[r].list {
-            ctx.examine(p);
+            ctx.read(Shared::Task(p));
             if ctx.task(p).on_cpu.is_none() && ctx.allowed(p, cpu) {
                 let w = self.core.goodness(ctx, p, cpu, ctx.active_mm(cpu));
                 if best.is_none_or(|(_, b)| w > b) {

@@ -5,8 +5,9 @@
 //! fields (nice, mm, affinity, `processor`, state) through the [`SchedCtx`], changes only
 //! `processor` (`set_task_cpu`) and `need_resched` (`resched_cpu`), takes the locks its
 //! kernel took, and charges what it touches by the cost rule ([`SchedCtx`]'s module doc:
-//! `examine` per task looked at, `read`/`write` of shared lines, `read_curr` of another
-//! CPU's `curr`, `charge` for the rest). A policy whose queue is a list builds on
+//! `read(Shared::Task(p))` per task weighed, `read(Walk(..))` for a run-queue walk,
+//! `read`/`write` of shared lines, `read(Curr(c))` of another CPU's `curr`, `charge` for
+//! the rest). A policy whose queue is a list builds on
 //! [`crate::kernel::sched::runlist`], which prices it. How each policy maps onto the
 //! hooks is in [`crate::kernel::sched`] and docs/architecture.md §3; the 2.4 arithmetic
 //! that `linux-2.4`, `mq`, `mq-pool` and `hamq` share is in [`sched24`]. `fifo` is a
@@ -29,7 +30,9 @@ use crate::kernel::Kernel;
 use crate::machine::Machine;
 use crate::spec::{self, ParamSpec, Params, Spec, SpecError};
 
-pub use crate::kernel::sched::{Balance, Published, SchedClass, SchedCtx, Shared, Wake, WakeOrder};
+pub use crate::kernel::sched::{
+    Balance, Curr, Published, SchedClass, SchedCtx, Shared, Wake, WakeOrder, Walk,
+};
 
 /// The invariant of every per-CPU-queue policy: each task is on at most one queue, on the
 /// queue of its `processor`, runnable (or still on its CPU); a policy's `on_rq` flag

@@ -50,6 +50,7 @@
 //! counters are never negative; a task's entry is up to date at `epoch` once caught up
 //! (the idle tasks, which no recalculation walks, never fall behind).
 
+use crate::kernel::sched::Curr;
 use crate::kernel::sched::Shared;
 use crate::kernel::task::{SchedPolicy, Task, TaskId};
 use crate::machine::CpuId;
@@ -334,7 +335,7 @@ impl Core24 {
     pub fn reschedule_idle(&self, ctx: &mut SchedCtx<'_>, p: TaskId, margin: i32) -> Target {
         let last = ctx.task(p).processor;
         // `cpu_curr(best_cpu)`: the last CPU's schedule_data line, read as the walk's are.
-        if can_schedule(ctx, p, last) && ctx.read_curr(last) == ctx.idle_task(last) {
+        if can_schedule(ctx, p, last) && ctx.read(Curr(last)) == ctx.idle_task(last) {
             return Target::LastCpuIdle(last);
         }
         let mut oldest_idle: Option<(crate::engine::Time, CpuId)> = None;
@@ -345,7 +346,7 @@ impl Core24 {
                 continue;
             }
             // cpu_curr(cpu) and last_schedule(cpu): that CPU's schedule_data line.
-            let tsk = ctx.read_curr(cpu);
+            let tsk = ctx.read(Curr(cpu));
             if tsk == ctx.idle_task(cpu) {
                 if ctx.idle_indexed() {
                     // The rest of the walk only reads (free there) and examines no task:
@@ -359,7 +360,7 @@ impl Core24 {
                 }
             } else if oldest_idle.is_none() {
                 let mm = ctx.task(tsk).mm;
-                ctx.examine(tsk);
+                ctx.read(Shared::Task(tsk));
                 let prio = self.preemption_goodness(ctx, tsk, p, cpu, mm);
                 if prio > max_prio {
                     max_prio = prio;

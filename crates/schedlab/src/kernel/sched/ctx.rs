@@ -5,19 +5,23 @@
 //!
 //! # The cost rule
 //!
-//! A hook pays for what its kernel touched that another CPU may have written, through one
-//! priced accessor per kind:
-//! * a task's scheduler line read in a pick or for a candidate weighed:
-//!   [`SchedCtx::examine`]; a whole run-queue walk: [`SchedCtx::examine_walk`];
+//! A hook pays for what its kernel touched that another CPU may have written. Every such
+//! read is one [`SchedCtx::read`], every such write one [`SchedCtx::write`], and the kind
+//! of what is read or written sets the price:
+//! * a task weighed in a pick or as a candidate: `read(Shared::Task(p))` — its line, and
+//!   the work of `goodness()`; a whole run-queue walk: `read(Walk(tasks))`;
 //! * a task's line written (run-list links, counter, `processor`):
-//!   [`SchedCtx::write`] of [`Shared::Task`];
-//! * another CPU's `curr`: [`SchedCtx::read_curr`];
-//! * a queue head or a published per-queue value: [`SchedCtx::read`] / [`SchedCtx::write`]
-//!   of [`Shared::Line`];
-//! * 2.4's recalculation over every task: [`SchedCtx::write`] of [`Shared::TaskList`];
-//! * a lock: [`SchedCtx::lock`] / [`SchedCtx::trylock`] (spin, atomic, line: the
-//!   machine's);
+//!   `write(Shared::Task(p))`;
+//! * another CPU's `curr`: `read(Curr(cpu))`, which returns it;
+//! * a queue head or a published per-queue value: `read` / `write` of [`Shared::Line`]
+//!   (a line the class declared with [`SchedCtx::new_line`]);
+//! * 2.4's recalculation over every task: `write(Shared::TaskList)`;
+//! * a lock: [`SchedCtx::lock`] / [`SchedCtx::trylock`] of a lock made by
+//!   [`SchedCtx::new_lock`] (spin, atomic, line: the machine's);
 //! * anything else the hook computes: [`SchedCtx::charge`].
+//!
+//! So the priced surface is four methods — `read`, `write`, `charge`, `new_lock` (with
+//! the lock operations it makes possible) — and the kinds [`Shared`], [`Curr`], [`Walk`].
 //!
 //! Free reads are those where the kernel read nothing another CPU writes: the executing
 //! CPU's own `curr`, the fields of a task in hand (nice, mm, affinity, `processor`, state:
@@ -67,7 +71,10 @@ pub struct SchedCtx<'a> {
 /// [`SchedCtx::write`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shared {
-    /// A task's scheduler line (run-list links, counter, state, `processor`).
+    /// A task's scheduler line (run-list links, counter, state, `processor`). Read: a
+    /// task weighed outside a walk (a pick, a candidate), the work of `goodness()`
+    /// (`task_examine_ns`) and the read of its line, wherever it is now. Written: its
+    /// links, counter or `processor` changed; other CPUs' copies are invalidated.
     Task(TaskId),
     /// A line the class named ([`SchedCtx::new_line`]): a queue head, a published value.
     Line(LineId),
@@ -75,6 +82,69 @@ pub enum Shared {
     /// (`task_examine_ns`) and written, in list order: 2.4's counter recalculation
     /// (schedulers.md §1.7 step 6, `for_each_task`). Writes only.
     TaskList,
+}
+
+/// Another CPU's `curr`, read as a kernel reads it: the read of that CPU's `curr` line,
+/// written at its every switch, is charged, and the read returns the task it finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Curr(pub CpuId);
+
+/// A run-queue walk that weighs every task of its list, in order: for each, the work of
+/// `goodness()` and the read of its line, each made when the walk reaches it (a run of
+/// misses to memory is one paced stream on the bus, where separate [`Shared::Task`]
+/// reads would each be one transfer).
+pub struct Walk<I>(pub I);
+
+/// A kind of shared data [`SchedCtx::read`] prices: what the read costs, and what it
+/// finds (`Seen`).
+pub trait Read {
+    /// What the read returns.
+    type Seen;
+    /// Charge the read to `ctx`'s CPU and return what it found.
+    fn read_by(self, ctx: &mut SchedCtx<'_>) -> Self::Seen;
+}
+
+impl Read for Shared {
+    type Seen = ();
+    #[inline(always)]
+    fn read_by(self, ctx: &mut SchedCtx<'_>) {
+        let now = ctx.now();
+        let c = match self {
+            Shared::Task(p) => ctx.costs().task_examine_ns + ctx.ic.read_task(now, ctx.cpu, p),
+            Shared::Line(l) => {
+                ctx.reached_line(l);
+                ctx.ic.read_line(now, ctx.cpu, l)
+            }
+            Shared::TaskList => panic!("Shared::TaskList is written, not read"),
+        };
+        if c > 0 {
+            ctx.charge(c);
+        }
+    }
+}
+
+impl Read for Curr {
+    type Seen = TaskId;
+    // Always inlined: 2.4's `reschedule_idle` reads every CPU's `curr`, and a call each
+    // made that loop 17 % slower at 1 024 CPUs.
+    #[inline(always)]
+    fn read_by(self, ctx: &mut SchedCtx<'_>) -> TaskId {
+        ctx.read(Shared::Line(Interconnect::curr_line(self.0)));
+        ctx.idle_cpus.curr_seen(ctx.cpus, self.0, ctx.now())
+    }
+}
+
+impl<I: IntoIterator<Item = TaskId, IntoIter: ExactSizeIterator>> Read for Walk<I> {
+    type Seen = ();
+    #[inline]
+    fn read_by(self, ctx: &mut SchedCtx<'_>) {
+        let now = ctx.now();
+        let examine_ns = ctx.costs().task_examine_ns;
+        // determinism: one charge of the walk's sum leaves the clock and the accounts as
+        // the separate charges would.
+        let c = ctx.ic.read_tasks(now, ctx.cpu, self.0, examine_ns);
+        ctx.charge(c);
+    }
 }
 
 impl<'a> SchedCtx<'a> {
@@ -188,8 +258,8 @@ impl<'a> SchedCtx<'a> {
     }
 
     /// The task running on `cpu`: free on the executing CPU; for another CPU only once
-    /// the hook reached that CPU's state (the cost rule, module doc), else
-    /// [`SchedCtx::read_curr`].
+    /// the hook reached that CPU's state (the cost rule, module doc), else a read of
+    /// [`Curr`].
     #[inline]
     pub fn curr(&self, cpu: CpuId) -> TaskId {
         self.check_reached(cpu, "curr");
@@ -227,7 +297,7 @@ impl<'a> SchedCtx<'a> {
             assert!(
                 self.reached.contains(&cpu),
                 "cost rule: a hook on cpu {} read cpu {cpu}'s {what} without paying to reach \
-                 its state (read_curr, a read, a write or a lock of a line declared as \
+                 its state (a read of Curr, a read, a write or a lock of a line declared as \
                  cpu {cpu}'s, or its own run-queue lock)",
                 self.cpu
             );
@@ -287,49 +357,13 @@ impl<'a> SchedCtx<'a> {
         charge(self.cpus, self.tasks, self.cpu, ns, self.cat);
     }
 
-    /// Charge the examination of task `p` outside a walk (a pick, a candidate weighed):
-    /// the work of `goodness()` and the read of `p`'s scheduler line, wherever it is now.
-    #[inline]
-    pub fn examine(&mut self, p: TaskId) {
-        let now = self.now();
-        let line = self.ic.read_task(now, self.cpu, p);
-        let c = self.costs().task_examine_ns + line;
-        self.charge(c);
-    }
-
-    /// Charge a run-queue walk that looks at every task of `tasks`, in order: for each,
-    /// the work of `goodness()` and the read of its line, each read made when the walk
-    /// reaches it (a run of misses is one paced stream on the bus).
-    #[inline]
-    pub fn examine_walk(
-        &mut self,
-        tasks: impl IntoIterator<Item = TaskId, IntoIter: ExactSizeIterator>,
-    ) {
-        let now = self.now();
-        let examine_ns = self.costs().task_examine_ns;
-        // determinism: one charge of the walk's sum leaves the clock and the accounts as
-        // the separate charges would.
-        let c = self.ic.read_tasks(now, self.cpu, tasks, examine_ns);
-        self.charge(c);
-    }
-
-    /// Charge a read of shared scheduler data by the executing CPU: a task's line (with
-    /// no `goodness()` work: [`SchedCtx::examine`] adds it), a named line (nothing to
-    /// charge without the coherence model: no charge).
+    /// Charge a read of shared scheduler data by the executing CPU, priced by its kind
+    /// (the cost rule, in the module doc): a task weighed ([`Shared::Task`]), a line the
+    /// class named ([`Shared::Line`]), another CPU's `curr` ([`Curr`], which returns it), a
+    /// run-queue walk ([`Walk`]). What the read finds is its kind's `Seen`.
     #[inline(always)]
-    pub fn read(&mut self, what: Shared) {
-        let now = self.now();
-        let c = match what {
-            Shared::Task(p) => self.ic.read_task(now, self.cpu, p),
-            Shared::Line(l) => {
-                self.reached_line(l);
-                self.ic.read_line(now, self.cpu, l)
-            }
-            Shared::TaskList => panic!("Shared::TaskList is written, not read"),
-        };
-        if c > 0 {
-            self.charge(c);
-        }
+    pub fn read<K: Read>(&mut self, what: K) -> K::Seen {
+        what.read_by(self)
     }
 
     /// Charge a write of shared scheduler data by the executing CPU: other CPUs' copies
@@ -362,17 +396,7 @@ impl<'a> SchedCtx<'a> {
         self.nr_threads
     }
 
-    /// `cpu`'s current task, read as a kernel reads another CPU's `curr`: the read of
-    /// that CPU's line, written at its every switch, is charged.
-    // Always inlined: 2.4's `reschedule_idle` calls it for every CPU, and a call each
-    // made that loop 17 % slower at 1 024 CPUs.
-    #[inline(always)]
-    pub fn read_curr(&mut self, cpu: CpuId) -> TaskId {
-        self.read(Shared::Line(Interconnect::curr_line(cpu)));
-        self.idle_cpus.curr_seen(self.cpus, cpu, self.now())
-    }
-
-    /// `cpu`'s current task as [`SchedCtx::read_curr`] finds it where line reads are free
+    /// `cpu`'s current task as a read of [`Curr`] finds it where line reads are free
     /// ([`SchedCtx::line_reads_free`]): the same value, with nothing to charge.
     #[inline(always)]
     pub fn curr_seen(&self, cpu: CpuId) -> TaskId {
@@ -409,7 +433,7 @@ impl<'a> SchedCtx<'a> {
     }
 
     /// With the index: of the CPUs a read of `curr` now finds idle, the one `ok` accepts
-    /// with the smallest `(last_schedule, cpu)`, what a walk of [`SchedCtx::read_curr`]
+    /// with the smallest `(last_schedule, cpu)`, what a walk reading [`Curr`]
     /// and [`SchedCtx::last_schedule`] from CPU 0 keeping the strictly smaller finds.
     pub fn oldest_idle_seen(&self, ok: impl FnMut(CpuId) -> bool) -> Option<CpuId> {
         self.idle_cpus.oldest_seen(self.cpus, self.now(), ok)
@@ -838,7 +862,7 @@ impl<'a> SchedCtx<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{SchedCtx, Shared};
+    use super::{Curr, SchedCtx, Shared, Walk};
     use crate::kernel::sched::testbed::Bed;
     use crate::machine::{CpuId, LineId};
 
@@ -900,6 +924,83 @@ mod tests {
             op(ctx);
             ctx.now() - t
         })
+    }
+
+    /// A bed of 2 CPUs with the coherence model and `n` tasks whose lines CPU 0 wrote last.
+    fn written_on_0(n: usize) -> (Bed<Box<dyn crate::policy::SchedClass>>, Vec<u32>) {
+        let fifo = crate::policy::build_named("fifo", "piii700-1m", 2).expect("fifo");
+        let mut bed = Bed::new("piii700-1m:bus=off", 2, fifo);
+        let tasks: Vec<u32> = (0..n).map(|i| bed.task(0, 1 + i as u32, 0)).collect();
+        for &p in &tasks {
+            cost(&mut bed, 0, |ctx| ctx.write(Shared::Task(p)));
+        }
+        (bed, tasks)
+    }
+
+    #[test]
+    fn a_weighed_task_costs_its_goodness_and_its_line_from_wherever_it_is() {
+        let (mut bed, t) = written_on_0(1);
+        let c = bed.with(0, |_, ctx| ctx.costs());
+        let examine = c.task_examine_ns;
+        let remote = cost(&mut bed, 1, |ctx| ctx.read(Shared::Task(t[0])));
+        let hit = cost(&mut bed, 1, |ctx| ctx.read(Shared::Task(t[0])));
+        assert_eq!(
+            hit,
+            examine + c.l2_line_ns,
+            "a line held here: goodness() and a hit"
+        );
+        assert!(
+            remote > examine,
+            "modified on CPU 0: a transfer on top ({remote} ns)"
+        );
+    }
+
+    #[test]
+    fn a_walk_weighs_every_task_and_costs_what_its_reads_cost() {
+        let (mut bed, t) = written_on_0(4);
+        let c = bed.with(0, |_, ctx| ctx.costs());
+        let first = cost(&mut bed, 1, |ctx| ctx.read(Walk(t.iter().copied())));
+        let again = cost(&mut bed, 1, |ctx| ctx.read(Walk(t.iter().copied())));
+        let hits = 4 * (c.task_examine_ns + c.l2_line_ns);
+        assert_eq!(
+            again, hits,
+            "four lines held here: four goodness() and four hits"
+        );
+        assert!(
+            first > again,
+            "four lines from CPU 0's cache: {first} vs {again} ns"
+        );
+        let none = cost(&mut bed, 1, |ctx| ctx.read(Walk(std::iter::empty())));
+        assert_eq!(none, 0, "an empty queue's walk weighs nothing");
+    }
+
+    #[test]
+    fn a_read_of_curr_returns_the_task_and_pays_for_the_line_it_reaches() {
+        let (mut bed, t) = written_on_0(1);
+        bed.switch_to(0, t[0]);
+        let mut seen = None;
+        let remote = cost(&mut bed, 1, |ctx| {
+            seen = Some(ctx.read(Curr(0)));
+            // Reached: CPU 0's free reads are now allowed (the debug check).
+            assert!(!ctx.cpu_is_idle(0));
+            assert_eq!(ctx.curr(0), t[0]);
+        });
+        assert_eq!(seen, Some(t[0]));
+        let hit = cost(&mut bed, 1, |ctx| {
+            ctx.read(Curr(0));
+        });
+        assert!(
+            remote > hit,
+            "the line of CPU 0's curr came from CPU 0: {remote} vs {hit}"
+        );
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "cost rule: a hook on cpu 1 read cpu 0's cpu_is_idle")]
+    fn a_free_read_of_another_cpu_before_reaching_it_is_caught() {
+        let (mut bed, _) = written_on_0(0);
+        bed.with(1, |_, ctx| ctx.cpu_is_idle(0));
     }
 
     #[test]

@@ -70,7 +70,7 @@ use crate::machine::{CpuId, LockId};
 use super::types::TaskId;
 use super::Kernel;
 
-pub use ctx::{SchedCtx, Shared};
+pub use ctx::{Curr, Read, SchedCtx, Shared, Walk};
 pub use idle_cpus::IdleCpus;
 pub use published::Published;
 pub use state_map::StateMap;

@@ -14,8 +14,8 @@
 //! * [`RunLists::remove`] (`list_del`): the lines of both neighbours (a task's, or the
 //!   head's) and the task's own;
 //! * [`RunLists::pop_first_allowed`]: the head read, then each task from the front
-//!   examined ([`SchedCtx::examine`]) until one may run on the picking CPU, then its
-//!   `list_del`.
+//!   weighed (a read of [`Shared::Task`]) until one may run on the picking CPU, then
+//!   its `list_del`.
 //!
 //! Under the list's lock the head is the holder's, so its reads and writes are hits; the
 //! task lines are where their last writer left them. A lock-free look at a list
@@ -39,6 +39,7 @@
 //! Invariants ([`RunLists::check`]): a task is on at most one list, exactly where its
 //! entry says; a listed task is runnable and on no CPU.
 
+use crate::kernel::sched::Curr;
 use std::collections::VecDeque;
 
 use crate::kernel::task::{TaskId, TaskState};
@@ -196,7 +197,7 @@ impl RunLists {
         ctx.read(Shared::Line(self.lists[q].head));
         let i = (0..self.lists[q].tasks.len()).find(|&i| {
             let t = self.lists[q].tasks[i];
-            ctx.examine(t);
+            ctx.read(Shared::Task(t));
             ctx.allowed(t, cpu)
         })?;
         Some(self.unlink_at(ctx, q, i))
@@ -270,13 +271,13 @@ impl RunLists {
 
 /// Kick an idle CPU to run `p`, newly queued on a list several CPUs serve: `first` (the
 /// task's last CPU) if it idles and may run `p`, else the lowest such CPU. Each CPU's
-/// `curr` is read as the kernel reads it ([`SchedCtx::read_curr`]). An idle CPU already
+/// `curr` is read as the kernel reads it (a read of [`Curr`]). An idle CPU already
 /// kicked (its idle task's `need_resched` set, not yet rescheduled) is passed over: it
 /// will take one task, so this wake-up needs another CPU. Returns the CPU kicked.
 pub fn kick_idle_cpu(ctx: &mut SchedCtx<'_>, p: TaskId, first: CpuId) -> Option<CpuId> {
     let free_idle = |ctx: &mut SchedCtx<'_>, c: CpuId| {
         ctx.allowed(p, c) && {
-            let curr = ctx.read_curr(c);
+            let curr = ctx.read(Curr(c));
             curr == ctx.idle_task(c) && !ctx.task(curr).need_resched
         }
     };

@@ -806,7 +806,7 @@ impl Fair {
                 break;
             }
             let p = *self.rqs[src].cfs_tasks.back().expect("not empty");
-            ctx.examine(p);
+            ctx.read(Shared::Task(p));
             let ok = self.can_migrate_task(ctx, env, p, src, all_pinned) && {
                 let shr = |v: u64| v >> failed.min(63);
                 match env.migration_type {

@@ -14,6 +14,7 @@
 //!    gives way to the second if that is not too far behind; `next` then `last` buddies
 //!    win if within the wakeup granularity of the leftmost.
 
+use crate::kernel::sched::Shared;
 use crate::kernel::task::TaskId;
 use crate::machine::CpuId;
 use crate::policy::{SchedCtx, Wake};
@@ -132,7 +133,7 @@ impl Fair {
         let Some((lv, left)) = self.rqs[cpu].timeline.first() else {
             return;
         };
-        ctx.examine(left);
+        ctx.read(Shared::Task(left));
         let d = self.se[curr as usize].vruntime - lv;
         if d < 0 {
             return;
@@ -155,7 +156,7 @@ impl Fair {
             return true;
         };
         self.update_curr(ctx, cpu);
-        ctx.examine(curr);
+        ctx.read(Shared::Task(curr));
         if self.wakeup_preempt_entity(curr, p) == 1 {
             self.rqs[cpu].next = Some(p);
             // preempt: LAST_BUDDY when the queue is crowded and curr still queued.
@@ -198,7 +199,7 @@ impl Fair {
                 }
             };
             if let Some(s2) = second {
-                ctx.examine(s2);
+                ctx.read(Shared::Task(s2));
                 if self.wakeup_preempt_entity(s2, left) < 1 {
                     se = s2;
                 }

@@ -21,6 +21,7 @@
 //! ineligible only until the next `update_curr` notices (PREEMPT_SHORT) — between ticks
 //! an ineligible curr runs; and `nr_running == 1` returns the only entity unconditionally.
 
+use crate::kernel::sched::Walk;
 use crate::kernel::task::TaskId;
 use crate::machine::CpuId;
 use crate::policy::SchedCtx;
@@ -180,7 +181,7 @@ impl Fair {
                 break;
             }
         }
-        ctx.examine_walk(tested);
+        ctx.read(Walk(tested));
         match (best, curr) {
             (None, c) => c.or(best),
             (Some(b), Some(c)) if self.se[c as usize].deadline < self.se[b as usize].deadline => {

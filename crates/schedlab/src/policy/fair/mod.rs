@@ -82,7 +82,7 @@
 //! * PELT signals of other CPUs are read as they are at the reader's time, without
 //!   `removed` deferral: a migrating task's contribution leaves its old queue at once.
 //! * Costs of tree walks: the kernel's rbtree walk reads about `log2(n)` entities; the
-//!   model charges [`SchedCtx::examine_walk`] for that many queued entities
+//!   model charges a [`Walk`] read for that many queued entities
 //!   (`// model:` at `charge_walk`).
 
 pub mod balance;
@@ -97,6 +97,7 @@ pub mod topology;
 pub mod wake;
 
 use crate::kernel::sched::Shared;
+use crate::kernel::sched::{Curr, Walk};
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::kernel::task::{TaskId, TaskState};
@@ -621,7 +622,7 @@ impl Fair {
             .take(depth)
             .map(|(_, p)| p)
             .collect();
-        ctx.examine_walk(path);
+        ctx.read(Walk(path));
     }
 
     /// `__enqueue_entity`: into the tree (and the averages, for eevdf).
@@ -851,7 +852,7 @@ impl Fair {
         let curr = if cpu == ctx.cpu() {
             ctx.curr(cpu)
         } else {
-            ctx.read_curr(cpu)
+            ctx.read(Curr(cpu))
         };
         if curr != ctx.idle_task(cpu) {
             return false;
@@ -1147,7 +1148,7 @@ impl SchedClass for Fair {
                 self.dequeue_entity(ctx, cpu, se, true);
                 continue;
             }
-            ctx.examine(se);
+            ctx.read(Shared::Task(se));
             return Some(se);
         }
     }

@@ -25,7 +25,7 @@
 //! # Costs
 //!
 //! The simulated kernel pays for the walk the 2002 hardware paid: every pass examines
-//! every queued task in list order (`ctx.examine_walk`: a few dozen cycles of
+//! every queued task in list order (`ctx.read(Walk(..))`: a few dozen cycles of
 //! `goodness()` and the read of the task's scheduler line from wherever it is — with the
 //! coherence model off, one L2 miss, benchmarks.md §6.3), with `runqueue_lock` held; a
 //! recalculation examines every task in the system, outside the lock. The *simulator*
@@ -77,6 +77,7 @@ mod runlist;
 mod tests;
 
 use crate::kernel::sched::Shared;
+use crate::kernel::sched::{Curr, Walk};
 use std::collections::BTreeMap;
 
 use crate::kernel::task::{Task, TaskId, TaskState};
@@ -585,7 +586,7 @@ impl SchedClass for Linux24 {
         loop {
             // The walk reads every queued task's line (and the head's), wherever it is.
             ctx.read(Shared::Line(self.runqueue_head));
-            ctx.examine_walk(self.rq.iter());
+            ctx.read(Walk(self.rq.iter()));
             self.stats.tasks_examined += self.nr_running() as u64;
             let (c, next) = self.scan_indexed(ctx, cpu, prev, this_mm);
             #[cfg(debug_assertions)]
@@ -668,7 +669,7 @@ impl SchedClass for Linux24 {
             ctx.busy_cpus_seen()
         } else {
             (0..ctx.nr_cpus())
-                .filter(|&c| ctx.read_curr(c) != ctx.idle_task(c))
+                .filter(|&c| ctx.read(Curr(c)) != ctx.idle_task(c))
                 .count()
         };
         let nr_pending = self.nr_running_seen.at(ctx.now()) as i64 - busy as i64;

@@ -529,7 +529,7 @@ impl Mq {
         let mut found = None;
         if upd {
             for &t in &self.rq[c].list {
-                ctx.examine(t);
+                ctx.read(Shared::Task(t));
                 if !Self::has_cpu(ctx, t) {
                     let w = self.core.na_goodness(ctx, t);
                     if w > 0 {

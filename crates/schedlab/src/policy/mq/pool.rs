@@ -13,6 +13,7 @@
 //! the most likely cache-cold (queues are filled at the head). Ties between queues go to
 //! the lower CPU number. A task moved to an idle CPU kicks it.
 
+use crate::kernel::sched::Shared;
 use crate::policy::SchedCtx;
 
 use super::Mq;
@@ -47,7 +48,7 @@ impl Mq {
             }
             let mut pick = None;
             for &t in self.rq[src].list.iter().rev() {
-                ctx.examine(t);
+                ctx.read(Shared::Task(t));
                 if !Self::has_cpu(ctx, t) && ctx.allowed(t, dst) {
                     pick = Some(t);
                     break;

@@ -28,7 +28,7 @@ impl Mq {
         let n = self.rq[this].list.len();
         for i in 0..n {
             let p = self.rq[this].list[i];
-            ctx.examine(p);
+            ctx.read(Shared::Task(p));
             // The 2.4 ports scan only tasks no CPU runs (`local_can_schedule`): the
             // running `prev` came in through `still_running`.
             let schedulable = if self.cfg.version < MqVersion::V250 {

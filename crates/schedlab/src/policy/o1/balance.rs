@@ -38,6 +38,7 @@
 //! G1/2.6 call's walk is answered by [`super::nr_running::NrRunning`] without a host loop.
 
 use crate::engine::Time;
+use crate::kernel::sched::Shared;
 use crate::kernel::task::TaskId;
 use crate::machine::CpuId;
 use crate::policy::SchedCtx;
@@ -229,7 +230,7 @@ impl O1 {
                     .copied()
                     .collect();
                 for t in list {
-                    ctx.examine(t);
+                    ctx.read(Shared::Task(t));
                     if !self.can_migrate(ctx, t, this, idle) {
                         continue;
                     }
@@ -305,7 +306,7 @@ impl O1 {
                     let list: Vec<TaskId> =
                         self.rqs[b].arrays[arr].list(idx).iter().copied().collect();
                     for t in list {
-                        ctx.examine(t);
+                        ctx.read(Shared::Task(t));
                         if ctx.curr(b) != t && ctx.allowed(t, this) {
                             pulled = Some(t);
                             break;

@@ -66,6 +66,7 @@ pub mod nr_running;
 pub mod prio_array;
 pub mod versions;
 
+use crate::kernel::sched::Shared;
 use std::collections::BTreeMap;
 
 use crate::engine::Time;
@@ -904,7 +905,7 @@ impl SchedClass for O1 {
             let act = rq.active;
             let idx = rq.arrays[act].find_first_bit();
             let next = rq.arrays[act].head(idx).expect("nr_running > 0");
-            ctx.examine(next);
+            ctx.read(Shared::Task(next));
             if self.v.gen == Gen::V26 && self.ts[next as usize].activated > 0 {
                 // On-runqueue credit for woken tasks (§2.5.3); next stays chosen.
                 let now = ctx.now();

@@ -37,6 +37,7 @@
 pub mod cabi;
 pub mod ops;
 
+use crate::kernel::sched::Curr;
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::engine::Time;
@@ -408,7 +409,7 @@ impl ExtState {
         if self.in_balance[c] {
             return;
         }
-        let curr = ctx.read_curr(c);
+        let curr = ctx.read(Curr(c));
         let idle = curr == ctx.idle_task(c);
         if enq_flags & SCX_ENQ_PREEMPT != 0 && curr != p && !idle {
             self.tasks[curr as usize].slice = 0;
@@ -563,7 +564,7 @@ impl ExtState {
         let order: Vec<TaskId> = dsq.priq.values().chain(dsq.fifo.iter()).copied().collect();
         let l = dsq.lock;
         let found = order.into_iter().find(|&p| {
-            ctx.examine(p);
+            ctx.read(Shared::Task(p));
             ctx.allowed(p, cpu)
         });
         ctx.unlock(l);
@@ -706,7 +707,7 @@ impl ExtState {
             return;
         };
         self.stats.kicks += 1;
-        let curr = ctx.read_curr(c);
+        let curr = ctx.read(Curr(c));
         let idle = curr == ctx.idle_task(c);
         if flags & SCX_KICK_IDLE != 0 {
             if idle {
@@ -920,7 +921,7 @@ impl Ext {
             ctx.unlock(l);
         }
         for c in 0..ctx.nr_cpus() {
-            if ctx.read_curr(c) == ctx.idle_task(c) {
+            if ctx.read(Curr(c)) == ctx.idle_task(c) {
                 ctx.resched_idle(c);
             } else {
                 ctx.resched_cpu(c);
@@ -1013,7 +1014,7 @@ impl Ext {
             self.st.dispatch_enqueue(ctx, g, p, 0);
         }
         for c in 0..ctx.nr_cpus() {
-            if ctx.read_curr(c) == ctx.idle_task(c) {
+            if ctx.read(Curr(c)) == ctx.idle_task(c) {
                 ctx.resched_idle(c);
             }
         }
@@ -1301,7 +1302,7 @@ impl SchedClass for Ext {
         // by kicks and SCX_ENQ_PREEMPT. But the core's wakeup_preempt reschedules a CPU
         // whose current task is of a lower class: an idle CPU the task was placed on
         // wakes and runs balance_one, whatever DSQ the task went to.
-        if ctx.read_curr(cpu) == ctx.idle_task(cpu) {
+        if ctx.read(Curr(cpu)) == ctx.idle_task(cpu) {
             ctx.resched_idle(cpu);
         }
     }

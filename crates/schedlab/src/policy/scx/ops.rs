@@ -7,6 +7,7 @@
 //! spinlock for a shared DSQ — and charges what it touches, so a shared DSQ contends on a
 //! many-CPU machine exactly as any other spinlock does.
 
+use crate::kernel::sched::Shared;
 use crate::kernel::task::TaskId;
 use crate::machine::CpuId;
 use crate::policy::SchedCtx;
@@ -293,7 +294,7 @@ impl Kf<'_, '_> {
     /// Whether `p` is still on user DSQ `dsq_id`, queued no later than `seq`; the
     /// iterator's look at it is charged.
     pub fn dsq_iter_visible(&mut self, p: TaskId, dsq_id: u64, seq: u64) -> bool {
-        self.ctx.examine(p);
+        self.ctx.read(Shared::Task(p));
         self.st.on_dsq_since(p, dsq_id, seq)
     }
 
