@@ -196,6 +196,13 @@ pub struct Counters {
     /// What those pulls cost in all, ns (shown when not zero).
     #[serde(skip_serializing_if = "is_zero")]
     pub skb_shared_ns: u64,
+    /// 6.x pipes (`pipe_ring`): writes that found every slot of the ring taken and slept
+    /// (shown when not zero).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pipe_full_waits: u64,
+    /// 6.x pipes: reads of a full ring, each waking one writer (shown when not zero).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pipe_writer_wakes: u64,
     /// What switched-in tasks' refills cost by the host's reuse-distance curves
     /// (`task_refill_ns`, `wake_refill_ns`, `mm_refill_ns`), ns (shown when not zero).
     #[serde(skip_serializing_if = "is_zero")]
@@ -498,6 +505,8 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             skb_depth_ns: s.skb_depth_ns,
             skb_page_pulls: s.skb_page_pulls,
             skb_shared_ns: s.skb_shared_ns,
+            pipe_full_waits: s.pipe_full_waits,
+            pipe_writer_wakes: s.pipe_writer_wakes,
             switch_refill_ns: s.switch_refill_ns,
             files_line_transfers: s.files_line_transfers,
             vm_mask_transfers: s.vm_mask_transfers,

@@ -118,3 +118,25 @@ fn an_ack_wakes_a_tcp_socket_only_for_a_writer_that_ran_out_of_room_in_6x() {
     let era_gated = wakes("piii700-1m:tcp_nospace=on", "linux-2.4");
     assert!(era > era_gated, "2.4 {era}, gated {era_gated}");
 }
+
+#[test]
+fn a_6x_pipe_wakes_one_writer_per_read_of_a_full_ring_and_2_4_wakes_them_all() {
+    // hackbench's receivers each read what twenty senders write: pipes fill.
+    let w = "hackbench:groups=1,loops=200,pipe=on";
+    let ring = on_machine("piii700-1m", "eevdf", w);
+    let flat = on_machine("piii700-1m:pipe_ring=off", "eevdf", w);
+    assert!(counter(&ring, "pipe_full_waits") > 0);
+    assert!(counter(&ring, "pipe_writer_wakes") > 0);
+    // Exclusive sleepers and the ring's slots: far fewer wake-ups than 2.4's pipe.
+    let (r, f) = (wakeups(&ring), wakeups(&flat));
+    assert!(r * 4 < f * 3, "ring {r} wake-ups, 2.4's pipe {f}");
+    assert_eq!(counter(&flat, "pipe_full_waits"), 0);
+    // The era's releases keep 2.4's pipe unless asked.
+    let era = report("linux-2.4", w);
+    assert_eq!(
+        counter(&era, "pipe_full_waits") + counter(&era, "pipe_writer_wakes"),
+        0
+    );
+    let asked = on_machine("piii700-1m:pipe_ring=on", "linux-2.4", w);
+    assert!(counter(&asked, "pipe_full_waits") > 0);
+}

@@ -110,6 +110,78 @@ pub struct Stream {
     pub waiting_writers: u32,
     /// TCP: the sender's state for this direction ([`super::tcp`]).
     pub tcp: TcpSend,
+    /// Pipe as 6.x keeps it: its ring of page buffers ([`PipeRing`]).
+    pub ring: PipeRing,
+}
+
+/// A pipe as 2.6.11 and later keep it (`fs/pipe.c`, `struct pipe_inode_info`): a ring
+/// of `max_usage` buffers, each a page. A write whose size is not a multiple of a page
+/// first appends to the newest buffer when its page has room past what was ever written
+/// there (`PIPE_BUF_FLAG_CAN_MERGE`), then takes a new buffer for each page it has left;
+/// a read empties the oldest buffer first and frees its slot once it is empty. The pipe is
+/// full when every slot is taken, whatever bytes its pages hold: a reader of 100-byte
+/// messages frees one slot every 40 reads.
+#[derive(Debug, Default)]
+pub struct PipeRing {
+    /// Each taken slot, oldest first.
+    pub bufs: VecDeque<PipeBuf>,
+    /// `poll()` looked at this pipe (`pipe->poll_usage`): every write wakes its readers.
+    pub polled: bool,
+}
+
+/// One slot of a [`PipeRing`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipeBuf {
+    /// Bytes not yet read (`len`).
+    pub len: u64,
+    /// Where the next merged write would start in the page (`offset + len`).
+    pub end: u64,
+}
+
+impl PipeRing {
+    /// Every slot taken (`pipe_full`).
+    pub fn full(&self, slots: usize) -> bool {
+        self.bufs.len() >= slots
+    }
+
+    /// Append `bytes` to the newest buffer if its page has room for them; returns
+    /// whether it did (the merge of `pipe_write`).
+    pub fn merge(&mut self, bytes: u64, page: u64) -> bool {
+        match self.bufs.back_mut() {
+            Some(b) if b.end + bytes <= page => {
+                b.len += bytes;
+                b.end += bytes;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A new buffer holding `bytes` (at most a page).
+    pub fn push(&mut self, bytes: u64) {
+        self.bufs.push_back(PipeBuf {
+            len: bytes,
+            end: bytes,
+        });
+    }
+
+    /// Read up to `want` bytes from the oldest buffers on; returns the bytes read. A
+    /// buffer read to its end frees its slot.
+    pub fn take(&mut self, want: u64) -> u64 {
+        let mut got = 0;
+        while got < want {
+            let Some(b) = self.bufs.front_mut() else {
+                break;
+            };
+            let n = b.len.min(want - got);
+            b.len -= n;
+            got += n;
+            if b.len == 0 {
+                self.bufs.pop_front();
+            }
+        }
+        got
+    }
 }
 
 /// One queued skb.
@@ -260,6 +332,7 @@ impl Stream {
             writers: 1,
             waiting_writers: 0,
             tcp: TcpSend::default(),
+            ring: PipeRing::default(),
         }
     }
 
@@ -519,5 +592,44 @@ mod tests {
         assert_eq!(StreamKind::Tcp.state_lines(Release::V6(12)), 6);
         assert_eq!(StreamKind::Pipe.state_lines(Release::V6(12)), 3);
         assert_eq!(StreamKind::Unix.state_lines(Release::V2_4(17)), 4);
+    }
+
+    #[test]
+    fn small_writes_merge_into_a_page_and_a_slot_frees_when_its_page_is_read() {
+        // See: 6.12 fs/pipe.c, pipe_write's PIPE_BUF_FLAG_CAN_MERGE and pipe_read.
+        let mut r = PipeRing::default();
+        r.push(100);
+        for _ in 1..40 {
+            assert!(r.merge(100, 4096));
+        }
+        assert!(
+            !r.merge(100, 4096),
+            "4 000 bytes written: 100 more do not fit"
+        );
+        r.push(100);
+        assert_eq!(r.bufs.len(), 2);
+        // Reading frees nothing until the first page is read to its end...
+        for _ in 0..39 {
+            assert_eq!(r.take(100), 100);
+        }
+        assert_eq!(r.bufs.len(), 2);
+        // ...and the page's room is not reused: a merge looks at the newest page only.
+        assert_eq!(r.take(100), 100);
+        assert_eq!(r.bufs.len(), 1);
+        // One read may span two buffers.
+        r.push(50);
+        assert_eq!(r.take(120), 120);
+        assert_eq!(r.bufs.front().map(|b| b.len), Some(30));
+    }
+
+    #[test]
+    fn a_ring_is_full_when_every_slot_is_taken_whatever_its_pages_hold() {
+        let mut r = PipeRing::default();
+        for _ in 0..16 {
+            r.push(1);
+        }
+        assert!(r.full(16), "16 one-byte buffers fill 16 slots");
+        assert_eq!(r.take(1), 1);
+        assert!(!r.full(16));
     }
 }

@@ -222,6 +222,10 @@ pub struct KernelStats {
     pub skb_page_pulls: u64,
     /// What those pulls cost in all, ns.
     pub skb_shared_ns: u64,
+    /// 6.x pipes: writes that found every slot of the ring taken and slept.
+    pub pipe_full_waits: u64,
+    /// 6.x pipes: reads of a full ring, each waking one writer.
+    pub pipe_writer_wakes: u64,
     /// `files_struct` lines pulled by `fget` from the CPU that took `file_lock` last.
     pub files_line_transfers: u64,
     /// `mm->cpu_vm_mask` lines pulled by `switch_mm` from the CPU that set a bit last.

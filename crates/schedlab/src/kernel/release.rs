@@ -142,6 +142,15 @@ impl Release {
         matches!(self, Release::V6(_))
     }
 
+    /// Pipes are a ring of page buffers with their own read and write wait queues and
+    /// exclusive sleepers (Linus Torvalds's circular pipe buffers, 2.6.11; the wake-up
+    /// rules of 5.5 and later: a write wakes a reader only if the pipe was empty, a read
+    /// wakes a writer only if it was full; 6.12 `fs/pipe.c`). 2.4 to 2.6.0: one page,
+    /// one wait queue for both sides, every sleeper woken by every read and write.
+    pub fn pipe_ring(self) -> bool {
+        matches!(self, Release::V6(_))
+    }
+
     /// `fork_init(num_physpages)`: `max_threads = mempages / (THREAD_SIZE/PAGE_SIZE) / 8`
     /// — "the thread structures can take up at most half of memory" — in 2.4.7 and later
     /// (Rik van Riel's change of 2.4.6-pre3; 2.4.17, 2.4.18-RH and 2.4.19 trees), 2.5

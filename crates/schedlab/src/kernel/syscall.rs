@@ -314,7 +314,9 @@ impl Kernel {
             let Some(s) = f.rx() else {
                 return Outcome::Done(EBADF);
             };
-            let st = &self.streams[s as usize];
+            let st = &mut self.streams[s as usize];
+            // `pipe_poll` sets `poll_usage`: from then on every write wakes the readers.
+            st.ring.polled = true;
             if st.readable() {
                 return Outcome::Done(i as i64);
             }
@@ -339,10 +341,16 @@ impl Kernel {
         match kind {
             StreamKind::Pipe => {
                 self.charge(cpu, 2 * costs.file_create_ns, Acct::Running);
-                let wq = self.new_waitq();
+                // 2.4's one wait queue for both sides, or 6.x's `rd_wait` and `wr_wait`.
+                let rq = self.new_waitq();
+                let (wq, cap) = if self.pipe_ring() {
+                    let ring = super::pipe::PIPE_DEF_BUFFERS as u64 * costs.page_bytes;
+                    (self.new_waitq(), ring)
+                } else {
+                    (rq, costs.pipe_buf_bytes)
+                };
                 let s = self.streams.len() as u32;
-                self.streams
-                    .push(Stream::new(kind, costs.pipe_buf_bytes, wq, wq));
+                self.streams.push(Stream::new(kind, cap, rq, wq));
                 self.files.push(File {
                     kind: FileKind::PipeRead(s),
                     open: true,

@@ -58,6 +58,9 @@ crate::options! {
         tcp_nospace: String = choice("auto", &["auto", "on", "off"])
             .help("an ACK wakes a TCP socket's sleepers (`write_space`) only when a writer found the send buffer full (SOCK_NOSPACE), as tcp_check_space does in every release; off: on every ACK that leaves room (the era's calibrated model); auto: on for 6.x policies, off for the era's")
             .source("2.4 and 6.x net/ipv4/tcp_input.c tcp_check_space; docs/calibration.md, \"6.x's own paths\"");
+        pipe_ring: String = choice("auto", &["auto", "on", "off"])
+            .help("pipes as 2.6.11 and later keep them: a ring of page buffers, full when every slot is taken (small writes merge into the newest page), readers and writers asleep on their own wait queues one at a time (exclusive), a writer woken by a read of a full pipe and a reader by a write to an empty one; off: 2.4's one buffer of pipe_buf_bytes, every sleeper woken; auto: on for 6.x policies, off for the era's")
+            .source("6.12 fs/pipe.c pipe_read, pipe_write; 2.4 fs/pipe.c");
         skb_depth: bool = flag("on")
             .help("an AF_UNIX skb costs what the host measured at the depth it was queued (the skb bytes its writer's CPU queued after it, a curve over the host's caches); off: one step at the L2 (skb_cold_ns). Host presets that measured the curve only")
             .source("docs/calibration.md, \"How deep an skb was queued\"");
@@ -140,6 +143,9 @@ pub struct Machine {
     /// An ACK wakes a TCP writer only after it found the buffer full (`tcp_nospace=on`);
     /// `None`: as the policy's release (`auto`).
     pub tcp_nospace: Option<bool>,
+    /// Pipes keep 6.x's ring of page buffers (`pipe_ring=on`, [`crate::kernel::chan::PipeRing`]);
+    /// `None`: as the policy's release (`auto`).
+    pub pipe_ring: Option<bool>,
     /// An AF_UNIX skb is priced by the depth it was queued at (`skb_depth=on`, the
     /// preset's `skb_depth_ns` curve) rather than by one step at the L2.
     pub skb_depth: bool,
@@ -195,6 +201,11 @@ impl Machine {
         m.skb_depth = opts.skb_depth;
         m.skb_shared = opts.skb_shared;
         m.switch_refill = opts.switch_refill;
+        m.pipe_ring = match opts.pipe_ring.as_str() {
+            "on" => Some(true),
+            "off" => Some(false),
+            _ => None,
+        };
         m.tcp_nospace = match opts.tcp_nospace.as_str() {
             "on" => Some(true),
             "off" => Some(false),
@@ -236,6 +247,7 @@ impl Machine {
             lo_queue_at_end: false,
             tcp_delack: false,
             tcp_nospace: None,
+            pipe_ring: None,
             skb_depth: true,
             skb_shared: true,
             switch_refill: true,
