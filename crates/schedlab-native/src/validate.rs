@@ -65,6 +65,7 @@ pub const ROWS: &[RowSpec] = &[
     row("hackbench:groups=20,loops=40"),
     row("hackbench:groups=2,loops=200,threads=on"),
     row("hackbench:groups=8,loops=100,threads=on"),
+    row("hackbench:groups=1,loops=400,pipe=on"),
     row("hackbench:groups=2,loops=200,pipe=on"),
     row("hackbench:groups=8,loops=100,pipe=on"),
     row("hackbench:groups=8,loops=100,pipe=on,threads=on"),
