@@ -203,6 +203,10 @@ pub struct Counters {
     /// 6.x pipes: reads of a full ring, each waking one writer (shown when not zero).
     #[serde(skip_serializing_if = "is_zero")]
     pub pipe_writer_wakes: u64,
+    /// 6.x pipes: what the depth of the data read cost in all, by the host's
+    /// `pipe_depth_ns` curve, ns (shown when not zero).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pipe_depth_ns: u64,
     /// What switched-in tasks' refills cost by the host's reuse-distance curves
     /// (`task_refill_ns`, `wake_refill_ns`, `mm_refill_ns`), ns (shown when not zero).
     #[serde(skip_serializing_if = "is_zero")]
@@ -507,6 +511,7 @@ pub(crate) fn build(sim: &Simulation, result: Metric) -> RunReport {
             skb_shared_ns: s.skb_shared_ns,
             pipe_full_waits: s.pipe_full_waits,
             pipe_writer_wakes: s.pipe_writer_wakes,
+            pipe_depth_ns: s.pipe_depth_ns,
             switch_refill_ns: s.switch_refill_ns,
             files_line_transfers: s.files_line_transfers,
             vm_mask_transfers: s.vm_mask_transfers,

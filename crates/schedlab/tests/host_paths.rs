@@ -301,3 +301,46 @@ fn a_switched_in_task_pays_for_the_switches_since_it_last_ran_there() {
         "switch_refill=off: the cache model"
     );
 }
+
+/// The shipped host file with a pipe depth curve.
+fn host_with_pipe_curve(curve: Vec<[u64; 2]>) -> &'static Preset {
+    let mut h = shipped();
+    h.costs.pipe_depth_ns = curve.try_into().expect("a valid curve");
+    Box::leak(Box::new(h.to_preset()))
+}
+
+/// 6.x pipe data pays the band of its depth, per 100 bytes read: a flat curve charges
+/// exactly its price per 100 bytes of every message read; a curve that starts beyond
+/// the depths hackbench's pipes reach charges nothing; the era's pipe and
+/// `pipe_depth=off` pay nothing by depth.
+#[test]
+fn pipe_data_pays_the_measured_cost_of_its_depth() {
+    let w = "hackbench:groups=2,loops=50,pipe=on";
+    let messages = 2 * 20 * 20 * 50;
+    let flat = host_with_pipe_curve(vec![[1 << 40, 30]]);
+    let priced = run(flat, 2, w);
+    assert_eq!(counter(&priced, "pipe_depth_ns"), messages * 30);
+    let none = run(host_with_pipe_curve(vec![]), 2, w);
+    assert_eq!(counter(&none, "pipe_depth_ns"), 0);
+    assert!(seconds(&priced) > seconds(&none));
+    let beyond = run(
+        host_with_pipe_curve(vec![[64 << 20, 0], [1 << 40, 30]]),
+        2,
+        w,
+    );
+    assert_eq!(
+        counter(&beyond, "pipe_depth_ns"),
+        0,
+        "40 pipes never hold 64 MB"
+    );
+    let mut off = Machine::boot(flat, Some(2)).expect("boots");
+    off.pipe_depth = false;
+    assert_eq!(run_on(off, w)["result"], none["result"], "pipe_depth=off");
+    let mut era_pipe = Machine::boot(flat, Some(2)).expect("boots");
+    era_pipe.pipe_ring = Some(false);
+    assert_eq!(
+        counter(&run_on(era_pipe, w), "pipe_depth_ns"),
+        0,
+        "2.4's pipe"
+    );
+}

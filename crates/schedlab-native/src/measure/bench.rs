@@ -501,6 +501,16 @@ pub(super) fn unix_depth(sockets: usize, depth: usize, messages: usize) -> Res<f
     timed_queue(sockets, depth, messages, 2, unix_depth_round)
 }
 
+/// The pipe depth curve's queue: `pipes` pipes, each `depth` 100-byte messages deep,
+/// written in turn as hackbench's senders write to their receivers, then read back pipe
+/// by pipe ([`unix_depth_round`] on `(write, read)` ends): ns per write+read over at least
+/// two timed rounds after an untimed one. `depth` stays below the 640 messages a 6.x
+/// pipe's 16 pages take, so that no write waits.
+pub(super) fn pipe_depth(pipes: usize, depth: usize, messages: usize) -> Res<f64> {
+    let open = || sys::pipe().map(|(r, w)| (w, r));
+    timed_over(pipes, depth, messages, 2, unix_depth_round, open)
+}
+
 /// One round over a set of socketpairs, queued `depth` deep.
 type QueueRound = fn(&[(RawFd, RawFd)], usize) -> Res<()>;
 
@@ -512,9 +522,19 @@ fn timed_queue(
     min_rounds: usize,
     round: QueueRound,
 ) -> Res<f64> {
-    let pairs: Vec<(RawFd, RawFd)> = (0..sockets)
-        .map(|_| sys::socketpair())
-        .collect::<Res<_>>()?;
+    timed_over(sockets, depth, messages, min_rounds, round, sys::socketpair)
+}
+
+/// [`timed_queue`] over `sockets` channels that `open` makes, each a `(write, read)` pair.
+fn timed_over(
+    sockets: usize,
+    depth: usize,
+    messages: usize,
+    min_rounds: usize,
+    round: QueueRound,
+    open: impl Fn() -> Res<(RawFd, RawFd)>,
+) -> Res<f64> {
+    let pairs: Vec<(RawFd, RawFd)> = (0..sockets).map(|_| open()).collect::<Res<_>>()?;
     let rounds = (messages / (sockets * depth)).max(min_rounds);
     round(&pairs, depth)?;
     let t0 = now_ns();

@@ -23,6 +23,7 @@
 //! | `ipi_latency_ns`     | solved with the simulator: the process ping-pong across CPUs |
 //! | `skb_cold_ns`        | 80 socketpairs queued 4 × L2 deep, less 1 deep, per skb      |
 //! | `skb_depth_ns`       | queues of L2/2, L2, 2 L2 … 64 MB written across sockets, less 1 deep: each band |
+//! | `pipe_depth_ns`      | 100-byte messages across pipes, L2/2, L2, 2 L2 … 64 MB of data, less 8 pipes 200 deep: each band |
 //! | `skb_remote_ns`      | AF_UNIX messages written on one CPU, read on another, less both on one |
 //! | `skb_page_shared_ns` | the deep queue beside another CPU's own, less alone, × 2     |
 //! | `task_refill_ns`     | N threads yielding in turn on one CPU (N = 2, 4, 16, 64), less 2: at N − 1 switches |
@@ -96,6 +97,35 @@ fn depth_points(l2: u64, truesize: usize, msgs: u64, fds: usize) -> Vec<DepthPoi
             sockets,
             depth,
             bytes,
+        });
+        target *= 2;
+    }
+    points
+}
+
+/// A pipe holds at most this many 100-byte messages in the depth curve's queues: below
+/// the 640 that 16 pages take, so that no write waits.
+const PIPE_DEPTH_MSGS: usize = 600;
+
+/// The pipe depth curve's points (`pipe_depth_J`): 100-byte messages queued across as many
+/// pipes as L2/2, L2, 2 L2 … up to [`DEPTH_MAX_BYTES`] of data take at
+/// [`PIPE_DEPTH_MSGS`] each, no more than `fds` descriptors allow. `sockets` is the pipes.
+fn pipe_depth_points(l2: u64, fds: usize) -> Vec<DepthPoint> {
+    let per_pipe = PIPE_DEPTH_MSGS * 100;
+    let mut points = Vec::new();
+    let mut target = (l2 / 2).max(64 << 10);
+    while target <= DEPTH_MAX_BYTES {
+        let pipes = (target as usize).div_ceil(per_pipe);
+        let depth = (target as usize).div_ceil(pipes * 100).min(PIPE_DEPTH_MSGS);
+        if 2 * pipes > fds {
+            break;
+        }
+        let name = Box::leak(format!("pipe_depth_{}", points.len()).into_boxed_str());
+        points.push(DepthPoint {
+            name,
+            sockets: pipes,
+            depth,
+            bytes: (pipes * depth * 100) as u64,
         });
         target *= 2;
     }
@@ -370,6 +400,7 @@ fn run_benchmarks(
         })
         .collect();
     let depths = depth_points(l2, truesize, msgs, open_files_allowed());
+    let pipe_depths = pipe_depth_points(l2, open_files_allowed());
     let (pr, pw) = sys::pipe()?;
     let (ua, ub) = sys::socketpair()?;
     let tcp = tcp_loopback()?;
@@ -553,6 +584,19 @@ fn run_benchmarks(
             }),
         ),
         (
+            "pipe_depth",
+            Box::new(|| {
+                pin_self(a)?;
+                // The origin: 8 pipes 200 deep, 160 KB. Shallower, each message would
+                // take a page of its own (an empty pipe's write takes a new buffer).
+                let mut v = vec![("pipe_depth_base", pipe_depth(8, 200, 50_000)?)];
+                for p in &pipe_depths {
+                    v.push((p.name, pipe_depth(p.sockets, p.depth, 100_000)?));
+                }
+                Ok(v)
+            }),
+        ),
+        (
             "unix_handoff",
             Box::new(move || {
                 Ok(vec![
@@ -606,7 +650,7 @@ fn run_benchmarks(
     }
     bench.insert("unix_fill_100_msgs".into(), msgs as f64);
     bench.insert("unix_queue_deep".into(), deep as f64);
-    for p in &depths {
+    for p in depths.iter().chain(&pipe_depths) {
         bench.insert(format!("{}_bytes", p.name), p.bytes as f64);
     }
     bench.insert("rounds".into(), reps as f64);

@@ -89,6 +89,30 @@ fn depth_curve(
     })
 }
 
+/// The pipe depth curve (`Costs::pipe_depth_ns`) from the `pipe_depth_J` queues: each
+/// queue's mean over 8 pipes 200 deep, then each band's from the means ([`bands`]). The
+/// shallow queue's 160 000 bytes are the origin.
+fn pipe_depth_curve(
+    b: &BTreeMap<String, f64>,
+    e: &dyn Fn(&str) -> Est,
+) -> Option<(schedlab::machine::preset::DepthCurve, String)> {
+    b.get("pipe_depth_base")?;
+    let base = e("pipe_depth_base");
+    let means = (0..schedlab::machine::preset::DepthCurve::MAX).map_while(|j| {
+        let name = format!("pipe_depth_{j}");
+        let (Some(_), Some(&t)) = (b.get(&name), b.get(&format!("{name}_bytes"))) else {
+            return None;
+        };
+        Some((t, e(&name) - base))
+    });
+    bands(means.collect(), 8.0 * 200.0 * 100.0).map(|(curve, notes)| {
+        (
+            curve,
+            format!("100-byte pipe write+read over pipes of doubling total depth less 8 pipes 200 deep, per message; each band from the means ({notes})"),
+        )
+    })
+}
+
 /// The task counts of the refill micro-benchmarks (`yield_threads_N`, `yield_procs_N`,
 /// `ring_threads_N`): N tasks taking turns on one CPU switch each back in after N − 1
 /// switches; 2 is the calibration's own case.
@@ -348,6 +372,10 @@ pub(super) fn solve(
         // frees find the allocator's shared state last touched by the other CPU: the
         // price of one such pull is twice the per-skb difference.
         c.skb_page_shared_ns = Some(set(&mut src, "skb_page_shared_ns", (e("unix_queue_deep_paired") - e(&deep)) * 2.0, "the deep 80-socketpair AF_UNIX queue while another CPU runs its own, less alone, per skb, twice (half the paired loop's frees follow the other CPU's)"));
+    }
+    if let Some((curve, note)) = pipe_depth_curve(b, &e) {
+        c.pipe_depth_ns = curve;
+        src.insert("pipe_depth_ns".into(), format!("measured: {note}"));
     }
     if let Some([(run, rs), (mm, ms), (wake, ws)]) = refill_curves(b, &e) {
         c.task_refill_ns = run;
@@ -812,6 +840,28 @@ mod tests {
         // Without the queues, no curve: the step (skb_cold_ns) applies.
         let (c, src) = solve(&bench(), &BTreeMap::new(), geometry());
         assert!(c.skb_depth_ns.is_empty() && !src.contains_key("skb_depth_ns"));
+    }
+
+    /// The pipe depth curve is solved as the skb one, over 8 pipes 200 deep (160 KB), and
+    /// only with its shallow queue measured.
+    #[test]
+    fn the_pipe_depth_curve_is_solved_over_the_shallow_pipes() {
+        let mut b = bench();
+        for (j, (t, m)) in [(1 << 20, 50.0), (2 << 20, 100.0)].into_iter().enumerate() {
+            b.insert(format!("pipe_depth_{j}"), 400.0 + m);
+            b.insert(format!("pipe_depth_{j}_bytes"), t as f64);
+        }
+        let (c, _) = solve(&b, &BTreeMap::new(), geometry());
+        assert!(c.pipe_depth_ns.is_empty(), "no shallow queue, no curve");
+        b.insert("pipe_depth_base".into(), 400.0);
+        let (c, src) = solve(&b, &BTreeMap::new(), geometry());
+        let (mb, base) = ((1 << 20) as f64, 160_000.0);
+        let first = (mb * 50.0 / (mb - base)).round() as u64;
+        assert_eq!(
+            c.pipe_depth_ns.points(),
+            &[[1 << 20, first], [2 << 20, 150]] // (2 x 100 - 1 x 50) / 1
+        );
+        assert!(src["pipe_depth_ns"].starts_with("measured: "));
     }
 
     /// The allocator's shared state by depth: each depth's paired-less-alone difference,

@@ -52,6 +52,8 @@ impl Kernel {
             skb_written: vec![0; machine.cpus],
             skb_llc: (0..machine.cpus).map(|c| machine.bus_of(c)).collect(),
             skb_written_llc: vec![0; machine.layout.buses()],
+            pipe_written: vec![0; machine.cpus],
+            pipe_written_llc: vec![0; machine.layout.buses()],
             skb_pages_owner: None,
             sock_locks: Vec::new(),
             sock_taken: None,

@@ -136,6 +136,36 @@ pub struct PipeBuf {
     pub len: u64,
     /// Where the next merged write would start in the page (`offset + len`).
     pub end: u64,
+    /// The pipe-data clocks when its first bytes were written.
+    pub first: PipeStamp,
+    /// The pipe-data clocks when its last bytes were written.
+    pub last: PipeStamp,
+}
+
+/// Where pipe data was written: the CPU and its clocks of pipe bytes written, its own and
+/// its LLC's, just after (the reuse distance of [`super::Kernel`]'s `pipe_written`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PipeStamp {
+    /// The writer's CPU.
+    pub cpu: CpuId,
+    /// Pipe bytes written on that CPU so far.
+    pub own: u64,
+    /// Pipe bytes written on its LLC so far.
+    pub llc: u64,
+}
+
+impl PipeBuf {
+    /// The clocks when the bytes at `offset` in its page were written: between its first
+    /// write's and its last's, in proportion (the writes to other pipes in between are
+    /// spread evenly over its page, as a sender's turns over its receivers are).
+    pub fn stamp_at(&self, offset: u64) -> PipeStamp {
+        let lerp = |a: u64, b: u64| a + (b - a) * offset / self.end.max(1);
+        PipeStamp {
+            cpu: self.first.cpu,
+            own: lerp(self.first.own, self.last.own),
+            llc: lerp(self.first.llc, self.last.llc),
+        }
+    }
 }
 
 impl PipeRing {
@@ -145,35 +175,50 @@ impl PipeRing {
     }
 
     /// Append `bytes` to the newest buffer if its page has room for them; returns
-    /// whether it did (the merge of `pipe_write`).
-    pub fn merge(&mut self, bytes: u64, page: u64) -> bool {
+    /// whether it did (the merge of `pipe_write`). `stamp`: the clocks just after.
+    pub fn merge(&mut self, bytes: u64, page: u64, stamp: PipeStamp) -> bool {
         match self.bufs.back_mut() {
             Some(b) if b.end + bytes <= page => {
                 b.len += bytes;
                 b.end += bytes;
+                // Written from another CPU: the page's clocks start again on that CPU's
+                // (its lines are now that CPU's newest).
+                if stamp.cpu != b.first.cpu {
+                    b.first = stamp;
+                }
+                b.last = stamp;
                 true
             }
             _ => false,
         }
     }
 
-    /// A new buffer holding `bytes` (at most a page).
-    pub fn push(&mut self, bytes: u64) {
+    /// A new buffer holding `bytes` (at most a page), written at `stamp`.
+    pub fn push(&mut self, bytes: u64, stamp: PipeStamp) {
         self.bufs.push_back(PipeBuf {
             len: bytes,
             end: bytes,
+            first: stamp,
+            last: stamp,
         });
     }
 
     /// Read up to `want` bytes from the oldest buffers on; returns the bytes read. A
     /// buffer read to its end frees its slot.
     pub fn take(&mut self, want: u64) -> u64 {
+        self.take_each(want, |_, _, _| {})
+    }
+
+    /// [`PipeRing::take`], showing `seen` each piece read: its buffer, where in the page
+    /// it starts, and its bytes.
+    pub fn take_each(&mut self, want: u64, mut seen: impl FnMut(&PipeBuf, u64, u64)) -> u64 {
         let mut got = 0;
         while got < want {
             let Some(b) = self.bufs.front_mut() else {
                 break;
             };
             let n = b.len.min(want - got);
+            seen(b, b.end - b.len, n);
             b.len -= n;
             got += n;
             if b.len == 0 {
@@ -594,19 +639,25 @@ mod tests {
         assert_eq!(StreamKind::Unix.state_lines(Release::V2_4(17)), 4);
     }
 
+    const S: PipeStamp = PipeStamp {
+        cpu: 0,
+        own: 0,
+        llc: 0,
+    };
+
     #[test]
     fn small_writes_merge_into_a_page_and_a_slot_frees_when_its_page_is_read() {
         // See: 6.12 fs/pipe.c, pipe_write's PIPE_BUF_FLAG_CAN_MERGE and pipe_read.
         let mut r = PipeRing::default();
-        r.push(100);
+        r.push(100, S);
         for _ in 1..40 {
-            assert!(r.merge(100, 4096));
+            assert!(r.merge(100, 4096, S));
         }
         assert!(
-            !r.merge(100, 4096),
+            !r.merge(100, 4096, S),
             "4 000 bytes written: 100 more do not fit"
         );
-        r.push(100);
+        r.push(100, S);
         assert_eq!(r.bufs.len(), 2);
         // Reading frees nothing until the first page is read to its end...
         for _ in 0..39 {
@@ -617,7 +668,7 @@ mod tests {
         assert_eq!(r.take(100), 100);
         assert_eq!(r.bufs.len(), 1);
         // One read may span two buffers.
-        r.push(50);
+        r.push(50, S);
         assert_eq!(r.take(120), 120);
         assert_eq!(r.bufs.front().map(|b| b.len), Some(30));
     }
@@ -626,10 +677,33 @@ mod tests {
     fn a_ring_is_full_when_every_slot_is_taken_whatever_its_pages_hold() {
         let mut r = PipeRing::default();
         for _ in 0..16 {
-            r.push(1);
+            r.push(1, S);
         }
         assert!(r.full(16), "16 one-byte buffers fill 16 slots");
         assert_eq!(r.take(1), 1);
         assert!(!r.full(16));
+    }
+
+    #[test]
+    fn a_read_sees_the_clocks_of_the_bytes_it_reads() {
+        let at = |own| PipeStamp {
+            cpu: 1,
+            own,
+            llc: own,
+        };
+        let mut r = PipeRing::default();
+        r.push(100, at(1_000));
+        assert!(r.merge(100, 4096, at(2_000)));
+        assert!(r.merge(100, 4096, at(3_000)));
+        let mut seen = Vec::new();
+        r.take_each(100, |b, off, n| seen.push((b.stamp_at(off), n)));
+        r.take_each(100, |b, off, n| seen.push((b.stamp_at(off), n)));
+        assert_eq!(
+            seen[0],
+            (at(1_000), 100),
+            "the first bytes: the first write's clocks"
+        );
+        // 100 bytes into a page of 300 written between clocks 1 000 and 3 000.
+        assert_eq!(seen[1].0.own, 1_000 + 2_000 / 3);
     }
 }

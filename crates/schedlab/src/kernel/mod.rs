@@ -226,6 +226,8 @@ pub struct KernelStats {
     pub pipe_full_waits: u64,
     /// 6.x pipes: reads of a full ring, each waking one writer.
     pub pipe_writer_wakes: u64,
+    /// 6.x pipes: what the depth of the data read cost in all (`pipe_depth_ns`), ns.
+    pub pipe_depth_ns: u64,
     /// `files_struct` lines pulled by `fget` from the CPU that took `file_lock` last.
     pub files_line_transfers: u64,
     /// `mm->cpu_vm_mask` lines pulled by `switch_mm` from the CPU that set a bit last.
@@ -299,6 +301,10 @@ pub struct Kernel {
     /// beyond its L2 an skb's depth is what every CPU of its LLC wrote after it.
     pub(crate) skb_llc: Vec<usize>,
     pub(crate) skb_written_llc: Vec<u64>,
+    /// 6.x pipe data bytes written per CPU and per LLC: the clocks of a pipe page's
+    /// reuse distance ([`chan::PipeStamp`], `pipe_depth_ns`).
+    pub(crate) pipe_written: Vec<u64>,
+    pub(crate) pipe_written_llc: Vec<u64>,
     /// The CPU that last freed a cold AF_UNIX skb: the allocator's shared state (slab
     /// node lists, page allocator zone, memcg page counter) is in its cache.
     pub(crate) skb_pages_owner: Option<CpuId>,

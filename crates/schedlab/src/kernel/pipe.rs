@@ -12,7 +12,7 @@
 
 use crate::kernel::abi::EPIPE;
 use crate::kernel::chan::Fd;
-use crate::kernel::chan::PipeRing;
+use crate::kernel::chan::{PipeRing, PipeStamp};
 use crate::kernel::frame::Sys;
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::{Acct, Kernel};
@@ -200,7 +200,19 @@ impl Kernel {
         let st = &mut self.streams[s];
         let (read_wq, write_wq) = (st.read_wq, st.write_wq);
         let was_full = st.ring.full(slots);
-        let got = st.ring.take(len);
+        let costs = self.machine.costs();
+        let curve = &costs.pipe_depth_ns;
+        let priced = self.machine.pipe_depth && !curve.is_empty();
+        let (written, written_llc, llc_of) =
+            (&self.pipe_written, &self.pipe_written_llc, &self.skb_llc);
+        let mut depth_ns = 0;
+        let got = st.ring.take_each(len, |b, offset, n| {
+            if priced {
+                let at = b.stamp_at(offset);
+                let d = pipe_depth(at, written, written_llc, llc_of, costs.l2_bytes);
+                depth_ns += curve.band(d) * n / 100;
+            }
+        });
         if got == 0 {
             if st.writers == 0 {
                 return Outcome::Done(0);
@@ -217,6 +229,10 @@ impl Kernel {
         st.read += got;
         let data_left = !st.ring.bufs.is_empty();
         self.copy(cpu, s, got);
+        if depth_ns > 0 {
+            self.stats.pipe_depth_ns += depth_ns;
+            self.charge(cpu, depth_ns, Acct::Running);
+        }
         if was_full {
             self.stats.pipe_writer_wakes += 1;
             self.pipe_wake_one(cpu, write_wq, wakes);
@@ -259,14 +275,19 @@ impl Kernel {
         let was_empty = st.ring.bufs.is_empty();
         let mut copied = 0;
         let chars = len % page;
-        if !started && chars > 0 && !was_empty && st.ring.merge(chars, page) {
-            copied = chars;
+        if !started && chars > 0 && !was_empty {
+            let at = self.pipe_stamp(cpu, chars);
+            if self.streams[s].ring.merge(chars, page, at) {
+                copied = chars;
+            } else {
+                self.pipe_unstamp(cpu, chars);
+            }
         }
         while done + copied < len {
-            let st = &mut self.streams[s];
-            if !st.ring.full(slots) {
+            if !self.streams[s].ring.full(slots) {
                 let n = (len - done - copied).min(page);
-                st.ring.push(n);
+                let at = self.pipe_stamp(cpu, n);
+                self.streams[s].ring.push(n, at);
                 copied += n;
                 continue;
             }
@@ -297,6 +318,26 @@ impl Kernel {
         Outcome::Done(len as i64)
     }
 
+    /// Count `bytes` of pipe data written on `cpu`; the clocks just after.
+    fn pipe_stamp(&mut self, cpu: CpuId, bytes: u64) -> PipeStamp {
+        let llc = self.skb_llc[cpu];
+        self.pipe_written[cpu] += bytes;
+        self.pipe_written_llc[llc] += bytes;
+        PipeStamp {
+            cpu,
+            own: self.pipe_written[cpu],
+            llc: self.pipe_written_llc[llc],
+        }
+    }
+
+    /// Take back a [`Kernel::pipe_stamp`] whose bytes went nowhere (a merge that did not
+    /// fit).
+    fn pipe_unstamp(&mut self, cpu: CpuId, bytes: u64) {
+        let llc = self.skb_llc[cpu];
+        self.pipe_written[cpu] -= bytes;
+        self.pipe_written_llc[llc] -= bytes;
+    }
+
     /// The bytes a ring write put in its pages: copied in, counted. Returns them.
     fn pipe_copy_in(&mut self, cpu: CpuId, s: usize, bytes: u64) -> u64 {
         if bytes > 0 {
@@ -306,5 +347,23 @@ impl Kernel {
             st.written += bytes;
         }
         bytes
+    }
+}
+
+/// The reuse distance of pipe data written at `at`: the pipe bytes its CPU wrote since,
+/// while that is within the L2 (`l2`); beyond, what every CPU of its LLC wrote since (the
+/// LLC is shared), as an skb's ([`super::chan::Ageing::depth`]).
+fn pipe_depth(
+    at: PipeStamp,
+    written: &[u64],
+    llc_written: &[u64],
+    llc_of: &[usize],
+    l2: u64,
+) -> u64 {
+    let own = written[at.cpu] - at.own;
+    if own <= l2 {
+        own
+    } else {
+        llc_written[llc_of[at.cpu]] - at.llc
     }
 }

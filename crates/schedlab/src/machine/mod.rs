@@ -61,6 +61,9 @@ crate::options! {
         pipe_ring: String = choice("auto", &["auto", "on", "off"])
             .help("pipes as 2.6.11 and later keep them: a ring of page buffers, full when every slot is taken (small writes merge into the newest page), readers and writers asleep on their own wait queues one at a time (exclusive), a writer woken by a read of a full pipe and a reader by a write to an empty one; off: 2.4's one buffer of pipe_buf_bytes, every sleeper woken; auto: on for 6.x policies, off for the era's")
             .source("6.12 fs/pipe.c pipe_read, pipe_write; 2.4 fs/pipe.c");
+        pipe_depth: bool = flag("on")
+            .help("a 100-byte message read from a 6.x pipe costs what the host measured at the depth it was written (the pipe data its writer's CPU wrote after it, a curve over the host's caches); off: nothing by depth. Host presets that measured the curve only")
+            .source("docs/calibration.md, \"6.x's pipe: a ring of pages\"");
         skb_depth: bool = flag("on")
             .help("an AF_UNIX skb costs what the host measured at the depth it was queued (the skb bytes its writer's CPU queued after it, a curve over the host's caches); off: one step at the L2 (skb_cold_ns). Host presets that measured the curve only")
             .source("docs/calibration.md, \"How deep an skb was queued\"");
@@ -146,6 +149,9 @@ pub struct Machine {
     /// Pipes keep 6.x's ring of page buffers (`pipe_ring=on`, [`crate::kernel::chan::PipeRing`]);
     /// `None`: as the policy's release (`auto`).
     pub pipe_ring: Option<bool>,
+    /// A 6.x pipe's data is priced by the depth it was written at (`pipe_depth=on`, the
+    /// preset's `pipe_depth_ns` curve).
+    pub pipe_depth: bool,
     /// An AF_UNIX skb is priced by the depth it was queued at (`skb_depth=on`, the
     /// preset's `skb_depth_ns` curve) rather than by one step at the L2.
     pub skb_depth: bool,
@@ -199,6 +205,7 @@ impl Machine {
         m.lo_queue_at_end = opts.lo_queue == "end";
         m.tcp_delack = opts.tcp_delack;
         m.skb_depth = opts.skb_depth;
+        m.pipe_depth = opts.pipe_depth;
         m.skb_shared = opts.skb_shared;
         m.switch_refill = opts.switch_refill;
         m.pipe_ring = match opts.pipe_ring.as_str() {
@@ -249,6 +256,7 @@ impl Machine {
             tcp_nospace: None,
             pipe_ring: None,
             skb_depth: true,
+            pipe_depth: true,
             skb_shared: true,
             switch_refill: true,
             layout: std::sync::Arc::new(Layout::of(preset, n)),

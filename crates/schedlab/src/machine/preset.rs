@@ -136,6 +136,14 @@ pub struct Costs {
     /// (`skb_depth=off` chooses it too).
     #[serde(default, skip_serializing_if = "DepthCurve::is_empty")]
     pub skb_depth_ns: DepthCurve,
+    /// What a 100-byte message read from a 6.x pipe's ring costs beyond a shallow one, by
+    /// the pipe data its writer's CPU wrote after it (`[depth, ns]` bands as
+    /// `skb_depth_ns`'s, per 100 bytes): the page lines written there and read back after
+    /// the writes to other pipes have pushed them out of the L2, then the LLC. Measured on
+    /// a host (messages across pipes of doubling total depth against 80 pipes 1 deep);
+    /// empty elsewhere (`pipe_depth=off` ignores it).
+    #[serde(default, skip_serializing_if = "DepthCurve::is_empty")]
+    pub pipe_depth_ns: DepthCurve,
     /// An AF_UNIX skb read (and freed) on another CPU than the one that wrote it: its
     /// head and data lines pulled from the writer's cache, its slab object returned to
     /// a remote slab, the writer's `sk_wmem_alloc` line written back. Measured per skb on
@@ -487,6 +495,7 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         udp_recvmsg_ns: P6_UDP_RECVMSG_NS,
         skb_cold_ns: None,
         skb_depth_ns: DepthCurve::EMPTY,
+        pipe_depth_ns: DepthCurve::EMPTY,
         l2_latency_ns_per_kb: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
