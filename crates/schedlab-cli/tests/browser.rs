@@ -16,6 +16,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use tempfile::TempDir;
 
 fn schedlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_schedlab"))
@@ -42,19 +43,20 @@ fn on_path(names: &[&str]) -> Option<PathBuf> {
 }
 
 /// The full reproduction's results (the fixture) and its page, drawn by `schedlab report`
-/// into a directory of its own.
-fn draw_fixture(what: &str) -> (PathBuf, PathBuf) {
+/// into a directory of its own (removed when the returned guard drops).
+fn draw_fixture(what: &str) -> (PathBuf, PathBuf, TempDir) {
     let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/results-full.json");
     let dir = tempdir(what);
     let st = schedlab()
         .arg("report")
         .arg(&results)
         .arg("--out")
-        .arg(&dir)
+        .arg(dir.path())
         .status()
         .expect("schedlab runs");
     assert!(st.success());
-    (results, dir.join("index.html"))
+    let page = dir.path().join("index.html");
+    (results, page, dir)
 }
 
 /// Headless Chromium on `page` and `args`, killed after two minutes; returns (stdout,
@@ -85,7 +87,7 @@ fn run_chromium_at(
             "--enable-logging=stderr",
             "--v=0",
         ])
-        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(args)
         .arg(format!("file://{}{fragment}", page.display()))
         .output()
@@ -133,17 +135,13 @@ fn browser_or_skip() -> Option<PathBuf> {
     found
 }
 
-fn tempdir(what: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "schedlab-browser-{what}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A directory of its own under the system's temporary directory, removed when the guard
+/// drops (the browsers' profiles and the pages would otherwise pile up, a dozen a run).
+fn tempdir(what: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("schedlab-browser-{what}-"))
+        .tempdir()
+        .expect("a temporary directory")
 }
 
 /// Where the screenshots are kept: the workspace's target directory.
@@ -188,7 +186,7 @@ fn the_reproduction_page_renders_in_chromium_with_every_table_and_finding() {
     let Some(browser) = browser_or_skip() else {
         return;
     };
-    let (results, page) = draw_fixture("page");
+    let (results, page, _guard) = draw_fixture("page");
     let dir = page.parent().unwrap().to_path_buf();
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
@@ -303,7 +301,8 @@ fn a_page_that_requests_or_logs_is_caught() {
     let Some(browser) = browser_or_skip() else {
         return;
     };
-    let dir = tempdir("bad");
+    let guard = tempdir("bad");
+    let dir = guard.path();
     let page = dir.join("bad.html");
     std::fs::write(
         &page,
@@ -338,7 +337,7 @@ fn the_reproduction_page_renders_in_firefox() {
         eprintln!("skipped: no firefox");
         return;
     };
-    let (_, page) = draw_fixture("firefox");
+    let (_, page, _guard) = draw_fixture("firefox");
     let profile = tempdir("firefox-profile");
     let png = shots_dir().join("reproduction-firefox-1280.png");
     let out = Command::new("timeout")
@@ -346,7 +345,7 @@ fn the_reproduction_page_renders_in_firefox() {
         .arg(firefox)
         .arg("--headless")
         .arg("--profile")
-        .arg(&profile)
+        .arg(profile.path())
         .args(["--window-size", "1280,1400", "--screenshot"])
         .arg(&png)
         .arg(format!("file://{}", page.display()))

@@ -1212,9 +1212,11 @@ fn a_measured_host_file_becomes_the_host_preset() {
         eprintln!("skipped: measuring needs 2 CPUs");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("schedlab-host-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("host.json");
+    let dir = tempfile::Builder::new()
+        .prefix("schedlab-host-")
+        .tempdir()
+        .expect("a temporary directory");
+    let file = dir.path().join("host.json");
     let f = file.to_str().unwrap();
     let o = schedlab(&["validate", "--measure", f, "--measure-only"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -1263,7 +1265,7 @@ fn a_measured_host_file_becomes_the_host_preset() {
             "--workload",
             "lat_pipe",
         ])
-        .env("SCHEDLAB_HOST", dir.join("missing.json"))
+        .env("SCHEDLAB_HOST", dir.path().join("missing.json"))
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));

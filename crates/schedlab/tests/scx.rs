@@ -267,12 +267,16 @@ fn c_run(policy: &str, machine: &str, cpus: usize, workload: &str) -> Result<Run
     .map_err(|e| e.to_string())
 }
 
-fn scratch(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("schedlab-scx-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+/// `text` written as `name` in a directory of its own, removed when the guard drops.
+fn scratch(name: &str, text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::Builder::new()
+        .prefix("schedlab-scx-test-")
+        .tempdir()
+        .expect("a temporary directory");
+    let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
+    let path = p.to_string_lossy().into_owned();
+    (dir, path)
 }
 
 #[test]
@@ -350,7 +354,7 @@ fn a_c_scheduler_run_is_byte_identical_on_repeat_and_its_knobs_take() {
 
 #[test]
 fn a_broken_c_scheduler_ends_with_the_kernel_s_message_not_a_crash() {
-    let nowhere = scratch(
+    let (_dir, nowhere) = scratch(
         "nowhere.bpf.c",
         r#"#include "schedlab_scx.h"
 void BPF_STRUCT_OPS(nw_enqueue, struct task_struct *p, u64 enq_flags)
@@ -377,7 +381,7 @@ SCX_OPS_DEFINE(nowhere_ops, .enqueue = (void *)nw_enqueue, .name = "nowhere");
     assert_eq!(r.counters.policy["on_fair"], 1.0, "{:?}", r.counters.policy);
     assert!(r.counters.policy.keys().any(|k| k.starts_with("fair_")));
 
-    let hoarder = scratch(
+    let (_dir, hoarder) = scratch(
         "hoarder.bpf.c",
         r#"#include "schedlab_scx.h"
 void BPF_STRUCT_OPS(h_enqueue, struct task_struct *p, u64 enq_flags) {}
@@ -407,7 +411,7 @@ SCX_OPS_DEFINE(hoarder_ops, .enqueue = (void *)h_enqueue, .dispatch = (void *)h_
 fn after_an_error_every_workload_goes_on_under_the_fair_class() {
     // Errors at the 200th enqueue: the switch happens with tasks running, queued on
     // DSQs and held by the scheduler.
-    let late = scratch(
+    let (_dir, late) = scratch(
         "late.bpf.c",
         r#"#include "schedlab_scx.h"
 static u64 n;
@@ -461,7 +465,7 @@ SCX_OPS_DEFINE(late_ops, .select_cpu = (void *)l_select_cpu, .enqueue = (void *)
 
 #[test]
 fn a_scheduler_that_does_not_compile_shows_the_compiler_s_words() {
-    let bad = scratch("bad.bpf.c", "#include \"schedlab_scx.h\"\nthis is not C;\n");
+    let (_dir, bad) = scratch("bad.bpf.c", "#include \"schedlab_scx.h\"\nthis is not C;\n");
     let e = c_run(
         &format!("scx:src={bad}"),
         "piii700-1m",

@@ -174,6 +174,12 @@ impl PipeRing {
         self.bufs.len() >= slots
     }
 
+    /// The newest buffer's page has room for `bytes` past what was written there (an
+    /// empty ring has no buffer to merge into).
+    pub fn can_merge(&self, bytes: u64, page: u64) -> bool {
+        self.bufs.back().is_some_and(|b| b.end + bytes <= page)
+    }
+
     /// Append `bytes` to the newest buffer if its page has room for them; returns
     /// whether it did (the merge of `pipe_write`). `stamp`: the clocks just after.
     pub fn merge(&mut self, bytes: u64, page: u64, stamp: PipeStamp) -> bool {

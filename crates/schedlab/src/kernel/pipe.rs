@@ -275,13 +275,10 @@ impl Kernel {
         let was_empty = st.ring.bufs.is_empty();
         let mut copied = 0;
         let chars = len % page;
-        if !started && chars > 0 && !was_empty {
+        if !started && chars > 0 && st.ring.can_merge(chars, page) {
             let at = self.pipe_stamp(cpu, chars);
-            if self.streams[s].ring.merge(chars, page, at) {
-                copied = chars;
-            } else {
-                self.pipe_unstamp(cpu, chars);
-            }
+            self.streams[s].ring.merge(chars, page, at);
+            copied = chars;
         }
         while done + copied < len {
             if !self.streams[s].ring.full(slots) {
@@ -328,14 +325,6 @@ impl Kernel {
             own: self.pipe_written[cpu],
             llc: self.pipe_written_llc[llc],
         }
-    }
-
-    /// Take back a [`Kernel::pipe_stamp`] whose bytes went nowhere (a merge that did not
-    /// fit).
-    fn pipe_unstamp(&mut self, cpu: CpuId, bytes: u64) {
-        let llc = self.skb_llc[cpu];
-        self.pipe_written[cpu] -= bytes;
-        self.pipe_written_llc[llc] -= bytes;
     }
 
     /// The bytes a ring write put in its pages: copied in, counted. Returns them.
