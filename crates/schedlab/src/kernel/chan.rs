@@ -114,6 +114,9 @@ pub struct Stream {
     pub ring: PipeRing,
 }
 
+/// Buffers in a 6.x pipe's ring (`include/linux/pipe_fs_i.h`): 16 pages, 64 KB on x86.
+pub const PIPE_DEF_BUFFERS: usize = 16;
+
 /// A pipe as 2.6.11 and later keep it (`fs/pipe.c`, `struct pipe_inode_info`): a ring
 /// of `max_usage` buffers, each a page. A write whose size is not a multiple of a page
 /// first appends to the newest buffer when its page has room past what was ever written

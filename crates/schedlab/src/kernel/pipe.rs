@@ -12,16 +12,13 @@
 
 use crate::kernel::abi::EPIPE;
 use crate::kernel::chan::Fd;
-use crate::kernel::chan::{PipeRing, PipeStamp};
+use crate::kernel::chan::{PipeRing, PipeStamp, PIPE_DEF_BUFFERS};
 use crate::kernel::frame::Sys;
 use crate::kernel::task::{TaskId, TaskState};
 use crate::kernel::{Acct, Kernel};
 use crate::machine::CpuId;
 
 use super::syscall::{Outcome, Wakes};
-
-/// Buffers in a 6.x pipe's ring (`include/linux/pipe_fs_i.h`): 16 pages, 64 KB on x86.
-pub(super) const PIPE_DEF_BUFFERS: usize = 16;
 
 impl Kernel {
     /// 2.4 `pipe_read`: wait while empty; copy what is there; if more was asked for and a

@@ -344,7 +344,7 @@ impl Kernel {
                 // 2.4's one wait queue for both sides, or 6.x's `rd_wait` and `wr_wait`.
                 let rq = self.new_waitq();
                 let (wq, cap) = if self.pipe_ring() {
-                    let ring = super::pipe::PIPE_DEF_BUFFERS as u64 * costs.page_bytes;
+                    let ring = super::chan::PIPE_DEF_BUFFERS as u64 * costs.page_bytes;
                     (self.new_waitq(), ring)
                 } else {
                     (rq, costs.pipe_buf_bytes)
