@@ -64,6 +64,25 @@ pub(super) fn skb_truesize(sndbuf: u64, msgs: u64) -> u64 {
     (sndbuf / msgs.max(1)).max(128)
 }
 
+/// The queues `{prefix}_0`, `{prefix}_1` … as measured: each one's bytes
+/// (`{prefix}_J_bytes`) and its mean over `base`, up to the first one missing.
+fn depth_means(
+    b: &BTreeMap<String, f64>,
+    e: &dyn Fn(&str) -> Est,
+    prefix: &str,
+    base: Est,
+) -> Vec<(f64, Est)> {
+    (0..schedlab::machine::preset::DepthCurve::MAX)
+        .map_while(|j| {
+            let name = format!("{prefix}_{j}");
+            let (Some(_), Some(&t)) = (b.get(&name), b.get(&format!("{name}_bytes"))) else {
+                return None;
+            };
+            Some((t, e(&name) - base))
+        })
+        .collect()
+}
+
 /// The skb depth curve (`Costs::skb_depth_ns`) from the `unix_depth_J` queues: each
 /// queue's mean cost over the 1-deep one, then each band's from the means ([`bands`]).
 /// The 1-deep queue is the origin: its depths, `80 x truesize`, cost nothing by
@@ -73,15 +92,8 @@ fn depth_curve(
     e: &dyn Fn(&str) -> Est,
     truesize: u64,
 ) -> Option<(schedlab::machine::preset::DepthCurve, String)> {
-    let base = e("unix_queue_80x1");
-    let means = (0..schedlab::machine::preset::DepthCurve::MAX).map_while(|j| {
-        let name = format!("unix_depth_{j}");
-        let (Some(_), Some(&t)) = (b.get(&name), b.get(&format!("{name}_bytes"))) else {
-            return None;
-        };
-        Some((t, e(&name) - base))
-    });
-    bands(means.collect(), (80 * truesize) as f64).map(|(curve, notes)| {
+    let means = depth_means(b, e, "unix_depth", e("unix_queue_80x1"));
+    bands(means, (80 * truesize) as f64).map(|(curve, notes)| {
         (
             curve,
             format!("100-byte AF_UNIX write+read over queues of doubling depth less queued 1 deep, per skb; each band from the means ({notes})"),
@@ -97,15 +109,8 @@ fn pipe_depth_curve(
     e: &dyn Fn(&str) -> Est,
 ) -> Option<(schedlab::machine::preset::DepthCurve, String)> {
     b.get("pipe_depth_base")?;
-    let base = e("pipe_depth_base");
-    let means = (0..schedlab::machine::preset::DepthCurve::MAX).map_while(|j| {
-        let name = format!("pipe_depth_{j}");
-        let (Some(_), Some(&t)) = (b.get(&name), b.get(&format!("{name}_bytes"))) else {
-            return None;
-        };
-        Some((t, e(&name) - base))
-    });
-    bands(means.collect(), 8.0 * 200.0 * 100.0).map(|(curve, notes)| {
+    let means = depth_means(b, e, "pipe_depth", e("pipe_depth_base"));
+    bands(means, 8.0 * 200.0 * 100.0).map(|(curve, notes)| {
         (
             curve,
             format!("100-byte pipe write+read over pipes of doubling total depth less 8 pipes 200 deep, per message; each band from the means ({notes})"),
