@@ -161,12 +161,6 @@ impl Kernel {
             .unwrap_or_else(|| self.class.release().pipe_ring())
     }
 
-    /// The ring's slots (`pipe->max_usage`): `PIPE_DEF_BUFFERS`, whatever the machine
-    /// (2.4's `pipe_buf_bytes` is one page, the preset's).
-    fn pipe_slots(&self) -> usize {
-        PIPE_DEF_BUFFERS
-    }
-
     /// `wake_up_interruptible_sync_poll` of a pipe's queue: its non-exclusive sleepers
     /// (`poll()`) and one exclusive one, synchronously.
     fn pipe_wake_one(&mut self, cpu: CpuId, wq: super::waitq::WqId, wakes: &mut Wakes) {
@@ -193,7 +187,9 @@ impl Kernel {
             self.charge(cpu, ns, Acct::Running);
         }
         self.touch_stream_state(cpu, s);
-        let slots = self.pipe_slots();
+        // `pipe->max_usage`: the kernel's, whatever the machine (2.4's `pipe_buf_bytes` is
+        // the preset's one page).
+        let slots = PIPE_DEF_BUFFERS;
         let st = &mut self.streams[s];
         let (read_wq, write_wq) = (st.read_wq, st.write_wq);
         let was_full = st.ring.full(slots);
@@ -263,7 +259,7 @@ impl Kernel {
             self.charge(cpu, costs.pipe_call_ns, Acct::Running);
         }
         self.touch_stream_state(cpu, s);
-        let (page, slots) = (costs.page_bytes, self.pipe_slots());
+        let (page, slots) = (costs.page_bytes, PIPE_DEF_BUFFERS);
         let st = &mut self.streams[s];
         if st.readers == 0 {
             return Outcome::Done(if done > 0 { done as i64 } else { EPIPE });
