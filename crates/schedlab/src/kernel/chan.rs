@@ -213,13 +213,16 @@ impl PipeRing {
     }
 
     /// Read up to `want` bytes from the oldest buffers on; returns the bytes read. A
-    /// buffer read to its end frees its slot.
+    /// buffer read to its end frees its slot. (The kernel reads through
+    /// [`PipeRing::take_each`], which prices what it reads.)
+    #[cfg(test)]
     pub fn take(&mut self, want: u64) -> u64 {
         self.take_each(want, |_, _, _| {})
     }
 
-    /// [`PipeRing::take`], showing `seen` each piece read: its buffer, where in the page
-    /// it starts, and its bytes.
+    /// Read up to `want` bytes from the oldest buffers on, freeing each buffer read to its
+    /// end, and show `seen` each piece read: its buffer, where in the page it starts, and
+    /// its bytes. Returns the bytes read.
     pub fn take_each(&mut self, want: u64, mut seen: impl FnMut(&PipeBuf, u64, u64)) -> u64 {
         let mut got = 0;
         while got < want {
