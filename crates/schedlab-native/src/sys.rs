@@ -99,7 +99,7 @@ pub fn explain(call: &str, e: i32) -> Fail {
     Fail(base + &limit)
 }
 
-fn check(call: &str, r: libc::c_int) -> Res<libc::c_int> {
+pub(crate) fn check(call: &str, r: libc::c_int) -> Res<libc::c_int> {
     if r < 0 {
         Err(explain(call, errno()))
     } else {

@@ -344,3 +344,37 @@ fn pipe_data_pays_the_measured_cost_of_its_depth() {
         "2.4's pipe"
     );
 }
+
+/// The shipped host with an IPI delivered to a running CPU in `ipi` ns and a halted CPU
+/// woken `idle_exit` ns later still.
+fn host_with_wakeup(ipi: u64, idle_exit: u64) -> &'static Preset {
+    let mut h = shipped();
+    h.costs.ipi_latency_ns = ipi;
+    h.costs.idle_exit_ns = idle_exit;
+    Box::leak(Box::new(h.to_preset()))
+}
+
+/// Split lat_pipe: both CPUs halt between hops, so every round trip wakes two halted CPUs
+/// and pays the idle exit twice, and nothing else about it moves — the round trip grows
+/// by twice each step, steadily (an IPI's delivery to a running CPU stays short, so no IPI
+/// in flight outlives its hop to serve a later one).
+#[test]
+fn waking_a_halted_cpu_pays_its_idle_exit_on_every_hop() {
+    let split = "lat_pipe:pin=split,rounds=400,warmup=20";
+    let us = |exit: u64| seconds(&run(host_with_wakeup(1_500, exit), 2, split));
+    let rounds: Vec<f64> = [0, 5_000, 10_000, 15_000, 20_000]
+        .into_iter()
+        .map(us)
+        .collect();
+    for w in rounds.windows(2) {
+        let step = w[1] - w[0];
+        assert!(
+            (9.0..11.0).contains(&step),
+            "5 us more idle exit moved the round trip by {step:.2} us ({rounds:?})"
+        );
+    }
+    // On one CPU nobody halts between hops: the idle exit costs nothing.
+    let same = "lat_pipe:pin=same,rounds=400,warmup=20";
+    let one = |exit: u64| seconds(&run(host_with_wakeup(1_500, exit), 2, same));
+    assert_eq!(one(0), one(20_000));
+}

@@ -336,6 +336,55 @@ pub(super) fn bounce(a: usize, b: usize, n: u64) -> Res<f64> {
     Ok(ns)
 }
 
+/// `membarrier(2)` commands (`include/uapi/linux/membarrier.h`).
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+
+fn membarrier(cmd: libc::c_long) -> Res<()> {
+    // SAFETY: membarrier takes two integer arguments and touches no user memory.
+    sys::check(
+        "membarrier",
+        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) } as i32,
+    )
+    .map(|_| ())
+}
+
+/// An IPI to a CPU that is running, round trip: `membarrier(PRIVATE_EXPEDITED)` from CPU
+/// `a`, `n` times alone (no other thread of this process runs anywhere: no IPI is sent),
+/// then `n` times while a thread of this process spins on CPU `b` (the kernel sends that
+/// CPU an IPI and waits for its handler to finish). Returns both, ns per call; `None`
+/// where the kernel has no expedited membarrier (before 4.14, or filtered).
+pub(super) fn membarrier_ipi(a: usize, b: usize, n: u64) -> Res<Option<[f64; 2]>> {
+    if membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED).is_err() {
+        return Ok(None);
+    }
+    pin_self(a)?;
+    let alone = per_op(n, |n| {
+        (0..n).try_for_each(|_| membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+    })?;
+    // 0: starting, 1: spinning on `b`, 2: asked to stop.
+    let state = Arc::new(AtomicU64::new(0));
+    let s2 = state.clone();
+    let h = std::thread::spawn(move || -> Res<()> {
+        pin_self(b)?;
+        s2.store(1, Ordering::Release);
+        while s2.load(Ordering::Acquire) != 2 {
+            std::hint::spin_loop();
+        }
+        Ok(())
+    });
+    while state.load(Ordering::Acquire) == 0 {
+        std::hint::spin_loop();
+    }
+    let beside = per_op(n, |n| {
+        (0..n).try_for_each(|_| membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+    });
+    state.store(2, Ordering::Release);
+    h.join()
+        .map_err(|_| "the spinning thread panicked".to_string())??;
+    Ok(Some([alone, beside?]))
+}
+
 /// A 64 KB buffer written on CPU `b`, then read on `a`, `n` times: ns per line read.
 pub(super) fn stream_c2c(a: usize, b: usize, line: usize, n: u64) -> Res<f64> {
     const BYTES: usize = 64 * 1024;

@@ -20,7 +20,8 @@
 //! | `wakeup_ns`          | thread ping-pong on one CPU, per hop, less the above         |
 //! | `switch_mm_ns`       | process ping-pong on one CPU less the thread one, per hop    |
 //! | `ipi_send_ns`        | a `write()` waking a reader on another CPU, less a local one |
-//! | `ipi_latency_ns`     | solved with the simulator: the process ping-pong across CPUs |
+//! | `ipi_latency_ns`     | `membarrier()` beside a thread spinning on another CPU, less alone, less the send |
+//! | `idle_exit_ns`       | solved with the simulator: the process ping-pong across CPUs |
 //! | `skb_cold_ns`        | 80 socketpairs queued 4 × L2 deep, less 1 deep, per skb      |
 //! | `skb_depth_ns`       | queues of L2/2, L2, 2 L2 … 64 MB written across sockets, less 1 deep: each band |
 //! | `pipe_depth_ns`      | 100-byte messages across pipes, L2/2, L2, 2 L2 … 64 MB of data, less 8 pipes 200 deep: each band |
@@ -181,12 +182,29 @@ pub struct MeasureOptions {
 /// Progress: `(done, total, what)` after each round of the micro-benchmarks.
 pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, &str);
 
-/// The costs the fit adjusts with the simulator: `ipi_latency_ns` such that the simulated
-/// split lat_pipe round trip equals the measured one (`target_us`).
-fn fit_ipi_latency(file: &HostFile, target_us: f64) -> Result<(u64, f64), String> {
-    let sim = |lat: u64| -> Result<f64, String> {
+/// The cost the fit adjusts with the simulator such that the simulated split lat_pipe
+/// round trip equals the measured one: `idle_exit_ns` when the IPI's delivery to a running
+/// CPU was measured (membarrier), else `ipi_latency_ns` with the idle exit inside it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fitted {
+    IdleExit,
+    IpiLatency,
+}
+
+impl Fitted {
+    fn set(self, f: &mut HostFile, ns: u64) {
+        match self {
+            Fitted::IdleExit => f.costs.idle_exit_ns = ns,
+            Fitted::IpiLatency => f.costs.ipi_latency_ns = ns,
+        }
+    }
+}
+
+/// Fit `what` such that the simulated split lat_pipe round trip equals `target_us`.
+fn fit_wakeup_latency(file: &HostFile, what: Fitted, target_us: f64) -> Result<(u64, f64), String> {
+    let sim = |ns: u64| -> Result<f64, String> {
         let mut f = file.clone();
-        f.costs.ipi_latency_ns = lat;
+        what.set(&mut f, ns);
         let preset: &'static schedlab::machine::Preset = Box::leak(Box::new(f.to_preset()));
         let m = schedlab::machine::Machine::boot(preset, Some(2.min(f.cpus)))?;
         let cfg = schedlab::RunConfig {
@@ -200,9 +218,9 @@ fn fit_ipi_latency(file: &HostFile, target_us: f64) -> Result<(u64, f64), String
         sim.run(&mut |_, _| {}).map_err(|e| e.to_string())?;
         Ok(sim.report().map_err(|e| e.to_string())?.result.value)
     };
-    // The smallest latency that matches: the round trip is not monotonic in it beyond a
-    // round trip's worth (IPIs still in flight then serve later wake-ups), so bracket the
-    // first crossing by doubling from 250 ns, then bisect inside it.
+    // The smallest value that matches: bracket the first crossing by growing from 250 ns
+    // in steps of a half (doubling could step over a region where the round trip dips,
+    // an IPI in flight serving a later wake-up), then bisect inside it.
     if sim(0)? >= target_us {
         return Ok((0, sim(0)?));
     }
@@ -210,10 +228,10 @@ fn fit_ipi_latency(file: &HostFile, target_us: f64) -> Result<(u64, f64), String
     while sim(hi)? < target_us {
         if hi >= 1_000_000 {
             return Err(format!(
-                "cannot fit ipi_latency_ns: the simulated split lat_pipe stays below the measured {target_us:.2} us"
+                "cannot fit {what:?}: the simulated split lat_pipe stays below the measured {target_us:.2} us"
             ));
         }
-        (lo, hi) = (hi, hi * 2);
+        (lo, hi) = (hi, hi * 3 / 2);
     }
     while hi - lo > 10 {
         let mid = (lo + hi) / 2;
@@ -276,13 +294,20 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
         benchmark_spread: spread,
     };
     let target = 2.0 * file.benchmarks["hop_split_process"] / 1e3;
-    let (lat, got) = fit_ipi_latency(&file, target)?;
-    file.costs.ipi_latency_ns = lat;
+    let what = if file.benchmarks.contains_key("membarrier_beside_spinner") {
+        Fitted::IdleExit
+    } else {
+        Fitted::IpiLatency
+    };
+    let (ns, got) = fit_wakeup_latency(&file, what, target)?;
+    what.set(&mut file, ns);
+    let (field, how) = match what {
+        Fitted::IdleExit => ("idle_exit_ns", "what waking a halted CPU adds to an IPI's delivery: a C-state's exit on bare metal, the host waking the vCPU under a hypervisor"),
+        Fitted::IpiLatency => ("ipi_latency_ns", "idle exit included: without membarrier it is not separable from user space"),
+    };
     file.sources.insert(
-        "ipi_latency_ns".into(),
-        format!(
-            "fitted with the simulator: split-CPU lat_pipe {got:.2} us per round trip against {target:.2} measured (idle exit included: not separable from user space)"
-        ),
+        field.into(),
+        format!("fitted with the simulator: split-CPU lat_pipe {got:.2} us per round trip against {target:.2} measured ({how})"),
     );
     file.check()?;
     Ok(file)
@@ -488,6 +513,18 @@ fn run_benchmarks(
         (
             "line_bounce",
             Box::new(move || one("line_bounce", bounce(a, b, 50_000)?)),
+        ),
+        (
+            "membarrier",
+            Box::new(move || {
+                Ok(match membarrier_ipi(a, b, 4_000)? {
+                    Some([alone, beside]) => vec![
+                        ("membarrier_alone", alone),
+                        ("membarrier_beside_spinner", beside),
+                    ],
+                    None => vec![],
+                })
+            }),
         ),
         (
             "stream_c2c",
