@@ -132,29 +132,15 @@ fn ipi_delivery(
     e: &dyn Fn(&str) -> Est,
     ipi_send: Est,
     c2c: Est,
-    c: &mut schedlab::machine::Costs,
-    src: &mut BTreeMap<String, String>,
-    set: &dyn Fn(&mut BTreeMap<String, String>, &str, Est, &str) -> u64,
-) {
-    c.idle_exit_ns = 0;
-    if !b.contains_key("membarrier_beside_spinner") {
-        src.insert(
-            "ipi_latency_ns".into(),
-            "fitted with the simulator after the rest (measure)".into(),
-        );
-        src.insert("idle_exit_ns".into(), "0: no expedited membarrier here, so included in ipi_latency_ns (user space sees only their sum)".into());
-        return;
-    }
+    irq_ns: u64,
+) -> Option<Est> {
+    b.get("membarrier_beside_spinner")?;
     let irq = Est {
-        v: c.irq_ns as f64,
+        v: irq_ns as f64,
         spread: 0.0,
     };
     let round = e("membarrier_beside_spinner") - e("membarrier_alone");
-    c.ipi_latency_ns = set(src, "ipi_latency_ns", round - ipi_send - irq - c2c * 2.0, "membarrier(PRIVATE_EXPEDITED) beside a thread spinning on the other CPU, less alone, less the send (ipi_send_ns), the handler (irq_ns) and two line transfers: an IPI's delivery to a running CPU");
-    src.insert(
-        "idle_exit_ns".into(),
-        "fitted with the simulator after the rest (measure)".into(),
-    );
+    Some(round - ipi_send - irq - c2c * 2.0)
 }
 
 /// The task counts of the refill micro-benchmarks (`yield_threads_N`, `yield_procs_N`,
@@ -544,7 +530,23 @@ pub(super) fn solve(
         c2c,
         "an atomic counter bounced between two CPUs, per transfer",
     );
-    ipi_delivery(b, &e, ipi_send, c2c, &mut c, &mut src, &set);
+    c.idle_exit_ns = 0;
+    match ipi_delivery(b, &e, ipi_send, c2c, c.irq_ns) {
+        Some(delivery) => {
+            c.ipi_latency_ns = set(&mut src, "ipi_latency_ns", delivery, "membarrier(PRIVATE_EXPEDITED) beside a thread spinning on the other CPU, less alone, less the send (ipi_send_ns), the handler (irq_ns) and two line transfers: an IPI's delivery to a running CPU");
+            src.insert(
+                "idle_exit_ns".into(),
+                "fitted with the simulator after the rest (measure)".into(),
+            );
+        }
+        None => {
+            src.insert(
+                "ipi_latency_ns".into(),
+                "fitted with the simulator after the rest (measure)".into(),
+            );
+            src.insert("idle_exit_ns".into(), "0: no expedited membarrier here, so included in ipi_latency_ns (user space sees only their sum)".into());
+        }
+    }
     c.c2c_stream_line_ns = Some(set(
         &mut src,
         "c2c_stream_line_ns",
