@@ -114,6 +114,11 @@ pub const ROWS: &[RowSpec] = &[
         micro: "fork_exit_wait (fork, exit and wait, on one CPU)",
     },
     row("lat_proc:op=fork,n=1000"),
+    RowSpec {
+        workload: "lat_proc:op=exec,n=200",
+        pin: Some("0"),
+        micro: "fork_exec_wait (fork, exec of /bin/true and wait, on one CPU)",
+    },
     row("lat_proc:op=exec,n=200"),
     row("rtapp:file=@periodic"),
     row("mix:lat_pipe:rounds=20000+loop_yield:instances=2,duration_ms=5000"),

@@ -221,12 +221,25 @@ pub(super) fn waking_write(a: usize, b: usize, n: u64) -> Res<f64> {
     Ok(median(v))
 }
 
-/// fork() as the parent sees it, waitpid() of a zombie, the whole fork+exit+wait, and
-/// a child's first byte: from fork()'s return in the parent (which then blocks reading a
+/// How many of a fork sample's children exec `lat_proc`'s program (each takes about as
+/// long as ten plain forks).
+const EXECS_PER_SAMPLE: u64 = 12;
+
+/// fork() as the parent sees it, waitpid() of a zombie, the whole fork+exit+wait, a
+/// child's first byte: from fork()'s return in the parent (which then blocks reading a
 /// pipe) to the byte the child writes first thing (then blocking itself, so that its
-/// exit stays out of the figure), on one CPU.
-pub(super) fn fork_costs(n: u64) -> Res<[f64; 4]> {
+/// exit stays out of the figure), and fork+exec+wait of `lat_proc`'s program (NaN where it
+/// cannot run), on one CPU.
+pub(super) fn fork_costs(n: u64) -> Res<[f64; 5]> {
     let (mut fork, mut wait, mut whole, mut first) = (vec![], vec![], vec![], vec![]);
+    let prog = std::ffi::CString::new(crate::workload::lat_proc::EXEC_PROGRAM).expect("no NUL");
+    let mut exec = Vec::new();
+    for _ in 0..EXECS_PER_SAMPLE {
+        match fork_exec_wait(&prog)? {
+            Some(ns) => exec.push(ns),
+            None => break,
+        }
+    }
     let (byte_r, byte_w) = sys::pipe()?;
     let (go_r, go_w) = sys::pipe()?;
     for _ in 0..n {
@@ -264,7 +277,43 @@ pub(super) fn fork_costs(n: u64) -> Res<[f64; 4]> {
     for fd in [byte_r, byte_w, go_r, go_w] {
         sys::close(fd);
     }
-    Ok([median(fork), median(wait), median(whole), median(first)])
+    let exec = if exec.is_empty() {
+        f64::NAN
+    } else {
+        median(exec)
+    };
+    Ok([
+        median(fork),
+        median(wait),
+        median(whole),
+        median(first),
+        exec,
+    ])
+}
+
+/// fork(), the child execs `prog` (which exits at once), waitpid(): ns, or `None` when the
+/// program could not be run or did not exit with 0.
+fn fork_exec_wait(prog: &std::ffi::CStr) -> Res<Option<f64>> {
+    let argv = [prog.as_ptr(), std::ptr::null()];
+    let t0 = now_ns();
+    // SAFETY: the child only calls execv and _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: argv is a NULL-terminated array of valid C strings; leaving the child if
+        // the exec failed.
+        unsafe {
+            libc::execv(prog.as_ptr(), argv.as_ptr());
+            libc::_exit(127)
+        }
+    }
+    if pid < 0 {
+        return Err(format!("fork failed ({})", sys::strerror(sys::errno())).into());
+    }
+    let mut st = 0;
+    // SAFETY: reaping our own child.
+    unsafe { libc::waitpid(pid, &mut st, 0) };
+    let ns = (now_ns() - t0) as f64;
+    Ok((libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0).then_some(ns))
 }
 
 /// One child's first byte (see [`fork_costs`]), ns; the child is released and reaped after.
@@ -832,7 +881,7 @@ impl ForkServer {
                     let Ok(figures) = fork_costs(60) else {
                         break;
                     };
-                    let mut out = [0u8; 32];
+                    let mut out = [0u8; 40];
                     for (i, v) in figures.into_iter().enumerate() {
                         out[8 * i..8 * i + 8].copy_from_slice(&v.to_le_bytes());
                     }
@@ -855,14 +904,15 @@ impl ForkServer {
         }
     }
 
-    /// One sample: fork, waitpid of a zombie, fork+exit+wait and a child's first byte,
-    /// ns (medians of 60).
-    pub(super) fn sample(&self) -> Res<[f64; 4]> {
+    /// One sample: fork, waitpid of a zombie, fork+exit+wait and a child's first byte
+    /// (medians of 60), fork+exec+wait (median of [`EXECS_PER_SAMPLE`]; NaN where the
+    /// program cannot run), ns.
+    pub(super) fn sample(&self) -> Res<[f64; 5]> {
         sys::write_full(self.request, b"f")?;
-        let mut b = [0u8; 32];
+        let mut b = [0u8; 40];
         sys::read_full(self.reply, &mut b, "fork server reply")?;
         let v = |i: usize| f64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes"));
-        Ok([v(0), v(1), v(2), v(3)])
+        Ok([v(0), v(1), v(2), v(3), v(4)])
     }
 }
 

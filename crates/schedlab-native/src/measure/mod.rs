@@ -34,6 +34,7 @@
 //! | `tcp_*_ns`           | 100-byte loopback TCP write + read in one thread, split 2:2:14:9 |
 //! | `fork_ns` …          | `fork()` in the parent; `waitpid()` of a zombie; the rest exit |
 //! | `fork_child_ns`      | a child's first byte to its parent on one CPU, less two process hops; out of `exit_ns` |
+//! | `exec_ns`            | fork + exec of `lat_proc`'s program + wait on one CPU, less fork+exit+wait |
 //! | `c2c_line_ns`        | a line bounced between two CPUs, per transfer                |
 //! | `l2_line_ns`, `mem_line_ns` | streaming reads of half the L2 and of 64 MB, per line  |
 //! | `mem_latency_ns`     | dependent loads through a random cycle over 4 × L2           |
@@ -497,13 +498,17 @@ fn run_benchmarks(
         (
             "fork",
             Box::new(|| {
-                let [f, w, whole, first] = forks.sample()?;
-                Ok(vec![
+                let [f, w, whole, first, exec] = forks.sample()?;
+                let mut v = vec![
                     ("fork_parent", f),
                     ("waitpid_zombie", w),
                     ("fork_exit_wait", whole),
                     ("fork_child_first_byte", first),
-                ])
+                ];
+                if exec.is_finite() {
+                    v.push(("fork_exec_wait", exec));
+                }
+                Ok(v)
             }),
         ),
         (
