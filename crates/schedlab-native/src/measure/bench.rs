@@ -756,6 +756,40 @@ pub(super) fn tcp_pair(
     Ok((ns, segs))
 }
 
+/// `k` writes of `len` bytes through a loopback TCP pair in one thread, all but the last
+/// with `MSG_MORE` (held in the tail skb, then sent as one segment), then read back, `n`
+/// times: ns per round, and the segments sent per round (as [`tcp_pair`]).
+pub(super) fn tcp_corked(
+    pair: &(std::net::TcpStream, std::net::TcpStream),
+    len: usize,
+    k: usize,
+    n: u64,
+) -> Res<(f64, Option<f64>)> {
+    use std::os::fd::AsRawFd;
+    let (w, r) = (pair.0.as_raw_fd(), pair.1.as_raw_fd());
+    let out = vec![3u8; len];
+    let mut buf = vec![0u8; len * k];
+    let segs0 = tcp_out_segs();
+    let t0 = now_ns();
+    for _ in 0..n {
+        for i in 0..k {
+            let more = if i + 1 < k { libc::MSG_MORE } else { 0 };
+            // SAFETY: `out` is a valid buffer of `len` bytes.
+            let sent = unsafe { libc::send(w, out.as_ptr().cast(), len, more) };
+            if sent != len as isize {
+                return Err(format!("send over loopback TCP wrote {sent} of {len} bytes").into());
+            }
+        }
+        sys::read_full(r, &mut buf, "measure corked tcp")?;
+    }
+    let ns = (now_ns() - t0) as f64 / n as f64;
+    let segs = match (segs0, tcp_out_segs()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / n as f64),
+        _ => None,
+    };
+    Ok((ns, segs))
+}
+
 /// `len`-byte datagrams sent on `w` and received on `r`, a connected UDP pair on
 /// loopback, in one thread: ns per send+receive.
 pub(super) fn udp_pair(w: RawFd, r: RawFd, len: usize, n: u64) -> Res<f64> {

@@ -31,7 +31,7 @@
 //! | `mm_refill_ns`       | N processes yielding in turn on one CPU, less N threads, less 2 |
 //! | `wake_refill_ns`     | N threads round a ring of pipes on one CPU, less N threads yielding, less 2 |
 //! | `skb_shared_ns`      | 80 socketpairs 1 deep, L2/8, L2/2, 5 L2/4 and 4 L2 (written across sockets) beside another CPU's own, less alone, × 2: each band |
-//! | `tcp_*_ns`           | 100-byte loopback TCP write + read in one thread, split 2:2:14:9 |
+//! | `tcp_*_ns`           | 100-byte loopback TCP write + read in one thread, and 32 writes held with `MSG_MORE` then sent as one segment: per call and per segment |
 //! | `fork_ns` …          | `fork()` in the parent; `waitpid()` of a zombie; the rest exit |
 //! | `fork_child_ns`      | a child's first byte to its parent on one CPU, less two process hops; out of `exit_ns` |
 //! | `exec_ns`            | fork + exec of `lat_proc`'s program + wait on one CPU, less fork+exit+wait |
@@ -72,6 +72,9 @@ struct DepthPoint {
     depth: usize,
     bytes: u64,
 }
+
+/// Writes per segment of the corked TCP micro-benchmark (`tcp_corked_32x100`).
+const TCP_CORKED_WRITES: usize = 32;
 
 /// The deepest queue the depth curve measures: beyond a VM's or a desktop's LLC share,
 /// within what a round can take in time and memory.
@@ -654,6 +657,9 @@ fn run_benchmarks(
                 let (ns, segs) = tcp_pair(&tcp, 100, 5_000)?;
                 let mut v = vec![("tcp_pair_100", ns)];
                 v.extend(segs.map(|s| ("tcp_pair_100_segments", s)));
+                let (ns, segs) = tcp_corked(&tcp, 100, TCP_CORKED_WRITES, 600)?;
+                v.push(("tcp_corked_32x100", ns));
+                v.extend(segs.map(|s| ("tcp_corked_32x100_segments", s)));
                 Ok(v)
             }),
         ),

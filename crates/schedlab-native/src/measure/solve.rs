@@ -143,6 +143,56 @@ fn ipi_delivery(
     Some(round - ipi_send - irq - c2c * 2.0)
 }
 
+/// TCP's four costs over loopback (`tcp_sendmsg_ns`, `tcp_recvmsg_ns`, `tcp_segment_ns`,
+/// `tcp_ack_ns`) and how they were found. A 100-byte write+read in one thread
+/// (`tcp_pair_100`) is 2 syscalls, a send, a receive, a segment, the pure ACKs
+/// /proc/net/snmp counted and 200 bytes copied. 32 writes held with `MSG_MORE` and read
+/// back at once (`tcp_corked_32x100`) are 33 syscalls, 32 sends, a receive, one segment,
+/// its ACKs and 6 400 bytes copied. The two separate a call from a segment. Within each
+/// pair the P6 preset's proportions stay (send = receive; an ACK 9/14 of a segment).
+/// Without the corked benchmark, or when the split is not resolved, all four come from
+/// the write+read alone in the P6 proportions 2:2:14:9.
+fn tcp_costs(
+    b: &BTreeMap<String, f64>,
+    e: &dyn Fn(&str) -> Est,
+    syscall: Est,
+    copy_per_kb: Est,
+    p6: [u64; 4],
+) -> ([Est; 4], String) {
+    let acks = |name: &str| b.get(name).map_or(0.0, |s| (s - 1.0).max(0.0));
+    let ack_per_seg = p6[3] as f64 / p6[2] as f64;
+    let pair = e("tcp_pair_100") - syscall * 2.0 - copy_per_kb * (200.0 / 1024.0);
+    let a_pair = acks("tcp_pair_100_segments");
+    let proportional = || {
+        let weight = (p6[0] + p6[1] + p6[2]) as f64 + a_pair * p6[3] as f64;
+        let per = pair * (1.0 / weight);
+        (
+            p6.map(|w| per * w as f64),
+            format!("100-byte write+read over a loopback TCP pair in one thread (TCP_NODELAY; {a_pair:.2} pure ACKs per round counted), less 2 syscalls and the copies, split in the P6 preset's proportions 2:2:14:9 (sendmsg:recvmsg:segment:ack)"),
+        )
+    };
+    if !b.contains_key("tcp_corked_32x100") {
+        return proportional();
+    }
+    let k = 32.0;
+    let corked =
+        e("tcp_corked_32x100") - syscall * (k + 1.0) - copy_per_kb * (2.0 * k * 100.0 / 1024.0);
+    let a_corked = acks("tcp_corked_32x100_segments");
+    // pair = 2 call + alpha seg, corked = (k + 1) call + beta seg, an ACK ack_per_seg of a
+    // segment: solve for the call, then the segment.
+    let (alpha, beta) = (1.0 + a_pair * ack_per_seg, 1.0 + a_corked * ack_per_seg);
+    let call = (corked - pair * (beta / alpha)) * (1.0 / (k + 1.0 - 2.0 * beta / alpha));
+    let seg = (pair - call * 2.0) * (1.0 / alpha);
+    if call.v <= call.spread || seg.v <= seg.spread {
+        let (v, how) = proportional();
+        return (v, format!("{how}; the corked writes did not separate a call from a segment (call {:.0} +/- {:.0}, segment {:.0} +/- {:.0} ns)", call.v, call.spread, seg.v, seg.spread));
+    }
+    (
+        [call, call, seg, seg * ack_per_seg],
+        format!("100-byte write+read over a loopback TCP pair in one thread (TCP_NODELAY; {a_pair:.2} pure ACKs per round counted) and 32 writes held with MSG_MORE then read back ({a_corked:.2} pure ACKs), less syscalls and copies: a call and a segment solved apart (send = receive, an ACK 9/14 of a segment, the P6 preset's proportions)"),
+    )
+}
+
 /// The task counts of the refill micro-benchmarks (`yield_threads_N`, `yield_procs_N`,
 /// `ring_threads_N`): N tasks taking turns on one CPU switch each back in after N − 1
 /// switches; 2 is the calibration's own case.
@@ -424,40 +474,28 @@ pub(super) fn solve(
         c.skb_remote_ns = Some(set(&mut src, "skb_remote_ns", e("unix_handoff_split") - e("unix_handoff_same"), "100-byte AF_UNIX messages written 64 at a time on one CPU and read on another, less both on one CPU, per skb (its lines pulled, its slab object freed remotely)"));
     }
     if b.contains_key("tcp_pair_100") {
-        // One equation, four costs: a 100-byte write+read over loopback in one thread is
-        // 2 syscalls, tcp_sendmsg, the segment's transmit and receive, tcp_recvmsg, the
-        // pure ACKs /proc/net/snmp counted, and 200 bytes copied. The P6 preset's
-        // proportions between the four (benchmarks.md §6) split the sum.
-        let acks = b
-            .get("tcp_pair_100_segments")
-            .map_or(0.0, |s| (s - 1.0).max(0.0));
         let p6 = [
             c.tcp_sendmsg_ns,
             c.tcp_recvmsg_ns,
             c.tcp_segment_ns,
             c.tcp_ack_ns,
         ];
-        let weight = (p6[0] + p6[1] + p6[2]) as f64 + acks * p6[3] as f64;
-        let path =
-            (e("tcp_pair_100") - syscall * 2.0 - copy_per_kb * (200.0 / 1024.0)) * (1.0 / weight);
-        let how = format!(
-            "100-byte write+read over a loopback TCP pair in one thread (TCP_NODELAY; {acks:.2} pure ACKs per round counted), less 2 syscalls and the copies, split in the P6 preset's proportions 2:2:14:9 (sendmsg:recvmsg:segment:ack)"
-        );
-        for (field, p) in [
+        let (v, how) = tcp_costs(b, &e, syscall, copy_per_kb, p6);
+        for (field, x) in [
             "tcp_sendmsg_ns",
             "tcp_recvmsg_ns",
             "tcp_segment_ns",
             "tcp_ack_ns",
         ]
         .into_iter()
-        .zip(p6)
+        .zip(v)
         {
-            let v = set(&mut src, field, path * p as f64, &how);
+            let ns = set(&mut src, field, x, &how);
             match field {
-                "tcp_sendmsg_ns" => c.tcp_sendmsg_ns = v,
-                "tcp_recvmsg_ns" => c.tcp_recvmsg_ns = v,
-                "tcp_segment_ns" => c.tcp_segment_ns = v,
-                _ => c.tcp_ack_ns = v,
+                "tcp_sendmsg_ns" => c.tcp_sendmsg_ns = ns,
+                "tcp_recvmsg_ns" => c.tcp_recvmsg_ns = ns,
+                "tcp_segment_ns" => c.tcp_segment_ns = ns,
+                _ => c.tcp_ack_ns = ns,
             }
         }
     }
@@ -802,6 +840,49 @@ mod tests {
             pipe_bytes: 65_536,
             mhz: 3000,
         }
+    }
+
+    /// Corked writes separate a TCP call from a segment; the P6 proportions hold only
+    /// within each.
+    #[test]
+    fn corked_tcp_writes_split_a_call_from_a_segment() {
+        let mut b = bench();
+        // A call 300 ns, a segment 1 400, an ACK 900: the pair is 2 calls, a segment
+        // and its ACK; 32 corked writes are 33 calls and one segment, no ACK.
+        b.insert(
+            "tcp_pair_100".into(),
+            2.0 * 300.0 + 1_400.0 + 900.0 + 200.0 + 200.0 / 1024.0 * 50.0,
+        );
+        b.insert(
+            "tcp_corked_32x100".into(),
+            33.0 * 300.0 + 1_400.0 + 33.0 * 100.0 + 6_400.0 / 1024.0 * 50.0,
+        );
+        b.insert("tcp_corked_32x100_segments".into(), 1.0);
+        let (c, src) = solve(&b, &BTreeMap::new(), geometry());
+        assert_eq!(
+            (
+                c.tcp_sendmsg_ns,
+                c.tcp_recvmsg_ns,
+                c.tcp_segment_ns,
+                c.tcp_ack_ns
+            ),
+            (300, 300, 1_400, 900)
+        );
+        assert!(
+            src["tcp_segment_ns"].contains("solved apart"),
+            "{}",
+            src["tcp_segment_ns"]
+        );
+        // Corked calls dearer than a whole write+read: not separated, said so.
+        b.insert("tcp_corked_32x100".into(), 100_000.0);
+        let (c, src) = solve(&b, &BTreeMap::new(), geometry());
+        assert!(
+            src["tcp_segment_ns"].contains("did not separate"),
+            "{}",
+            src["tcp_segment_ns"]
+        );
+        // The pair alone, 2 900 ns of TCP, in the proportions 2:2:14:9 (ACKs 1 a round).
+        assert_eq!((c.tcp_sendmsg_ns, c.tcp_segment_ns), (215, 1_504));
     }
 
     /// membarrier beside a spinner gives the IPI's delivery to a running CPU, and leaves
