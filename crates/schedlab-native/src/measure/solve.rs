@@ -617,11 +617,23 @@ pub(super) fn solve(
         e("chase_4x_l2"),
         "dependent loads over 4 x L2: an L2 miss as this machine serves it (from the LLC)",
     );
+    // The streamed refills are 0-2 ns a line on current cores: kept in picoseconds too,
+    // by the same rule (a difference within its spread takes half the spread).
+    let ps = |x: Est| {
+        let ns = if x.v > x.spread { x.v } else { x.spread / 2.0 };
+        Some((ns.max(0.0) * 1000.0).round() as u64)
+    };
+    let l2_line = e("stream_half_l2_per_line") - e("stream_half_l1_per_line");
     c.l2_line_ns = set(
         &mut src,
         "l2_line_ns",
-        e("stream_half_l2_per_line") - e("stream_half_l1_per_line"),
+        l2_line,
         "streaming read of half the L2 (beyond the L1) less the same loop over half the L1, per line: what a pass over a working set loses to the refill, prefetchers running, beyond its own work",
+    );
+    c.l2_line_ps = ps(l2_line);
+    src.insert(
+        "l2_line_ps".into(),
+        "l2_line_ns before rounding, in ps (working-set refills use it)".into(),
     );
     // Per KB of 64-byte lines: 16 loads.
     let per_kb = 1024.0 / g.line.max(1) as f64;
@@ -631,11 +643,17 @@ pub(super) fn solve(
         (e("chase_half_l2") - e("chase_l1")) * per_kb,
         "dependent loads over half the L2 less over half the L1, per KB of lines: a switched-in task's kernel footprint, reached pointer by pointer",
     ));
+    let mem_line = e("stream_64mb_per_line") - e("stream_half_l1_per_line");
     c.mem_line_ns = set(
         &mut src,
         "mem_line_ns",
-        e("stream_64mb_per_line") - e("stream_half_l1_per_line"),
+        mem_line,
         "streaming read of 64 MB less the same loop over half the L1, per line: the refill beyond the pass's own work",
+    );
+    c.mem_line_ps = ps(mem_line);
+    src.insert(
+        "mem_line_ps".into(),
+        "mem_line_ns before rounding, in ps (working-set refills use it)".into(),
     );
     c.sum_ns_per_kb = set(
         &mut src,
@@ -932,6 +950,8 @@ mod tests {
         assert_eq!(c.skb_page_shared_ns, Some(400)); // (4000 - 3800) x 2
                                                      // Streaming refills beyond the loop's own work.
         assert_eq!((c.l2_line_ns, c.mem_line_ns), (1, 8));
+        // Unrounded: 2 - 1 and 9 - 1.
+        assert_eq!((c.l2_line_ps, c.mem_line_ps), (Some(1_000), Some(8_000)));
         // A footprint's lines reached one pointer at a time: 6 - 1.5, rounded.
         assert_eq!(c.l2_latency_ns_per_kb, Some(72)); // 16 x 4.5
                                                       // 2 syscalls + 200 bytes copied + 100 x (2 + 2 + 14 + 1 ACK x 9)

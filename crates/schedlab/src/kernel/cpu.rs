@@ -413,8 +413,7 @@ impl Kernel {
             });
         }
         let start = self.cpus[cpu].clock;
-        let stall = miss.from_l2 * costs.l2_line_ns
-            + miss.from_outside * costs.mem_line_ns
+        let stall = costs.stream_refill_ns(miss.from_l2, miss.from_outside)
             + self.ic.stream(start, miss.from_outside, None, cpu);
         self.charge(cpu, stall + now_ns, Acct::Running);
         let c = &mut self.cpus[cpu];
@@ -526,10 +525,6 @@ impl Kernel {
             cost += self.switch_mm_lines(cpu, active, mm);
             let n = &self.tasks[next as usize];
             let from = n.last_ran.filter(|&o| o != cpu);
-            let per_line = match from {
-                Some(o) => self.machine.stream_line_ns(o, cpu),
-                None => costs.mem_line_ns,
-            };
             let miss = self
                 .cache
                 .touch_kernel(cpu, next, costs.kernel_footprint_bytes);
@@ -548,12 +543,14 @@ impl Kernel {
                 // B§6.3).
                 let from_l2 = match costs.l2_latency_ns_per_kb {
                     Some(per_kb) => miss.from_l2 * costs.line_bytes * per_kb / 1024,
-                    None => miss.from_l2 * costs.l2_line_ns,
+                    None => costs.stream_refill_ns(miss.from_l2, 0),
+                };
+                let outside = match from {
+                    Some(o) => miss.from_outside * self.machine.stream_line_ns(o, cpu),
+                    None => costs.stream_refill_ns(0, miss.from_outside),
                 };
                 let now = self.cpus[cpu].clock;
-                cost += from_l2
-                    + miss.from_outside * per_line
-                    + self.ic.stream(now, miss.from_outside, from, cpu);
+                cost += from_l2 + outside + self.ic.stream(now, miss.from_outside, from, cpu);
             }
         }
         // The exiting task's parent learns of the zombie once it is off the CPU (2.4's

@@ -184,6 +184,8 @@ pub fn numa1024_costs() -> Costs {
         skb_depth_ns: super::preset::DepthCurve::EMPTY,
         pipe_depth_ns: super::preset::DepthCurve::EMPTY,
         l2_latency_ns_per_kb: None,
+        l2_line_ps: None,
+        mem_line_ps: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
         skb_shared_ns: super::preset::DepthCurve::EMPTY,

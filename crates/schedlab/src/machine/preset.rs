@@ -260,6 +260,16 @@ pub struct Costs {
     /// Refill of one line from memory when a working set streams back in. B§6.3: ≈ 370 MB/s
     /// ⇒ ≈ 86 ns per 32-byte line.
     pub mem_line_ns: Time,
+    /// `l2_line_ns` and `mem_line_ns` in picoseconds, where measured finer than a whole
+    /// ns (a host): a current core streams a line in 1–2 ns, and rounding that to an
+    /// integer would change a working set's refill by up to 2× between two measurements
+    /// of the same machine. Used for working-set passes and footprint refills
+    /// ([`Costs::stream_refill_ns`]); `None`: the ns fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_line_ps: Option<Time>,
+    /// See `l2_line_ps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_line_ps: Option<Time>,
     /// Kernel state a task touches whenever it runs (task_struct, kernel stack, thread
     /// info): refilled, line by line from the CPU it last ran on, when it moves.
     /// Inferred: ≈ 1.7 KB task_struct + the used part of the 8 KB stack.
@@ -298,6 +308,17 @@ pub struct Costs {
     /// True when idle CPUs poll `need_resched` (`idle=poll`) instead of halting; the era's
     /// default was `hlt` (B§4: "idle=poll did not cure it").
     pub idle_poll: bool,
+}
+
+impl Costs {
+    /// What a streamed refill of `from_l2` lines from the L2 and `from_outside` from
+    /// beyond it costs, at picosecond precision where the preset has it.
+    pub fn stream_refill_ns(&self, from_l2: u64, from_outside: u64) -> Time {
+        match (self.l2_line_ps, self.mem_line_ps) {
+            (Some(l2), Some(mem)) => (from_l2 * l2 + from_outside * mem) / 1000,
+            _ => from_l2 * self.l2_line_ns + from_outside * self.mem_line_ns,
+        }
+    }
 }
 
 /// Every field of [`Costs`] in declaration order, with its doc comment: for the P6
@@ -497,6 +518,8 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         skb_depth_ns: DepthCurve::EMPTY,
         pipe_depth_ns: DepthCurve::EMPTY,
         l2_latency_ns_per_kb: None,
+        l2_line_ps: None,
+        mem_line_ps: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
         skb_shared_ns: DepthCurve::EMPTY,
