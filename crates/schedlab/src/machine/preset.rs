@@ -792,3 +792,22 @@ pub static PRESETS: &[Preset] = &[
         8192,
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::piii700;
+
+    /// A streamed refill is priced in picoseconds where the preset has them, and by the
+    /// whole-ns fields where it does not (every era preset).
+    #[test]
+    fn streamed_refills_keep_sub_ns_prices_where_measured() {
+        let mut c = piii700(1 << 20);
+        let by_ns = 100 * c.l2_line_ns + 1_000 * c.mem_line_ns;
+        assert_eq!(c.stream_refill_ns(100, 1_000), by_ns);
+        c.l2_line_ps = Some(400);
+        c.mem_line_ps = Some(1_450);
+        // 100 x 0.4 + 1 000 x 1.45 ns: neither 1 nor 2 ns a line.
+        assert_eq!(c.stream_refill_ns(100, 1_000), 1_490);
+        assert_eq!(c.stream_refill_ns(0, 4_096), 5_939);
+    }
+}
