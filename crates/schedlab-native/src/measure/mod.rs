@@ -196,6 +196,14 @@ enum Fitted {
 }
 
 impl Fitted {
+    /// The cost's name in the host file.
+    fn field(self) -> &'static str {
+        match self {
+            Fitted::IdleExit => "idle_exit_ns",
+            Fitted::IpiLatency => "ipi_latency_ns",
+        }
+    }
+
     fn set(self, f: &mut HostFile, ns: u64) {
         match self {
             Fitted::IdleExit => f.costs.idle_exit_ns = ns,
@@ -232,7 +240,8 @@ fn fit_wakeup_latency(file: &HostFile, what: Fitted, target_us: f64) -> Result<(
     while sim(hi)? < target_us {
         if hi >= 1_000_000 {
             return Err(format!(
-                "cannot fit {what:?}: the simulated split lat_pipe stays below the measured {target_us:.2} us"
+                "cannot fit {}: the simulated split lat_pipe stays below the measured {target_us:.2} us",
+                what.field()
             ));
         }
         (lo, hi) = (hi, hi * 3 / 2);
@@ -305,12 +314,12 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
     };
     let (ns, got) = fit_wakeup_latency(&file, what, target)?;
     what.set(&mut file, ns);
-    let (field, how) = match what {
-        Fitted::IdleExit => ("idle_exit_ns", "what waking a halted CPU adds to an IPI's delivery: a C-state's exit on bare metal, the host waking the vCPU under a hypervisor"),
-        Fitted::IpiLatency => ("ipi_latency_ns", "idle exit included: without membarrier it is not separable from user space"),
+    let how = match what {
+        Fitted::IdleExit => "what waking a halted CPU adds to an IPI's delivery: a C-state's exit on bare metal, the host waking the vCPU under a hypervisor",
+        Fitted::IpiLatency => "idle exit included: without membarrier it is not separable from user space",
     };
     file.sources.insert(
-        field.into(),
+        what.field().into(),
         format!("fitted with the simulator: split-CPU lat_pipe {got:.2} us per round trip against {target:.2} measured ({how})"),
     );
     file.check()?;

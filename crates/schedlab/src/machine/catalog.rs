@@ -401,6 +401,8 @@ mod tests {
         let fields = serde_json::to_value(Costs {
             c2c_smt_line_ns: Some(1),
             c2c_cross_package_line_ns: Some(1),
+            l2_line_ps: Some(1),
+            mem_line_ps: Some(1),
             skb_depth_ns: vec![[1, 1]].try_into().unwrap(),
             pipe_depth_ns: vec![[1, 1]].try_into().unwrap(),
             skb_shared_ns: vec![[1, 1]].try_into().unwrap(),
