@@ -742,11 +742,19 @@ pub(super) fn tcp_pair(
     use std::os::fd::AsRawFd;
     let (w, r) = (pair.0.as_raw_fd(), pair.1.as_raw_fd());
     let mut buf = vec![3u8; len];
+    tcp_rounds(n, || {
+        sys::write_full(w, &buf)?;
+        sys::read_full(r, &mut buf, "measure tcp pair")
+    })
+}
+
+/// `round` run `n` times: ns per round, and the TCP segments this host sent per round
+/// (data and pure ACKs; `None` where /proc/net/snmp is not readable).
+fn tcp_rounds(n: u64, mut round: impl FnMut() -> Res<()>) -> Res<(f64, Option<f64>)> {
     let segs0 = tcp_out_segs();
     let t0 = now_ns();
     for _ in 0..n {
-        sys::write_full(w, &buf)?;
-        sys::read_full(r, &mut buf, "measure tcp pair")?;
+        round()?;
     }
     let ns = (now_ns() - t0) as f64 / n as f64;
     let segs = match (segs0, tcp_out_segs()) {
@@ -769,9 +777,7 @@ pub(super) fn tcp_corked(
     let (w, r) = (pair.0.as_raw_fd(), pair.1.as_raw_fd());
     let out = vec![3u8; len];
     let mut buf = vec![0u8; len * k];
-    let segs0 = tcp_out_segs();
-    let t0 = now_ns();
-    for _ in 0..n {
+    tcp_rounds(n, || {
         for i in 0..k {
             let more = if i + 1 < k { libc::MSG_MORE } else { 0 };
             // SAFETY: `out` is a valid buffer of `len` bytes.
@@ -780,14 +786,8 @@ pub(super) fn tcp_corked(
                 return Err(format!("send over loopback TCP wrote {sent} of {len} bytes").into());
             }
         }
-        sys::read_full(r, &mut buf, "measure corked tcp")?;
-    }
-    let ns = (now_ns() - t0) as f64 / n as f64;
-    let segs = match (segs0, tcp_out_segs()) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / n as f64),
-        _ => None,
-    };
-    Ok((ns, segs))
+        sys::read_full(r, &mut buf, "measure corked tcp")
+    })
 }
 
 /// `len`-byte datagrams sent on `w` and received on `r`, a connected UDP pair on
