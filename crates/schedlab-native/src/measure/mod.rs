@@ -74,7 +74,7 @@ struct DepthPoint {
 }
 
 /// Writes per segment of the corked TCP micro-benchmark (`tcp_corked_32x100`).
-const TCP_CORKED_WRITES: usize = 32;
+pub(super) const TCP_CORKED_WRITES: usize = 32;
 
 /// The deepest queue the depth curve measures: beyond a VM's or a desktop's LLC share,
 /// within what a round can take in time and memory.

@@ -28,6 +28,18 @@ pub(super) struct Est {
     pub(super) spread: f64,
 }
 
+impl Est {
+    /// The value by [`solve`]'s rule: a difference larger than its spread is itself; one
+    /// within it is not resolved and takes half the spread (`false`).
+    fn resolved(self) -> (f64, bool) {
+        if self.v > self.spread {
+            (self.v, true)
+        } else {
+            (self.spread / 2.0, false)
+        }
+    }
+}
+
 impl std::ops::Sub for Est {
     type Output = Est;
     fn sub(self, o: Est) -> Est {
@@ -174,7 +186,7 @@ fn tcp_costs(
     if !b.contains_key("tcp_corked_32x100") {
         return proportional();
     }
-    let k = 32.0;
+    let k = super::TCP_CORKED_WRITES as f64;
     let corked =
         e("tcp_corked_32x100") - syscall * (k + 1.0) - copy_per_kb * (2.0 * k * 100.0 / 1024.0);
     let a_corked = acks("tcp_corked_32x100_segments");
@@ -228,12 +240,9 @@ fn refill_curves(
     if ns.is_empty() || ![&t2, &p2, &r2].iter().all(|k| b.contains_key(*k)) {
         return None;
     }
-    let resolve = |x: Est| {
-        if x.v > x.spread {
-            (x.v, "")
-        } else {
-            (x.spread / 2.0, " unresolved")
-        }
+    let resolve = |x: Est| match x.resolved() {
+        (v, true) => (v, ""),
+        (v, false) => (v, " unresolved"),
     };
     let mut out: [(Vec<[u64; 2]>, Vec<String>); 3] = Default::default();
     for &n in &ns {
@@ -367,21 +376,16 @@ pub(super) fn solve(
         spread: spread.get(name).map_or(0.0, |[q1, q3]| (q3 - q1) / 2.0),
     };
     let set = |src: &mut BTreeMap<String, String>, field: &str, x: Est, how: &str| -> u64 {
-        let (value, note) = if x.v > x.spread {
-            (
-                x.v,
-                format!(
-                    "{how} ({:.0} ns, spread +/- {:.0}, medians of {rounds:.0} interleaved rounds)",
-                    x.v, x.spread
-                ),
+        let (value, resolved) = x.resolved();
+        let note = if resolved {
+            format!(
+                "{how} ({:.0} ns, spread +/- {:.0}, medians of {rounds:.0} interleaved rounds)",
+                x.v, x.spread
             )
         } else {
-            (
-                x.spread / 2.0,
-                format!(
-                    "{how} (the difference, {:.0} ns, is within its spread +/- {:.0}: not resolved, taken as half the spread)",
-                    x.v, x.spread
-                ),
+            format!(
+                "{how} (the difference, {:.0} ns, is within its spread +/- {:.0}: not resolved, taken as half the spread)",
+                x.v, x.spread
             )
         };
         src.insert(field.to_string(), format!("measured: {note}"));
@@ -619,10 +623,7 @@ pub(super) fn solve(
     );
     // The streamed refills are 0-2 ns a line on current cores: kept in picoseconds too,
     // by the same rule (a difference within its spread takes half the spread).
-    let ps = |x: Est| {
-        let ns = if x.v > x.spread { x.v } else { x.spread / 2.0 };
-        Some((ns.max(0.0) * 1000.0).round() as u64)
-    };
+    let ps = |x: Est| Some((x.resolved().0.max(0.0) * 1000.0).round() as u64);
     let l2_line = e("stream_half_l2_per_line") - e("stream_half_l1_per_line");
     c.l2_line_ns = set(
         &mut src,
