@@ -992,6 +992,13 @@ impl SchedClass for Fair {
         }
         let mut se = Se::new(nice, cpu, is_idle);
         se.slice = self.t.base_slice;
+        if let Some(par) = parent {
+            // dup_task_struct copies the parent's task_struct and sched_fork resets none
+            // of record_wakee's fields: a child starts with its parent's flip count.
+            let ps = &self.se[par as usize];
+            (se.wakee_flips, se.wakee_flip_decay_ts, se.last_wakee) =
+                (ps.wakee_flips, ps.wakee_flip_decay_ts, ps.last_wakee);
+        }
         self.se[p as usize] = se;
         if is_idle || self.variant == Variant::Eevdf {
             // 6.12 __sched_fork: vruntime, vlag, rel_deadline zeroed; task_fork_fair

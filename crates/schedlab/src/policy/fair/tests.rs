@@ -428,6 +428,38 @@ fn cfs_new_task_is_debited_one_vslice() {
 }
 
 #[test]
+fn a_forked_child_starts_with_its_parents_wakee_flips() {
+    // dup_task_struct copies record_wakee's fields; sched_fork resets none of them, so a
+    // child of a task that woke many others is "wide" from its first wake-up on.
+    for spec in ["cfs", "eevdf"] {
+        let mut b = bed(spec, 2);
+        let ps = hogs(&mut b, &[0]);
+        let a = ps[0];
+        {
+            let se = &mut b.class.se[a as usize];
+            se.wakee_flips = 9;
+            se.wakee_flip_decay_ts = 3;
+            se.last_wakee = Some(a);
+        }
+        let child = b.k.create_task(
+            Some(a),
+            crate::kernel::abi::program(|_| crate::kernel::abi::Op::Exit),
+            1,
+            0,
+            crate::machine::CpuMask::from_bits(1),
+            0,
+        );
+        b.with(0, |c, ctx| c.task_fork(ctx, child, Some(a)));
+        let se = &b.class.se[child as usize];
+        assert_eq!(
+            (se.wakee_flips, se.wakee_flip_decay_ts, se.last_wakee),
+            (9, 3, Some(a)),
+            "{spec}"
+        );
+    }
+}
+
+#[test]
 fn a_yield_moves_the_eevdf_deadline_and_sets_the_cfs_skip_buddy() {
     let mut b = bed("eevdf", 2);
     let ps = hogs(&mut b, &[0, 0]);
