@@ -4,10 +4,13 @@
 //! trips round the ring after `warmup` untimed ones. Parameters: the model's
 //! (`schedlab::workload::lat_ctx`).
 //!
-//! Overhead subtraction as lmbench: the cost of one hop without a switch — one process
-//! writing the token into a pipe and reading it back, plus one sum of a hot array — is
-//! measured first, over `ovr_iters` iterations, and subtracted. Result: µs per context switch =
-//! elapsed / (rounds · procs) − overhead.
+//! Overhead subtraction as lmbench2 does it: the pipe cost — one process writing the token
+//! into each of the ring's pipes in turn and reading it back, no switch — and the sum's
+//! cost, timed on one hot 4 KB `CHUNK` and scaled to the array (a hot L1 sum, not the
+//! array's own refill, which lmbench cannot subtract and does not try to). Each of the
+//! three quantities is timed `TRIES` times and the median kept, as lmbench's `BENCH` keeps
+//! the median of its repetitions; the ring's `rounds` trips are those repetitions split in
+//! `TRIES` parts. Result: µs per context switch = median hop − pipe cost − sum cost.
 
 use schedlab::spec::Params;
 
@@ -15,6 +18,34 @@ use crate::runner::{Counters, Ctx, Outcome};
 use crate::sys::{self, Res};
 
 const NAMES: &[&str] = &["hops", "overhead_ns"];
+
+/// lmbench2's `TRIES` (`bench.h`): repetitions of each timing, of which the median counts.
+const TRIES: u64 = 11;
+/// lmbench2's `CHUNK`, 4 KB, in words: the sum overhead is timed on this much.
+const CHUNK_WORDS: usize = 1024;
+
+/// `total` split into at most `parts` nearly equal non-empty parts.
+fn split(total: u64, parts: u64) -> Vec<u64> {
+    let parts = parts.min(total).max(1);
+    (0..parts)
+        .map(|i| total / parts + u64::from(i < total % parts))
+        .filter(|&n| n > 0)
+        .collect()
+}
+
+/// The median over `TRIES` timings of `n` calls of `body`, per call, in ns.
+fn median_per_call(n: u64, mut body: impl FnMut() -> Res<()>) -> Res<f64> {
+    body()?; // lmbench's BENCH runs the body once untimed to warm the cache
+    let mut per = Vec::new();
+    for _ in 0..TRIES {
+        let t = sys::now_ns();
+        for _ in 0..n {
+            body()?;
+        }
+        per.push((sys::now_ns() - t) as f64 / n as f64);
+    }
+    Ok(crate::median(&per))
+}
 
 /// lmbench's "touch the working set": sum every word.
 fn sum(data: &[u32]) -> u32 {
@@ -44,26 +75,35 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let c = Counters::new(NAMES)?;
     let data: Vec<u32> = (0..words as u32).collect();
 
-    // Overhead: token through a pipe to ourselves plus a hot sum, per hop.
-    let (or, ow) = sys::pipe()?;
-    let mut tok = [0u8; 4];
-    let mut acc = sum(&data);
-    let n_ovr = o.ovr_iters;
-    let t = sys::now_ns();
-    for _ in 0..n_ovr {
-        sys::write_full(ow, &tok)?;
-        sys::read_full(or, &mut tok, "lat_ctx overhead")?;
-        acc = acc.wrapping_add(sum(&data));
-    }
-    let overhead_ns = (sys::now_ns() - t) as f64 / n_ovr as f64;
-    sys::close(or);
-    sys::close(ow);
-
     // pipes[i]: member i reads, member i-1 writes.
     let mut pipes = Vec::with_capacity(procs);
     for _ in 0..procs {
         pipes.push(sys::pipe()?);
     }
+
+    // Overheads, before the ring exists (lmbench's order).
+    let n_ovr = o.ovr_iters;
+    let mut acc = sum(&data);
+    let sum_ns = if words > 0 {
+        let chunk: Vec<u32> = (0..CHUNK_WORDS as u32).collect();
+        let per_chunk = median_per_call(n_ovr, || {
+            acc = acc.wrapping_add(sum(std::hint::black_box(&chunk)));
+            Ok(())
+        })?;
+        per_chunk * words as f64 / CHUNK_WORDS as f64
+    } else {
+        0.0
+    };
+    let mut tok = [0u8; 4];
+    let mut k = 0;
+    let pipe_ns = median_per_call(n_ovr, || {
+        let (r, w) = pipes[k];
+        k = (k + 1) % procs;
+        sys::write_full(w, &tok)?;
+        sys::read_full(r, &mut tok, "lat_ctx pipe cost")
+    })?;
+    let overhead_ns = pipe_ns + sum_ns;
+
     let mut kids = Vec::new();
     for i in 1..procs {
         let rd = pipes[i].0;
@@ -96,22 +136,51 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
             sys::close(w);
         }
     }
-    let mut t0 = sys::now_ns();
-    for i in 0..trips {
-        if i == warmup {
-            t0 = sys::now_ns();
-        }
-        sys::write_full(wr, &tok)?;
-        sys::read_full(rd, &mut tok, "lat_ctx leader")?;
-        acc = acc.wrapping_add(sum(&data));
+    let trip = |tok: &mut [u8; 4], acc: &mut u32| -> Res<()> {
+        sys::write_full(wr, tok)?;
+        sys::read_full(rd, tok, "lat_ctx leader")?;
+        *acc = acc.wrapping_add(sum(&data));
+        Ok(())
+    };
+    for _ in 0..warmup {
+        trip(&mut tok, &mut acc)?;
     }
-    let ns = sys::now_ns() - t0;
+    let mut ns = 0;
+    let mut hop_ns = Vec::new();
+    for n in split(rounds, TRIES) {
+        let t = sys::now_ns();
+        for _ in 0..n {
+            trip(&mut tok, &mut acc)?;
+        }
+        let dt = sys::now_ns() - t;
+        ns += dt;
+        hop_ns.push(dt as f64 / (n * procs as u64) as f64);
+    }
     std::hint::black_box(acc);
     ctx.join_all(kids)?;
     c.add(0, rounds * procs as u64);
     c.add(1, overhead_ns as u64);
-    let per = ns as f64 / (rounds * procs as u64) as f64 - overhead_ns;
+    let per = crate::median(&hop_ns) - overhead_ns;
     let mut out = Outcome::new("us_per_switch", per / 1e3, "us", "lower", ns);
     out.counts = c.to_map();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{split, TRIES};
+
+    #[test]
+    fn the_timed_trips_split_into_lmbench_tries_of_nearly_equal_size() {
+        let parts = split(200, TRIES);
+        assert_eq!(parts.len(), 11);
+        assert_eq!(parts.iter().sum::<u64>(), 200);
+        assert!(parts.iter().all(|&n| n == 18 || n == 19), "{parts:?}");
+        assert_eq!(
+            split(5, TRIES),
+            vec![1; 5],
+            "fewer trips than tries: one each"
+        );
+        assert!(split(0, TRIES).is_empty());
+    }
 }
