@@ -13,6 +13,8 @@ pub(super) struct Geometry {
     pub(super) l1_ways: u64,
     pub(super) l2: u64,
     pub(super) l2_ways: u64,
+    /// The shared level 3 (bytes, ways), where sysfs shows one at least four L2s deep.
+    pub(super) llc: Option<(u64, u64)>,
     pub(super) sndbuf: u64,
     pub(super) msgs: u64,
     pub(super) pipe_bytes: u64,
@@ -656,6 +658,24 @@ pub(super) fn solve(
         "mem_line_ps".into(),
         "mem_line_ns before rounding, in ps (working-set refills use it)".into(),
     );
+    if let (Some((bytes, ways)), true) = (g.llc, b.contains_key("stream_llc_per_line")) {
+        let llc_line = e("stream_llc_per_line") - e("stream_half_l1_per_line");
+        c.llc_line_ps = ps(llc_line);
+        src.insert(
+            "llc_line_ps".into(),
+            format!(
+                "streaming read of four L2s (within the L3) less the same loop over half the L1, per line, in ps (measured {:.0}): a working set the L2 lost but the L3 kept",
+                llc_line.resolved().0 * 1000.0
+            ),
+        );
+        (c.llc_bytes, c.llc_ways) = (Some(bytes), Some(ways));
+        for f in ["llc_bytes", "llc_ways"] {
+            src.insert(
+                f.into(),
+                "sysfs: /sys/devices/system/cpu/cpu0/cache (the level 3)".into(),
+            );
+        }
+    }
     c.sum_ns_per_kb = set(
         &mut src,
         "sum_ns_per_kb",
@@ -854,6 +874,7 @@ mod tests {
             l1_ways: 8,
             l2: 512 * 1024,
             l2_ways: 8,
+            llc: Some((16 << 20, 16)),
             sndbuf: 212_992,
             msgs: 278,
             pipe_bytes: 65_536,

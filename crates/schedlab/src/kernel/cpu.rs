@@ -404,6 +404,7 @@ impl Kernel {
         if step < todo {
             let share = |x: u64| (u128::from(x) * u128::from(step) / u128::from(todo)) as u64;
             miss.from_l2 = share(miss.from_l2);
+            miss.from_llc = share(miss.from_llc);
             miss.from_outside = share(miss.from_outside);
             now_ns = share(left);
             self.tasks[task as usize].kstack.push(Frame::Compute {
@@ -414,6 +415,7 @@ impl Kernel {
         }
         let start = self.cpus[cpu].clock;
         let stall = costs.stream_refill_ns(miss.from_l2, miss.from_outside)
+            + costs.llc_refill_ns(miss.from_llc)
             + self.ic.stream(start, miss.from_outside, None, cpu);
         self.charge(cpu, stall + now_ns, Acct::Running);
         let c = &mut self.cpus[cpu];
@@ -550,7 +552,10 @@ impl Kernel {
                     None => costs.stream_refill_ns(0, miss.from_outside),
                 };
                 let now = self.cpus[cpu].clock;
-                cost += from_l2 + outside + self.ic.stream(now, miss.from_outside, from, cpu);
+                cost += from_l2
+                    + costs.llc_refill_ns(miss.from_llc)
+                    + outside
+                    + self.ic.stream(now, miss.from_outside, from, cpu);
             }
         }
         // The exiting task's parent learns of the zombie once it is off the CPU (2.4's

@@ -270,6 +270,19 @@ pub struct Costs {
     /// See `l2_line_ps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_line_ps: Option<Time>,
+    /// A last-level cache behind the L2, shared by the CPUs of one LLC domain (a host's
+    /// L3): its capacity in bytes. A working set the L2 lost but the LLC kept streams
+    /// back at `llc_line_ps`, not at the memory price. `None` (the era's and today's
+    /// presets): no such level, every L2 miss goes beyond.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_bytes: Option<u64>,
+    /// The LLC's ways per cache set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_ways: Option<u64>,
+    /// Refill of one line from the LLC when a working set streams back in, in ps
+    /// (a host: streaming over four L2s, less the same loop within the L1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_line_ps: Option<Time>,
     /// Kernel state a task touches whenever it runs (task_struct, kernel stack, thread
     /// info): refilled, line by line from the CPU it last ran on, when it moves.
     /// Inferred: ≈ 1.7 KB task_struct + the used part of the 8 KB stack.
@@ -318,6 +331,12 @@ impl Costs {
             (Some(l2), Some(mem)) => (from_l2 * l2 + from_outside * mem) / 1000,
             _ => from_l2 * self.l2_line_ns + from_outside * self.mem_line_ns,
         }
+    }
+
+    /// What a streamed refill of `lines` from the LLC costs (0 where there is none: the
+    /// cache model then finds no line there).
+    pub fn llc_refill_ns(&self, lines: u64) -> Time {
+        lines * self.llc_line_ps.unwrap_or(0) / 1000
     }
 }
 
@@ -520,6 +539,9 @@ pub const fn piii700(l2_bytes: u64) -> Costs {
         l2_latency_ns_per_kb: None,
         l2_line_ps: None,
         mem_line_ps: None,
+        llc_bytes: None,
+        llc_ways: None,
+        llc_line_ps: None,
         skb_remote_ns: None,
         skb_page_shared_ns: None,
         skb_shared_ns: DepthCurve::EMPTY,

@@ -1,6 +1,9 @@
 //! Per-CPU caches: working sets priced by their reuse distance in each level.
 //!
-//! Design: each CPU has an L1 and an L2 ([`level::Level`]). A level keeps an LRU stack of
+//! Design: each CPU has an L1 and an L2 ([`level::Level`]); where the costs name one, the
+//! CPUs of one LLC domain share a last-level cache behind them, a third level kept the
+//! same way over the sets touched on any of those CPUs (a host's L3: its lines refill at
+//! their own price, `Costs::llc_line_ps`). A level keeps an LRU stack of
 //! the working sets touched on it — a task's user working set and its kernel footprint
 //! (task_struct, kernel stack) are two sets — and prices a pass over a set by the lines
 //! touched since by the sets above it: a line survives if fewer than `ways` of those lines
@@ -26,7 +29,7 @@
 //! Invariants: per level, the stack's total equals the sum of its entries' sizes, each
 //! entry holds at least one line and its cut-pass prefix is part of it, and the expected
 //! resident lines summed over the stack never exceed the level's capacity; a set is
-//! recorded on at most one CPU.
+//! recorded on at most one CPU (and in the LLC of that CPU's domain only).
 
 mod level;
 
@@ -42,7 +45,9 @@ use super::{Costs, CpuId};
 pub struct Miss {
     /// Lines found in this CPU's L2 but not its L1.
     pub from_l2: u64,
-    /// Lines in neither level: memory, or another CPU's cache.
+    /// Lines found in the LLC shared with this CPU's domain but in neither private level.
+    pub from_llc: u64,
+    /// Lines in no level: memory, or another CPU's cache.
     pub from_outside: u64,
 }
 
@@ -74,6 +79,11 @@ pub struct CacheModel {
     /// since a set is recorded on one CPU at most).
     recs1: Recs,
     recs2: Recs,
+    /// The shared last-level caches, one per LLC domain (none: no such level), the
+    /// domain of each CPU, and their entries.
+    llc: Vec<Level>,
+    llc_of: Vec<usize>,
+    recs3: Recs,
     /// Per set, the CPU it was last recorded on (`NO_CPU`: none): the only CPU whose
     /// levels may hold it.
     holder: Vec<u32>,
@@ -92,8 +102,21 @@ impl CacheModel {
             l2: (0..cpus).map(|_| Level::new(g2)).collect(),
             recs1: Recs::default(),
             recs2: Recs::default(),
+            llc: Vec::new(),
+            llc_of: Vec::new(),
+            recs3: Recs::default(),
             holder: Vec::new(),
         }
+    }
+
+    /// The same caches with a last-level cache of `shape` shared by the CPUs of each
+    /// domain, `llc_of[cpu]` naming the domain of every CPU.
+    pub fn with_llc(mut self, line: u64, page: u64, shape: Shape, llc_of: Vec<usize>) -> Self {
+        let g = Geometry::new(shape.bytes, line, shape.ways, page);
+        let domains = llc_of.iter().max().map_or(0, |&d| d + 1);
+        self.llc = (0..domains).map(|_| Level::new(g)).collect();
+        self.llc_of = llc_of;
+        self
     }
 
     /// The caches a preset's costs describe.
@@ -107,6 +130,18 @@ impl CacheModel {
             ways: c.l2_ways,
         };
         CacheModel::new(cpus, c.line_bytes, c.page_bytes, l1, l2)
+    }
+
+    /// The caches a preset's costs describe, with their LLC where they name one, shared
+    /// by the CPUs `llc_of` puts in one domain.
+    pub fn for_costs_llc(cpus: usize, c: &Costs, llc_of: Vec<usize>) -> CacheModel {
+        let m = CacheModel::for_costs(cpus, c);
+        match (c.llc_bytes, c.llc_ways, c.llc_line_ps) {
+            (Some(bytes), Some(ways), Some(_)) if bytes > c.l2_bytes => {
+                m.with_llc(c.line_bytes, c.page_bytes, Shape { bytes, ways }, llc_of)
+            }
+            _ => m,
+        }
     }
 
     /// `task` touches `bytes` of its user working set on `cpu` in one whole pass: report
@@ -159,8 +194,8 @@ impl CacheModel {
         if !self.holds(cpu, set) {
             // Held elsewhere or nowhere: nothing of it is here (a share of 0).
             return Miss {
-                from_l2: 0,
                 from_outside: todo,
+                ..Miss::default()
             };
         }
         let h1 = hits(self.l1[cpu].share(&self.recs1, set, ws, todo));
@@ -171,9 +206,15 @@ impl CacheModel {
         } else {
             hits(self.l2[cpu].share(&self.recs2, set, ws, todo)).max(h1)
         };
+        // model: the LLC is inclusive too, and is asked only for what the L2 lost.
+        let h3 = match self.llc_of.get(cpu) {
+            Some(&d) if h2 < todo => hits(self.llc[d].share(&self.recs3, set, ws, todo)).max(h2),
+            _ => h2,
+        };
         Miss {
             from_l2: h2 - h1,
-            from_outside: todo - h2,
+            from_llc: h3 - h2,
+            from_outside: todo - h3,
         }
     }
 
@@ -195,10 +236,18 @@ impl CacheModel {
         if h != NO_CPU && h as usize != cpu {
             self.l1[h as usize].remove(&mut self.recs1, set);
             self.l2[h as usize].remove(&mut self.recs2, set);
+            if let (Some(&was), Some(&now)) = (self.llc_of.get(h as usize), self.llc_of.get(cpu)) {
+                if was != now {
+                    self.llc[was].remove(&mut self.recs3, set);
+                }
+            }
         }
         self.holder[i] = cpu as u32;
         self.l1[cpu].record(&mut self.recs1, set, ws, todo, done);
         self.l2[cpu].record(&mut self.recs2, set, ws, todo, done);
+        if let Some(&d) = self.llc_of.get(cpu) {
+            self.llc[d].record(&mut self.recs3, set, ws, todo, done);
+        }
     }
 
     /// Forget a task that has exited (both of its working sets).
@@ -208,6 +257,9 @@ impl CacheModel {
                 if *h != NO_CPU {
                     self.l1[*h as usize].remove(&mut self.recs1, set);
                     self.l2[*h as usize].remove(&mut self.recs2, set);
+                    if let Some(&d) = self.llc_of.get(*h as usize) {
+                        self.llc[d].remove(&mut self.recs3, set);
+                    }
                     *h = NO_CPU;
                 }
             }
@@ -228,13 +280,18 @@ impl CacheModel {
         self.l1
             .iter()
             .chain(self.l2.iter())
+            .chain(self.llc.iter())
             .map(Level::entries)
             .sum()
     }
 
     /// Check the per-level accounting (used by the invariant checks).
     pub fn check(&self) -> Result<(), String> {
-        for (name, levels, recs) in [("L1", &self.l1, &self.recs1), ("L2", &self.l2, &self.recs2)] {
+        for (name, levels, recs) in [
+            ("L1", &self.l1, &self.recs1),
+            ("L2", &self.l2, &self.recs2),
+            ("LLC", &self.llc, &self.recs3),
+        ] {
             for (cpu, l) in levels.iter().enumerate() {
                 l.check(recs)
                     .map_err(|e| format!("{name} of cpu {cpu}: {e}"))?;
@@ -265,6 +322,74 @@ mod tests {
     }
 
     #[test]
+    fn a_set_the_l2_lost_streams_back_from_a_shared_llc_until_both_cpus_outgrow_it() {
+        let shapes = |cpus| {
+            piii(cpus).with_llc(
+                32,
+                4096,
+                Shape {
+                    bytes: 8 * 1024 * KB,
+                    ways: 16,
+                },
+                vec![0; cpus],
+            )
+        };
+        let mut c = shapes(2);
+        c.touch(0, 1, 512 * KB);
+        // 3 MB since on the same CPU: gone from its 1 MB L2, kept by the 8 MB LLC.
+        for t in 2..8 {
+            c.touch(0, t, 512 * KB);
+        }
+        let m = c.touch(0, 1, 512 * KB);
+        assert!(m.from_llc > 16_384 * 95 / 100, "{m:?}");
+        assert!(m.from_outside < 16_384 / 20, "{m:?}");
+        // Out of CPU 0's L2 again, then the other CPU of the domain fills the shared
+        // level (12 MB on CPU 1): task 1's set is gone from the LLC too. (CPU 1 alone
+        // would not have evicted it from CPU 0's private L2.)
+        for t in 2..6 {
+            c.touch(0, t, 512 * KB);
+        }
+        for t in 10..34 {
+            c.touch(1, t, 512 * KB);
+        }
+        let m = c.touch(0, 1, 512 * KB);
+        assert!(m.from_outside > 16_384 * 95 / 100, "{m:?}");
+        c.check().unwrap();
+        // No LLC: the same first sequence finds nothing beyond the L2.
+        let mut c = piii(1);
+        c.touch(0, 1, 512 * KB);
+        for t in 2..8 {
+            c.touch(0, t, 512 * KB);
+        }
+        let m = c.touch(0, 1, 512 * KB);
+        assert_eq!(m.from_llc, 0);
+        assert!(m.from_outside > 16_384 * 95 / 100, "{m:?}");
+    }
+
+    #[test]
+    fn a_set_moved_to_another_llc_domain_leaves_the_first_one() {
+        let mut c = piii(2).with_llc(
+            32,
+            4096,
+            Shape {
+                bytes: 8 * 1024 * KB,
+                ways: 16,
+            },
+            vec![0, 1],
+        );
+        c.touch(0, 1, 256 * KB);
+        c.touch(1, 1, 256 * KB);
+        // Back on CPU 0 after 2 MB there: neither its L2 nor its LLC has it.
+        for t in 2..6 {
+            c.touch(0, t, 512 * KB);
+        }
+        let m = c.touch(0, 1, 256 * KB);
+        assert_eq!(m.from_llc, 0, "{m:?}");
+        assert_eq!(m.from_outside, 8_192, "{m:?}");
+        c.check().unwrap();
+    }
+
+    #[test]
     fn a_resident_set_costs_nothing_and_others_push_it_out() {
         let mut c = piii(1);
         // Cold: every line from outside.
@@ -272,7 +397,8 @@ mod tests {
             c.touch(0, 1, 64 * KB),
             Miss {
                 from_l2: 0,
-                from_outside: 2048
+                from_outside: 2048,
+                ..Miss::default()
             }
         );
         // Again: the L1 (16 KB) cannot hold a 64 KB pass, the L2 holds all of it.
@@ -280,7 +406,8 @@ mod tests {
             c.touch(0, 1, 64 * KB),
             Miss {
                 from_l2: 2048,
-                from_outside: 0
+                from_outside: 0,
+                ..Miss::default()
             }
         );
         // An 8 KB set twice in a row lives in L1.
