@@ -44,7 +44,7 @@ impl Kernel {
             idle_cpus: Default::default(),
             state_map: Default::default(),
             locks: Vec::new(),
-            cache: CacheModel::for_costs_llc(n, costs, (0..n).map(|c| machine.bus_of(c)).collect()),
+            cache: CacheModel::for_costs(n, costs, (0..n).map(|c| machine.bus_of(c)).collect()),
             ic: Interconnect::new(machine.layout.clone(), costs, machine.model),
             waitqs: Vec::new(),
             usync: Vec::new(),

@@ -73,6 +73,7 @@ fn kernel_set(task: u32) -> u32 {
 /// The caches of every CPU.
 pub struct CacheModel {
     line: u64,
+    page: u64,
     l1: Vec<Level>,
     l2: Vec<Level>,
     /// The entries of every set in the L1s and in the L2s ([`Recs`]: one table per kind,
@@ -98,6 +99,7 @@ impl CacheModel {
         let g2 = Geometry::new(l2.bytes, line, l2.ways, page);
         CacheModel {
             line,
+            page,
             l1: (0..cpus).map(|_| Level::new(g1)).collect(),
             l2: (0..cpus).map(|_| Level::new(g2)).collect(),
             recs1: Recs::default(),
@@ -111,16 +113,17 @@ impl CacheModel {
 
     /// The same caches with a last-level cache of `shape` shared by the CPUs of each
     /// domain, `llc_of[cpu]` naming the domain of every CPU.
-    pub fn with_llc(mut self, line: u64, page: u64, shape: Shape, llc_of: Vec<usize>) -> Self {
-        let g = Geometry::new(shape.bytes, line, shape.ways, page);
+    pub fn with_llc(mut self, shape: Shape, llc_of: Vec<usize>) -> Self {
+        let g = Geometry::new(shape.bytes, self.line, shape.ways, self.page);
         let domains = llc_of.iter().max().map_or(0, |&d| d + 1);
         self.llc = (0..domains).map(|_| Level::new(g)).collect();
         self.llc_of = llc_of;
         self
     }
 
-    /// The caches a preset's costs describe.
-    pub fn for_costs(cpus: usize, c: &Costs) -> CacheModel {
+    /// The caches a preset's costs describe, with their LLC where they name one, shared
+    /// by the CPUs `llc_of` puts in one domain.
+    pub fn for_costs(cpus: usize, c: &Costs, llc_of: Vec<usize>) -> CacheModel {
         let l1 = Shape {
             bytes: c.l1_bytes,
             ways: c.l1_ways,
@@ -129,16 +132,10 @@ impl CacheModel {
             bytes: c.l2_bytes,
             ways: c.l2_ways,
         };
-        CacheModel::new(cpus, c.line_bytes, c.page_bytes, l1, l2)
-    }
-
-    /// The caches a preset's costs describe, with their LLC where they name one, shared
-    /// by the CPUs `llc_of` puts in one domain.
-    pub fn for_costs_llc(cpus: usize, c: &Costs, llc_of: Vec<usize>) -> CacheModel {
-        let m = CacheModel::for_costs(cpus, c);
+        let m = CacheModel::new(cpus, c.line_bytes, c.page_bytes, l1, l2);
         match (c.llc_bytes, c.llc_ways, c.llc_line_ps) {
             (Some(bytes), Some(ways), Some(_)) if bytes > c.l2_bytes => {
-                m.with_llc(c.line_bytes, c.page_bytes, Shape { bytes, ways }, llc_of)
+                m.with_llc(Shape { bytes, ways }, llc_of)
             }
             _ => m,
         }
@@ -325,8 +322,6 @@ mod tests {
     fn a_set_the_l2_lost_streams_back_from_a_shared_llc_until_both_cpus_outgrow_it() {
         let shapes = |cpus| {
             piii(cpus).with_llc(
-                32,
-                4096,
                 Shape {
                     bytes: 8 * 1024 * KB,
                     ways: 16,
@@ -369,8 +364,6 @@ mod tests {
     #[test]
     fn a_set_moved_to_another_llc_domain_leaves_the_first_one() {
         let mut c = piii(2).with_llc(
-            32,
-            4096,
             Shape {
                 bytes: 8 * 1024 * KB,
                 ways: 16,

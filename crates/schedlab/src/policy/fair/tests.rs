@@ -401,13 +401,8 @@ fn cfs_two_hogs_take_turns_of_a_period_share() {
     }
 }
 
-#[test]
-fn cfs_new_task_is_debited_one_vslice() {
-    // modern.md §10.2: B forked from A at min_vruntime starts one vslice later.
-    let mut b = bed("cfs", 2);
-    let ps = hogs(&mut b, &[0]);
-    b.schedule(0);
-    let a = ps[0];
+/// A child of `a`, allowed on CPU 0, through the class's `task_fork`.
+fn fork_child(b: &mut Bed<Fair>, a: TaskId) -> TaskId {
     let child = b.k.create_task(
         Some(a),
         crate::kernel::abi::program(|_| crate::kernel::abi::Op::Exit),
@@ -417,6 +412,17 @@ fn cfs_new_task_is_debited_one_vslice() {
         0,
     );
     b.with(0, |c, ctx| c.task_fork(ctx, child, Some(a)));
+    child
+}
+
+#[test]
+fn cfs_new_task_is_debited_one_vslice() {
+    // modern.md §10.2: B forked from A at min_vruntime starts one vslice later.
+    let mut b = bed("cfs", 2);
+    let ps = hogs(&mut b, &[0]);
+    b.schedule(0);
+    let a = ps[0];
+    let child = fork_child(&mut b, a);
     let se = &b.class.se[child as usize];
     assert!(se.v_relative);
     let va = b.class.se[a as usize].vruntime - b.class.rqs[0].min_vruntime;
@@ -441,15 +447,7 @@ fn a_forked_child_starts_with_its_parents_wakee_flips() {
             se.wakee_flip_decay_ts = 3;
             se.last_wakee = Some(a);
         }
-        let child = b.k.create_task(
-            Some(a),
-            crate::kernel::abi::program(|_| crate::kernel::abi::Op::Exit),
-            1,
-            0,
-            crate::machine::CpuMask::from_bits(1),
-            0,
-        );
-        b.with(0, |c, ctx| c.task_fork(ctx, child, Some(a)));
+        let child = fork_child(&mut b, a);
         let se = &b.class.se[child as usize];
         assert_eq!(
             (se.wakee_flips, se.wakee_flip_decay_ts, se.last_wakee),
