@@ -327,13 +327,19 @@ fn shared_curve(
 /// written and read in one order, the skbs' depths spread evenly over `[0, T)`, so its
 /// mean is the curve's mean over that range: the band `(T_{j-1}, T_j]` costs
 /// `(T_j m_j - T_{j-1} m_{j-1}) / (T_j - T_{j-1})` (never below 0). With the notes that
-/// say so, per point.
+/// say so, per point. A positive origin is the curve's first point, at 0: a depth the
+/// shallow queue already had costs what that queue cost, which the per-call costs hold
+/// (without it the first band, often a mean within its spread, would price data the
+/// L2 still holds, by half the noise of the measurement).
 fn bands(
     means: Vec<(f64, Est)>,
     origin: f64,
 ) -> Option<(schedlab::machine::preset::DepthCurve, String)> {
     let (mut prev_t, mut prev_m) = (origin, 0.0);
     let (mut points, mut notes) = (Vec::new(), Vec::new());
+    if origin >= 1.0 {
+        points.push([origin as u64, 0]);
+    }
     for (t, x) in means {
         if t <= prev_t {
             continue;
@@ -355,7 +361,7 @@ fn bands(
         (prev_t, prev_m) = (t, m);
     }
     let curve = schedlab::machine::preset::DepthCurve::try_from(points).ok()?;
-    (!curve.is_empty()).then(|| (curve, notes.join("; ")))
+    (!notes.is_empty()).then(|| (curve, notes.join("; ")))
 }
 
 /// Solve the cost equations (module doc) from the medians and their spreads.
@@ -1022,6 +1028,7 @@ mod tests {
         assert_eq!(
             c.skb_depth_ns.points(),
             &[
+                [base as u64, 0], // the 1-deep queue's depths cost what it cost
                 [1 << 20, first],
                 [2 << 20, 500],  // (2 x 300 - 1 x 100) / 1
                 [4 << 20, 1700], // (4 x 1000 - 2 x 300) / 2
@@ -1035,7 +1042,7 @@ mod tests {
         // A shallower-than-before mean never makes a band negative.
         b.insert("unix_depth_2".into(), 3000.0 + 100.0);
         let (c, _) = solve(&b, &BTreeMap::new(), geometry());
-        assert_eq!(c.skb_depth_ns.points()[2], [4 << 20, 0]);
+        assert_eq!(c.skb_depth_ns.points()[3], [4 << 20, 0]);
         // Without the queues, no curve: the step (skb_cold_ns) applies.
         let (c, src) = solve(&bench(), &BTreeMap::new(), geometry());
         assert!(c.skb_depth_ns.is_empty() && !src.contains_key("skb_depth_ns"));
@@ -1058,9 +1065,22 @@ mod tests {
         let first = (mb * 50.0 / (mb - base)).round() as u64;
         assert_eq!(
             c.pipe_depth_ns.points(),
-            &[[1 << 20, first], [2 << 20, 150]] // (2 x 100 - 1 x 50) / 1
+            &[[160_000, 0], [1 << 20, first], [2 << 20, 150]] // (2 x 100 - 1 x 50) / 1
         );
         assert!(src["pipe_depth_ns"].starts_with("measured: "));
+        // Data the shallow pipes already held (64 KB, one ring) costs nothing more, even
+        // when the first band is a mean within its spread.
+        assert_eq!(c.pipe_depth_ns.band(64 << 10), 0);
+        let mut spread = BTreeMap::new();
+        spread.insert("pipe_depth_0".to_string(), [400.0, 520.0]);
+        let (c, src) = solve(&b, &spread, geometry());
+        assert!(
+            src["pipe_depth_ns"].contains("unresolved"),
+            "{}",
+            src["pipe_depth_ns"]
+        );
+        assert_eq!(c.pipe_depth_ns.band(64 << 10), 0);
+        assert!(c.pipe_depth_ns.band(1 << 20) > 0);
     }
 
     /// The allocator's shared state by depth: each depth's paired-less-alone difference,
