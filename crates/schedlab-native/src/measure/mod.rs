@@ -27,7 +27,7 @@
 //! | `pipe_depth_ns`      | 100-byte messages across pipes, L2/2, L2, 2 L2 … 64 MB of data, less 8 pipes 200 deep: each band |
 //! | `skb_remote_ns`      | AF_UNIX messages written on one CPU, read on another, less both on one |
 //! | `skb_page_shared_ns` | the deep queue beside another CPU's own, less alone, × 2     |
-//! | `task_refill_ns`     | N threads yielding in turn on one CPU (N = 2, 4, 16, 64), less 2: at N − 1 switches |
+//! | `task_refill_ns`     | N threads yielding in turn on one CPU (N = 2, 3, 4, 16, 64), less 2: at N − 1 switches |
 //! | `mm_refill_ns`       | N processes yielding in turn on one CPU, less N threads, less 2 |
 //! | `wake_refill_ns`     | N threads round a ring of pipes on one CPU, less N threads yielding, less 2 |
 //! | `skb_shared_ns`      | 80 socketpairs 1 deep, L2/8, L2/2, 5 L2/4 and 4 L2 (written across sockets) beside another CPU's own, less alone, × 2: each band |

@@ -209,8 +209,10 @@ fn tcp_costs(
 
 /// The task counts of the refill micro-benchmarks (`yield_threads_N`, `yield_procs_N`,
 /// `ring_threads_N`): N tasks taking turns on one CPU switch each back in after N − 1
-/// switches; 2 is the calibration's own case.
-pub(super) const REFILL_TASKS: [usize; 4] = [2, 4, 16, 64];
+/// switches; 2 is the calibration's own case. 3 gives the curves a point at 2 switches,
+/// the distance of two token sets sharing a CPU (reflex), which the point at 3 priced
+/// otherwise: on this host a ring of 3 costs 0.5 µs a hop beyond 2, one of 4 1.3 µs.
+pub(super) const REFILL_TASKS: [usize; 5] = [2, 3, 4, 16, 64];
 
 /// The three refill benchmarks of N tasks: threads yielding, processes yielding, threads
 /// round a ring of pipes.
@@ -1125,6 +1127,7 @@ mod tests {
         let mut b = bench();
         for (n, t, p, r) in [
             (2, 500.0, 600.0, 1000.0),
+            (3, 520.0, 630.0, 1220.0),
             (4, 540.0, 680.0, 1440.0),
             (16, 600.0, 1000.0, 1500.0),
         ] {
@@ -1133,11 +1136,22 @@ mod tests {
             b.insert(format!("ring_threads_{n}"), r);
         }
         let (c, src) = solve(&b, &BTreeMap::new(), geometry());
-        assert_eq!(c.task_refill_ns.points(), &[[1, 0], [3, 40], [15, 100]]);
-        // procs 80 and 400 beyond 2, less the threads' 40 and 100.
-        assert_eq!(c.mm_refill_ns.points(), &[[1, 0], [3, 40], [15, 300]]);
-        // rings 440 and 500 beyond 2, less 40 and 100.
-        assert_eq!(c.wake_refill_ns.points(), &[[1, 0], [3, 400], [15, 400]]);
+        assert_eq!(
+            c.task_refill_ns.points(),
+            &[[1, 0], [2, 20], [3, 40], [15, 100]]
+        );
+        // procs 30, 80 and 400 beyond 2, less the threads' 20, 40 and 100.
+        assert_eq!(
+            c.mm_refill_ns.points(),
+            &[[1, 0], [2, 10], [3, 40], [15, 300]]
+        );
+        // rings 220, 440 and 500 beyond 2, less 20, 40 and 100.
+        assert_eq!(
+            c.wake_refill_ns.points(),
+            &[[1, 0], [2, 200], [3, 400], [15, 400]]
+        );
+        // A hop two switches on is priced at its own point, not at three's.
+        assert_eq!(c.wake_refill_ns.band(2), 200);
         assert!(
             src["mm_refill_ns"].contains("16 tasks: 300"),
             "{}",
@@ -1147,7 +1161,7 @@ mod tests {
         spread.insert("yield_threads_4".to_string(), [400.0, 680.0]);
         let (c, src) = solve(&b, &spread, geometry());
         assert_eq!(
-            c.task_refill_ns.points()[1],
+            c.task_refill_ns.points()[2],
             [3, 70],
             "within its spread: half of it"
         );
