@@ -228,10 +228,12 @@ const EXECS_PER_SAMPLE: u64 = 12;
 /// fork() as the parent sees it, waitpid() of a zombie, the whole fork+exit+wait, a
 /// child's first byte: from fork()'s return in the parent (which then blocks reading a
 /// pipe) to the byte the child writes first thing (then blocking itself, so that its
-/// exit stays out of the figure), and fork+exec+wait of `lat_proc`'s program (NaN where it
-/// cannot run), on one CPU.
-pub(super) fn fork_costs(n: u64) -> Res<[f64; 5]> {
+/// exit stays out of the figure), fork+exec+wait of `lat_proc`'s program (NaN where it
+/// cannot run), and the exit of a child that has run: from the byte that releases that
+/// child to its parent's `waitpid()` returning; on one CPU.
+pub(super) fn fork_costs(n: u64) -> Res<[f64; 6]> {
     let (mut fork, mut wait, mut whole, mut first) = (vec![], vec![], vec![], vec![]);
+    let mut ran_exit = vec![];
     let prog = std::ffi::CString::new(crate::workload::lat_proc::EXEC_PROGRAM).expect("no NUL");
     let mut exec = Vec::new();
     for _ in 0..EXECS_PER_SAMPLE {
@@ -272,7 +274,9 @@ pub(super) fn fork_costs(n: u64) -> Res<[f64; 5]> {
         fork.push((t1 - t0) as f64);
         wait.push((t3 - t2) as f64);
         whole.push((t3 - t0) as f64);
-        first.push(first_byte(byte_r, byte_w, go_r, go_w)?);
+        let (byte, exit) = first_byte(byte_r, byte_w, go_r, go_w)?;
+        first.push(byte);
+        ran_exit.push(exit);
     }
     for fd in [byte_r, byte_w, go_r, go_w] {
         sys::close(fd);
@@ -288,6 +292,7 @@ pub(super) fn fork_costs(n: u64) -> Res<[f64; 5]> {
         median(whole),
         median(first),
         exec,
+        median(ran_exit),
     ])
 }
 
@@ -316,8 +321,8 @@ fn fork_exec_wait(prog: &std::ffi::CStr) -> Res<Option<f64>> {
     Ok((libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0).then_some(ns))
 }
 
-/// One child's first byte (see [`fork_costs`]), ns; the child is released and reaped after.
-fn first_byte(byte_r: RawFd, byte_w: RawFd, go_r: RawFd, go_w: RawFd) -> Res<f64> {
+/// One child's first byte, and its release to reaped (see [`fork_costs`]), ns.
+fn first_byte(byte_r: RawFd, byte_w: RawFd, go_r: RawFd, go_w: RawFd) -> Res<(f64, f64)> {
     // SAFETY: the child writes one byte, reads one, and _exits.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
@@ -336,11 +341,12 @@ fn first_byte(byte_r: RawFd, byte_w: RawFd, go_r: RawFd, go_w: RawFd) -> Res<f64
     let mut b = [0u8; 1];
     sys::read_full(byte_r, &mut b, "the child's first byte")?;
     let ns = (now_ns() - t0) as f64;
+    let t1 = now_ns();
     sys::write_full(go_w, b"g")?;
     let mut st = 0;
     // SAFETY: reaping our own child.
     unsafe { libc::waitpid(pid, &mut st, 0) };
-    Ok(ns)
+    Ok((ns, (now_ns() - t1) as f64))
 }
 
 pub(super) fn clone_cost(n: u64) -> Res<f64> {
@@ -915,7 +921,7 @@ impl ForkServer {
                     let Ok(figures) = fork_costs(60) else {
                         break;
                     };
-                    let mut out = [0u8; 40];
+                    let mut out = [0u8; 48];
                     for (i, v) in figures.into_iter().enumerate() {
                         out[8 * i..8 * i + 8].copy_from_slice(&v.to_le_bytes());
                     }
@@ -940,13 +946,13 @@ impl ForkServer {
 
     /// One sample: fork, waitpid of a zombie, fork+exit+wait and a child's first byte
     /// (medians of 60), fork+exec+wait (median of [`EXECS_PER_SAMPLE`]; NaN where the
-    /// program cannot run), ns.
-    pub(super) fn sample(&self) -> Res<[f64; 5]> {
+    /// program cannot run), and a run child's release to reaped (median of 60), ns.
+    pub(super) fn sample(&self) -> Res<[f64; 6]> {
         sys::write_full(self.request, b"f")?;
-        let mut b = [0u8; 40];
+        let mut b = [0u8; 48];
         sys::read_full(self.reply, &mut b, "fork server reply")?;
         let v = |i: usize| f64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes"));
-        Ok([v(0), v(1), v(2), v(3), v(4)])
+        Ok([v(0), v(1), v(2), v(3), v(4), v(5)])
     }
 }
 

@@ -33,7 +33,8 @@
 //! | `skb_shared_ns`      | 80 socketpairs 1 deep, L2/8, L2/2, 5 L2/4 and 4 L2 (written across sockets) beside another CPU's own, less alone, × 2: each band |
 //! | `tcp_*_ns`           | 100-byte loopback TCP write + read in one thread, and 32 writes held with `MSG_MORE` then sent as one segment: per call and per segment |
 //! | `fork_ns` …          | `fork()` in the parent; `waitpid()` of a zombie; the rest exit |
-//! | `fork_child_ns`      | a child's first byte to its parent on one CPU, less two process hops; out of `exit_ns` |
+//! | `fork_child_ns`      | a child's first byte to its parent on one CPU, less two process hops |
+//! | `exit_ns`            | that child, released, to its parent's `waitpid()`, less a process hop and the wait |
 //! | `exec_ns`            | fork + exec of `lat_proc`'s program + wait on one CPU, less fork+exit+wait |
 //! | `c2c_line_ns`        | a line bounced between two CPUs, per transfer                |
 //! | `l2_line_ns`, `mem_line_ns` | streaming reads of half the L2 and of 64 MB, per line  |
@@ -516,12 +517,13 @@ fn run_benchmarks(
         (
             "fork",
             Box::new(|| {
-                let [f, w, whole, first, exec] = forks.sample()?;
+                let [f, w, whole, first, exec, ran_exit] = forks.sample()?;
                 let mut v = vec![
                     ("fork_parent", f),
                     ("waitpid_zombie", w),
                     ("fork_exit_wait", whole),
                     ("fork_child_first_byte", first),
+                    ("fork_child_exit", ran_exit),
                 ];
                 if exec.is_finite() {
                     v.push(("fork_exec_wait", exec));

@@ -559,6 +559,13 @@ pub(super) fn solve(
         )
     });
     let (exit, how) = match first {
+        // The exit of a child that has run, as nearly every workload's children have:
+        // it frees what its first steps copied on write, which an immediate `_exit`
+        // (fork+exit+wait) never took.
+        Some(_) if b.contains_key("fork_child_exit") => (
+            e("fork_child_exit") - e("hop_same_process") - e("waitpid_zombie"),
+            "a forked child that has run (its first byte written, blocked in a read) released by one byte, to its parent's waitpid() returning, less a process hop and waitpid() of a zombie: its exit and the parent's wake-up",
+        ),
         Some(x) => (
             e("fork_exit_wait") - e("fork_parent") - e("waitpid_zombie") - x,
             "fork+exit+wait less fork, wait and the child's first steps (fork_child_ns): the child's exit and the parent's wake-up",
@@ -1184,6 +1191,27 @@ mod tests {
         let (c, src) = solve(&bench(), &BTreeMap::new(), geometry());
         assert_eq!((c.fork_child_ns, c.exit_ns), (0, 45_000));
         assert!(src["fork_child_ns"].contains("not measured"));
+    }
+
+    /// With a run child's release-to-reaped timed, the exit is that less a hop and the
+    /// wait: a child that has run exits dearer than fork+exit+wait's immediate `_exit`.
+    #[test]
+    fn a_run_childs_exit_is_its_release_to_reaped_less_a_hop_and_the_wait() {
+        let mut b = bench();
+        b.insert("fork_child_first_byte".into(), 26_200.0);
+        b.insert("fork_child_exit".into(), 40_100.0);
+        let (c, src) = solve(&b, &BTreeMap::new(), geometry());
+        assert_eq!(c.fork_child_ns, 20_000);
+        assert_eq!(c.exit_ns, 32_000); // 40 100 - 3 100 - 5 000
+        assert!(
+            src["exit_ns"].contains("released by one byte"),
+            "{}",
+            src["exit_ns"]
+        );
+        // Without the child's first byte the release is not timed either: the old rule.
+        b.remove("fork_child_first_byte");
+        let (c, _) = solve(&b, &BTreeMap::new(), geometry());
+        assert_eq!(c.exit_ns, 45_000);
     }
 
     /// A difference within the spread of its terms is not solved: the documented rule
