@@ -297,7 +297,7 @@ fn median(v: &[f64]) -> f64 {
 
 /// `r` simulated on `machine` (`host`, with any model switches) from seed 1, a batch of
 /// [`SEED_BATCH`] seeds at a time spread over the CPUs, until the median is pinned
-/// ([`seeds_for`]); the reports in seed order.
+/// ([`median_is_pinned`]); the reports in seed order.
 fn simulate_seeds(
     r: &RowSpec,
     cpus: Option<usize>,
