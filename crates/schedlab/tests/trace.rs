@@ -136,12 +136,9 @@ fn perfetto_traces_are_continuous_ordered_and_count_what_the_counters_count() {
     }
 }
 
-#[test]
-fn tasks_are_named_as_their_programs() {
-    let (_, path) = trace_file(
-        cfg(2, "o1-d1", "hackbench:groups=2,loops=2,fds=3"),
-        "names.perfetto-trace",
-    );
+/// The comms a run's trace names its tasks by (at fork, and in the process tree).
+fn comms_of(c: RunConfig, name: &str) -> std::collections::BTreeSet<String> {
+    let (_, path) = trace_file(c, name);
     let t = perfetto::decode(&std::fs::read(&path).unwrap()).unwrap();
     let mut comms = std::collections::BTreeSet::new();
     for p in &t.packet {
@@ -158,6 +155,16 @@ fn tasks_are_named_as_their_programs() {
             }
         }
     }
+    std::fs::remove_file(&path).unwrap();
+    comms
+}
+
+#[test]
+fn tasks_are_named_as_their_programs() {
+    let comms = comms_of(
+        cfg(2, "o1-d1", "hackbench:groups=2,loops=2,fds=3"),
+        "names.perfetto-trace",
+    );
     for want in [
         "hackbench",
         "receiver:1.1",
@@ -167,7 +174,16 @@ fn tasks_are_named_as_their_programs() {
     ] {
         assert!(comms.contains(want), "{want} not in {comms:?}");
     }
-    std::fs::remove_file(&path).unwrap();
+    // rt-app's threads carry their task's name, as rt-app names them.
+    let comms = comms_of(cfg(2, "eevdf", "rtapp:@periodic"), "rtapp.perfetto-trace");
+    for want in [
+        "rtapp:ctrl-0",
+        "rtapp:video-1",
+        "rtapp:video-2",
+        "rtapp:logger-3",
+    ] {
+        assert!(comms.contains(want), "{want} not in {comms:?}");
+    }
 }
 
 #[test]

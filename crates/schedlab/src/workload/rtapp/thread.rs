@@ -283,6 +283,12 @@ impl Thread {
 }
 
 impl Program for Thread {
+    /// rt-app names each thread after its task (`video-1`); here under the workload's
+    /// group, as every simulated comm is (`rtapp:video-1`), so a trace tells them apart.
+    fn comm(&self) -> Option<String> {
+        Some(format!("rtapp:{}", self.name))
+    }
+
     fn next(&mut self, env: &mut Env<'_>) -> Op {
         loop {
             if !self.started {
