@@ -107,6 +107,17 @@ pub(crate) fn check(call: &str, r: libc::c_int) -> Res<libc::c_int> {
     }
 }
 
+/// Name the calling thread `name` (its comm: the first 15 bytes, as the kernel keeps
+/// them), so that a trace of the run tells the threads apart. Best effort: a name the
+/// kernel refuses leaves the old one.
+pub fn set_comm(name: &str) {
+    let mut b: Vec<u8> = name.bytes().filter(|&c| c != 0).take(15).collect();
+    b.push(0);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from `b`,
+    // which lives across the call.
+    unsafe { libc::prctl(libc::PR_SET_NAME, b.as_ptr() as libc::c_ulong, 0, 0, 0) };
+}
+
 /// `pipe2(O_CLOEXEC)`: (read end, write end).
 pub fn pipe() -> Res<(RawFd, RawFd)> {
     let mut fds = [0; 2];

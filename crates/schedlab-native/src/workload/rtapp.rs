@@ -199,6 +199,8 @@ fn thread_body(
     name: String,
     ctx_spawn: Spawner,
 ) -> Res<()> {
+    // rt-app names each thread after its task.
+    sys::set_comm(&name);
     let o = &sh.objs;
     let t_first = sh.t_zero + task.delay_us * 1000;
     let mut nice = 0;
