@@ -342,7 +342,9 @@ fn bands(
     if origin >= 1.0 {
         points.push([origin as u64, 0]);
     }
-    for (t, x) in means {
+    // The origin takes a point: a curve holds at most DepthCurve::MAX.
+    let room = schedlab::machine::preset::DepthCurve::MAX - points.len();
+    for (t, x) in means.into_iter().take(room) {
         if t <= prev_t {
             continue;
         }
@@ -1090,6 +1092,16 @@ mod tests {
         );
         assert_eq!(c.pipe_depth_ns.band(64 << 10), 0);
         assert!(c.pipe_depth_ns.band(1 << 20) > 0);
+        // As many queues as a curve holds: the origin keeps its place, the deepest goes.
+        let max = schedlab::machine::preset::DepthCurve::MAX;
+        for j in 0..max {
+            b.insert(format!("pipe_depth_{j}"), 400.0 + 10.0 * j as f64);
+            b.insert(format!("pipe_depth_{j}_bytes"), ((j + 1) << 20) as f64);
+        }
+        let (c, _) = solve(&b, &BTreeMap::new(), geometry());
+        let pts = c.pipe_depth_ns.points();
+        assert_eq!((pts.len(), pts[0]), (max, [160_000, 0]));
+        assert_eq!(pts[max - 1][0], ((max - 1) << 20) as u64);
     }
 
     /// The allocator's shared state by depth: each depth's paired-less-alone difference,

@@ -286,7 +286,7 @@ impl Program for Thread {
     /// rt-app names each thread after its task (`video-1`); here under the workload's
     /// group, as every simulated comm is (`rtapp:video-1`), so a trace tells them apart.
     fn comm(&self) -> Option<String> {
-        Some(format!("rtapp:{}", self.name))
+        Some(format!("{}:{}", super::INFO.name, self.name))
     }
 
     fn next(&mut self, env: &mut Env<'_>) -> Op {
