@@ -44,6 +44,15 @@ pub use workload::{NativeWorkload, NATIVE_WORKLOADS};
 /// little more).
 pub const THREAD_STACK: usize = 128 * 1024;
 
+/// The pause before each native repetition. A run leaves its CPUs' blocked load and
+/// utilisation behind (PELT, half-life 32 ms) and the deferred work of its exits; the next
+/// run's fork placement reads them (`find_idlest_group` counts an idle CPU with a high
+/// blocked utilisation as fully busy). Eight half-lives bring them to 1/256, so each
+/// repetition starts on a machine at rest, as a simulation does. Measured on a 2-vCPU
+/// guest, lat_pipe beside two yield loops: 5.0 us in 7 of 10 runs after the pause, and
+/// back to back 5.0 us in 2 of 10, 14–18 us in 3 (the pipe pair forked across the CPUs).
+pub const SETTLE: Duration = Duration::from_millis(256);
+
 /// A native run as asked for.
 #[derive(Clone, Default)]
 pub struct NativeConfig {
@@ -98,6 +107,7 @@ pub fn run_once(
     p: &Params,
     opts: &RunOptions,
 ) -> Result<report::OneRun, RunError> {
+    std::thread::sleep(SETTLE);
     let before = host::stat();
     let run = w.run;
     let sup = runner::supervise(opts, THREAD_STACK, |ctx| run(p, ctx))?;
