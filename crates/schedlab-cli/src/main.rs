@@ -407,11 +407,12 @@ fn run(a: RunArgs) -> Result<(), CliError> {
     result?;
     let report = sim.report()?;
     if a.timing {
-        let secs = sim.wall_ms() as f64 / 1000.0;
+        // Microseconds: a short run takes less than a millisecond.
+        let secs = sim.wall().as_secs_f64().max(1e-6);
         eprintln!(
-            "schedlab: {:.3} s wall, {:.2} M events/s",
+            "schedlab: {:.4} s wall, {:.2} M events/s",
             secs,
-            report.sim.events as f64 / secs.max(1e-9) / 1e6
+            report.sim.events as f64 / secs / 1e6
         );
     }
     let latency = latency.map(|h| h.lock().expect("latency summary").clone());

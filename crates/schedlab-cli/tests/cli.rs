@@ -1186,7 +1186,7 @@ fn validate_prints_native_simulated_and_ratio_per_row() {
     assert_eq!(runs.len(), 5);
     runs.sort_by(f64::total_cmp);
     assert_eq!(runs[2], n, "the native figure is the median run");
-    // The simulated median is over nine seeds at a time, at most 45; one CPU's lat_pipe
+    // The simulated median is over nine seeds at a time, at most 135; one CPU's lat_pipe
     // is deterministic across seeds, so nine pin it.
     let seeds = r["seeds"].as_u64().unwrap();
     assert_eq!(seeds, 9, "{r}");

@@ -370,6 +370,8 @@ pub fn compare(cfg: &NativeConfig) -> Result<NativeReport, NativeError> {
             if row.note.is_some() {
                 continue;
             }
+            // The real tool starts on CPUs at rest too, as each of our repetitions does.
+            std::thread::sleep(crate::SETTLE);
             match run_tool(t, &opts) {
                 Ok(v) => row.runs.push(v),
                 Err(e @ RunError::Interrupted { .. }) => return Err(NativeError::Run(e)),

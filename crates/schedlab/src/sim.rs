@@ -66,7 +66,7 @@ pub struct Simulation {
     config: RunConfig,
     policy_spec: Spec,
     workload_spec: Spec,
-    wall_ms: u64,
+    wall: std::time::Duration,
     event_limit: Option<u64>,
 }
 
@@ -164,7 +164,7 @@ impl Simulation {
             config,
             policy_spec,
             workload_spec,
-            wall_ms: 0,
+            wall: std::time::Duration::ZERO,
             event_limit: None,
         }
     }
@@ -220,7 +220,7 @@ impl Simulation {
             }
         }
         self.k.now = end;
-        self.wall_ms = started.elapsed().as_millis() as u64;
+        self.wall = started.elapsed();
         self.check()
             .unwrap_or_else(|e| panic!("invariant broken at the end of the run: {e}"));
         Ok(())
@@ -281,10 +281,10 @@ impl Simulation {
         self.workload_params.clone()
     }
 
-    /// Host wall-clock time the last [`Simulation::run`] took, in ms: not part of the
-    /// result (equal runs must print equal bytes); `schedlab run --timing` shows it.
-    pub fn wall_ms(&self) -> u64 {
-        self.wall_ms
+    /// Host wall-clock time the last [`Simulation::run`] took: not part of the result
+    /// (equal runs must print equal bytes); `schedlab run --timing` shows it.
+    pub fn wall(&self) -> std::time::Duration {
+        self.wall
     }
 }
 
