@@ -51,15 +51,17 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
     let (ready_in, ready_out) = sys::fdpair(use_pipe)?;
     let (wake_in, wake_out) = sys::fdpair(use_pipe)?;
     let mut tasks: Vec<Task> = Vec::new();
-    for _ in 0..groups {
+    for g in 0..groups {
         let mut out_fds = Vec::with_capacity(fds);
-        for _ in 0..fds {
+        for j in 0..fds {
             let (rx, tx) = channel(())?;
             let packets = fds as u64 * loops;
             tasks.push(ctx.spawn(threads, move || {
                 if !threads {
                     sys::close(tx);
                 }
+                // The simulated task's comm, so a host trace tells the roles apart.
+                sys::set_comm(&format!("receiver:{}.{}", g + 1, j + 1));
                 ready(ready_out, wake_in)?;
                 let mut data = vec![0u8; datasize];
                 let mut bytes = 0u64;
@@ -76,9 +78,10 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
                 sys::close(rx);
             }
         }
-        for _ in 0..fds {
+        for j in 0..fds {
             let outs = out_fds.clone();
             tasks.push(ctx.spawn(threads, move || {
+                sys::set_comm(&format!("sender:{}.{}", g + 1, j + 1));
                 ready(ready_out, wake_in)?;
                 let data = vec![b'-'; datasize];
                 for _ in 0..loops {

@@ -160,6 +160,8 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
             };
             let (w, r) = (Arc::clone(&window), Arc::clone(&rounds));
             workers.push(ctx.thread(move || {
+                // The simulated thread's comm, so a host trace tells the sets apart.
+                sys::set_comm(&format!("reflex:{i}"));
                 let (passes, yields) = m.run(&r, &w)?;
                 c.add(0, passes);
                 c.add(1, yields);
