@@ -49,8 +49,9 @@ pub const THREAD_STACK: usize = 128 * 1024;
 /// run's fork placement reads them (`find_idlest_group` counts an idle CPU with a high
 /// blocked utilisation as fully busy). Eight half-lives bring them to 1/256, so each
 /// repetition starts on a machine at rest, as a simulation does. Measured on a 2-vCPU
-/// guest, lat_pipe beside two yield loops: 5.0 us in 7 of 10 runs after the pause, and
-/// back to back 5.0 us in 2 of 10, 14–18 us in 3 (the pipe pair forked across the CPUs).
+/// guest, lat_pipe beside two yield loops: back to back, 5.0 to 30 us a round trip as the
+/// pipe pair was forked alone, beside a loop or across the CPUs; after the pause, one or
+/// two of those placements (5.0 or 6.3 us; in `validate`, 6.3–6.7 us every run).
 pub const SETTLE: Duration = Duration::from_millis(256);
 
 /// A native run as asked for.
