@@ -184,6 +184,30 @@ fn tasks_are_named_as_their_programs() {
     ] {
         assert!(comms.contains(want), "{want} not in {comms:?}");
     }
+    // A mix's tasks carry their component's workload name, or their program's own.
+    let comms = comms_of(
+        cfg(
+            2,
+            "eevdf",
+            "mix:lat_pipe:rounds=50,warmup=5+loop_yield:instances=2,duration_ms=5,warmup_ms=0",
+        ),
+        "mix.perfetto-trace",
+    );
+    assert!(
+        comms.contains("lat_pipe") && comms.contains("loop_yield") && !comms.contains("mix"),
+        "{comms:?}"
+    );
+    let comms = comms_of(
+        cfg(
+            2,
+            "eevdf",
+            "mix:hackbench:groups=1,loops=2,fds=2+loop_yield:instances=1,duration_ms=5,warmup_ms=0",
+        ),
+        "mixhb.perfetto-trace",
+    );
+    for want in ["hackbench", "sender:1.1", "receiver:1.2", "loop_yield"] {
+        assert!(comms.contains(want), "{want} not in {comms:?}");
+    }
 }
 
 #[test]

@@ -79,6 +79,7 @@ fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
         let (w, _) = super::build(&spec, m)?;
         parts.push(Component {
             name: spec.to_string(),
+            workload: spec.name.clone(),
             w,
             rec: Arc::default(),
         });
@@ -89,6 +90,8 @@ fn build(p: &Params, m: &Machine) -> Result<Box<dyn Workload>, SpecError> {
 struct Component {
     /// The component's spec, as the user wrote it (normalised).
     name: String,
+    /// Its workload's name: the comm of its tasks that have none of their own.
+    workload: String,
     w: Box<dyn Workload>,
     rec: Arc<Mutex<Record>>,
 }
@@ -104,6 +107,10 @@ struct Scoped {
     rec: Arc<Mutex<Record>>,
     /// The component's name, for its errors.
     name: Arc<str>,
+    /// The component's first program: named after its workload where the program has no
+    /// comm, so a trace (and `--latency`) tells the components apart; the programs it
+    /// starts keep their own comm or inherit this one, as fork() does.
+    comm: Option<Arc<str>>,
     /// Of the measured component (its stop ends the run) or of a load (its stop ends it).
     measured: bool,
     /// The measured component's first program: its exit ends the run.
@@ -129,6 +136,7 @@ impl Scoped {
             inner,
             rec: Arc::clone(&self.rec),
             name: Arc::clone(&self.name),
+            comm: None,
             measured: self.measured,
             first: false,
             own: Default::default(),
@@ -187,7 +195,9 @@ impl Program for Scoped {
     }
 
     fn comm(&self) -> Option<String> {
-        self.inner.comm()
+        self.inner
+            .comm()
+            .or_else(|| self.comm.as_deref().map(String::from))
     }
 }
 
@@ -222,6 +232,7 @@ impl Mix {
             inner: c.w.root(),
             rec: Arc::clone(&c.rec),
             name: c.name.as_str().into(),
+            comm: Some(c.workload.as_str().into()),
             measured: i == 0,
             first: i == 0,
             own: Default::default(),
