@@ -231,6 +231,12 @@ pub(crate) struct ValidateArgs {
     /// `schedlab list machines`), to judge a mechanism against the host.
     #[arg(long, value_name = "SWITCHES")]
     model: Option<String>,
+    /// Judge issue 43's targets over these `validate --format json` reports (rows, predictions
+    /// within 25 %, none outside 2x, hackbench within 25 %, every simulated figure within
+    /// 10 % across the reports) and run nothing; exit 1 when a target is missed.
+    #[arg(long, value_name = "REPORT.json", num_args = 1..,
+          conflicts_with_all = ["measure", "only", "model"])]
+    targets: Vec<std::path::PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,

@@ -130,9 +130,37 @@ fn validate_in_fresh_process(
     }
 }
 
+/// `schedlab validate --targets A.json …`: issue 43's targets over saved reports.
+fn validate_targets(files: &[std::path::PathBuf], format: Format) -> Result<(), CliError> {
+    let reports = files
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .map(|t| (f.display().to_string(), t))
+                .map_err(|e| CliError::Input(format!("cannot read {}: {e}", f.display())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let t = schedlab_native::targets::judge(&reports).map_err(CliError::Input)?;
+    match format {
+        Format::Json => out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&t).expect("the targets serialize")
+        ))?,
+        Format::Text => out(&t.to_text())?,
+    }
+    if t.all_hold {
+        Ok(())
+    } else {
+        Err(CliError::Failed("a target is missed".into()))
+    }
+}
+
 /// `schedlab validate`: measure (if asked), then the validation rows.
 pub(crate) fn validate(a: crate::ValidateArgs) -> Result<(), CliError> {
     use schedlab_native::{measure, validate};
+    if !a.targets.is_empty() {
+        return validate_targets(&a.targets, a.format);
+    }
     let rows = validate::select(a.only.as_deref()).map_err(CliError::Input)?;
     if let Some(m) = &a.model {
         // Bad switches are one line before any measuring or native run.

@@ -1152,6 +1152,14 @@ fn validate_refuses_bad_input_in_one_line() {
         &["validate", "--model", "tcp_delack=maybe"],
         "bad value tcp_delack=maybe",
     );
+    one_line_error(
+        &["validate", "--targets", "/no/such/report.json"],
+        "cannot read /no/such/report.json",
+    );
+    one_line_error(
+        &["validate", "--targets", "Cargo.toml"],
+        "Cargo.toml: not a `schedlab validate --format json` report",
+    );
 }
 
 /// `validate --format json` prints `{"rows": [{"workload", "native", "simulated",
@@ -1211,6 +1219,35 @@ fn validate_prints_native_simulated_and_ratio_per_row() {
     let w: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(w["model"], "lo_queue=end,tcp_delack=on");
     assert_eq!(w["rows"][0]["simulated"], r["simulated"]);
+    // `--targets` judges saved reports and runs nothing: one micro-benchmark row is fewer
+    // than thirty rows, a missed target (exit 1), and nothing moved between the two.
+    let dir = tempfile::Builder::new()
+        .prefix("schedlab-targets-")
+        .tempdir()
+        .expect("a temporary directory");
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&a, serde_json::to_string(&v).unwrap()).unwrap();
+    std::fs::write(&b, serde_json::to_string(&w).unwrap()).unwrap();
+    let o = schedlab(&[
+        "validate",
+        "--targets",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "a missed target fails");
+    let t: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(t["all_hold"], false);
+    assert_eq!(t["reports"][0]["rows"], 1);
+    assert_eq!(t["reports"][0]["predictions"], 0);
+    assert_eq!(t["stable"], serde_json::json!([1, 1]));
+    let o = schedlab(&["validate", "--targets", a.to_str().unwrap()]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains(" 1 (at least 30)  MISSED") && text.ends_with("a target is missed\n"),
+        "{text}"
+    );
 }
 
 /// `validate --measure FILE --measure-only` writes a host preset that `run --machine host`

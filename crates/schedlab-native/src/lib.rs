@@ -26,6 +26,7 @@ pub mod measure;
 pub mod report;
 pub mod runner;
 pub mod sys;
+pub mod targets;
 pub mod trace;
 pub mod validate;
 pub mod workload;
