@@ -103,6 +103,8 @@ fn server(
         // srv_rcv: each message in, then the user's semaphore up.
         let (rx, sem) = (Arc::clone(&conns[k]), Arc::clone(&sems[room]));
         threads.push(spawn(Box::new(move || {
+            // The simulated thread's comm (`roomR:<role>U`), so a host trace groups a room.
+            sys::set_comm(&format!("room{}:sr{}", room + 1, user + 1));
             sys::set_nice(nice)?;
             let mut m = [0u8; MSG];
             for i in 0..messages {
@@ -122,6 +124,7 @@ fn server(
             .collect();
         let sem = Arc::clone(&sems[room]);
         threads.push(spawn(Box::new(move || {
+            sys::set_comm(&format!("room{}:ss{}", room + 1, user + 1));
             sys::set_nice(nice)?;
             let m = [b'm'; MSG];
             for _ in 0..messages {
@@ -193,7 +196,9 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
         s.write_all(&hello).map_err(|e| io_fail("send", e))?;
         let s = Arc::new(s);
         let (tx, g, d) = (Arc::clone(&s), Arc::clone(&go), Arc::clone(&done));
+        let (room, user) = (k / users + 1, k % users + 1);
         workers.push(ctx.thread(move || {
+            sys::set_comm(&format!("room{room}:cs{user}"));
             sys::set_nice(nice)?;
             let m = [b'm'; MSG];
             g.op(0, -1)?;
@@ -206,6 +211,7 @@ pub fn run(p: &Params, ctx: &mut Ctx) -> Res<Outcome> {
         let (rx, g, d) = (s, Arc::clone(&go), Arc::clone(&done));
         let expect = messages * (users as u64 - 1);
         workers.push(ctx.thread(move || {
+            sys::set_comm(&format!("room{room}:cr{user}"));
             sys::set_nice(nice)?;
             let mut m = [0u8; MSG];
             g.op(0, -1)?;
