@@ -142,6 +142,14 @@ impl Release {
         matches!(self, Release::V6(_))
     }
 
+    /// A SysV semaphore's `update_queue` completes every pending operation the new value
+    /// allows on the sleepers' behalf and wakes them all from the caller (Manfred
+    /// Spraul's ipc/sem.c of 3.10 on; 6.12 with `wake_q`). 2.4 to 2.6.0 wake the first
+    /// waiter, which retries its operation itself and, succeeding, wakes the next.
+    pub fn sem_completes_waiters(self) -> bool {
+        matches!(self, Release::V6(_))
+    }
+
     /// Pipes are a ring of page buffers with their own read and write wait queues and
     /// exclusive sleepers (Linus Torvalds's circular pipe buffers, 2.6.11; the wake-up
     /// rules of 5.5 and later: a write wakes a reader only if the pipe was empty, a read

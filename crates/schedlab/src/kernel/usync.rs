@@ -37,6 +37,9 @@ use super::types::WqId;
 use super::{Acct, Kernel};
 use crate::machine::CpuId;
 
+/// The `generation` a sleeping 6.x `semop` is given when its waker completed it.
+const SEMOP_DONE: u64 = u64::MAX;
+
 /// A synchronisation object's state.
 #[derive(Debug)]
 pub(crate) struct Object {
@@ -209,6 +212,10 @@ impl Kernel {
                 Outcome::Done(0)
             }
             SyncOp::SemOp { id, op: delta } => {
+                if again && generation == SEMOP_DONE {
+                    // 6.x: the waker performed the operation for us.
+                    return Outcome::Done(0);
+                }
                 if !again {
                     self.stats.semops += 1;
                 }
@@ -308,12 +315,107 @@ impl Kernel {
     /// 2.4 `update_queue` after the value changed to `value`: the first decrement waiter
     /// (it retries its operation itself), or every wait-for-zero waiter once it is 0.
     fn update_queue(&mut self, cpu: CpuId, wq: WqId, zero_wq: WqId, value: u64, wakes: &mut Wakes) {
+        if value > 0 && self.class.release().sem_completes_waiters() {
+            self.complete_sem_waiters(cpu, wq, zero_wq, wakes);
+            return;
+        }
         let list = if value > 0 {
             self.take_waiters(cpu, wq, 1)
         } else {
             self.take_waiters(cpu, zero_wq, 0)
         };
         wakes.push((list, false));
+    }
+
+    /// 6.x `update_queue` (ipc/sem.c) on a semaphore whose value rose: walk the decrement
+    /// waiters in queue order and complete, on each one's behalf, every operation the value
+    /// now allows (one that still cannot proceed is skipped, and the walk stops at 0), then
+    /// wake them all from this call (`wake_q`): a post of N releases N waiters at once,
+    /// where 2.4 woke one that woke the next. A completed waiter returns without retrying
+    /// (its frame's `generation` says so); the value reaching 0 wakes the wait-for-zero
+    /// waiters too.
+    fn complete_sem_waiters(&mut self, cpu: CpuId, wq: WqId, zero_wq: WqId, wakes: &mut Wakes) {
+        let order: Vec<TaskId> = self.waitqs[wq as usize]
+            .waiters
+            .iter()
+            .map(|w| w.task)
+            .filter(|&t| self.tasks[t as usize].state.is_sleeping())
+            .collect();
+        let mut done = Vec::new();
+        for t in order {
+            let Some((id, need)) = self.pending_semop(t) else {
+                continue;
+            };
+            let o = &mut self.usync[id as usize];
+            let State::SysvSem { value, .. } = &mut o.state else {
+                continue;
+            };
+            if *value == 0 {
+                break;
+            }
+            if need > *value {
+                continue;
+            }
+            *value -= need;
+            self.mark_semop_done(t);
+            done.push(t);
+        }
+        if done.is_empty() {
+            return;
+        }
+        let q = &mut self.waitqs[wq as usize];
+        q.waiters.retain(|w| !done.contains(&w.task));
+        // The walk's cost is the queue's, as `take_waiters` charges a walk.
+        let ns = self.machine.costs().waitq_entry_ns * done.len() as u64;
+        self.charge(cpu, ns, Acct::Running);
+        let mut list = super::types::WakeList::new();
+        for &t in done.iter().rev() {
+            list.push(t);
+        }
+        wakes.push((list, false));
+        let id_value = self.pending_value_of(wq);
+        if id_value == Some(0) {
+            let zero = self.take_waiters(cpu, zero_wq, 0);
+            wakes.push((zero, false));
+        }
+    }
+
+    /// The SysV semaphore and the amount a task sleeping in `semop` waits to take.
+    fn pending_semop(&self, t: TaskId) -> Option<(u32, u64)> {
+        self.tasks[t as usize]
+            .kstack
+            .iter()
+            .rev()
+            .find_map(|f| match f {
+                super::frame::Frame::Sys(Sys::Sync {
+                    op: SyncOp::SemOp { id, op },
+                    ..
+                }) if *op < 0 => Some((*id, u64::from(op.unsigned_abs()))),
+                _ => None,
+            })
+    }
+
+    /// Mark the sleeping `semop` of `t` as completed by its waker.
+    fn mark_semop_done(&mut self, t: TaskId) {
+        for f in self.tasks[t as usize].kstack.iter_mut().rev() {
+            if let super::frame::Frame::Sys(Sys::Sync {
+                op: SyncOp::SemOp { .. },
+                generation,
+                ..
+            }) = f
+            {
+                *generation = SEMOP_DONE;
+                return;
+            }
+        }
+    }
+
+    /// The value of the SysV semaphore whose decrement queue is `wq`.
+    fn pending_value_of(&self, wq: WqId) -> Option<u64> {
+        self.usync.iter().find_map(|o| match o.state {
+            State::SysvSem { value, .. } if o.wq == wq => Some(value),
+            _ => None,
+        })
     }
 
     /// Take mutex `id` for `task` if it is free.
