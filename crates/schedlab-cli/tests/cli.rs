@@ -1007,6 +1007,9 @@ fn docs_cite_only_files_that_exist() {
         "FILE.json",
         "myhost.json",
         "my-use-case.json",
+        "A.json",
+        "B.json",
+        "C.json",
     ];
     let mut docs = vec!["README.md".to_string()];
     docs.extend(
