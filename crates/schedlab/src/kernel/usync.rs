@@ -229,7 +229,7 @@ impl Kernel {
                     self.object(id).state = State::SysvSem { value, zero_wq };
                     // 2.4 `semctl(SETVAL)`: "maybe some queued-up processes were waiting
                     // for this".
-                    self.update_queue(cpu, wq, zero_wq, value, wakes);
+                    self.update_queue(cpu, id, wq, zero_wq, value, wakes);
                     Outcome::Done(0)
                 }
                 None => Outcome::Done(EPERM),
@@ -307,16 +307,25 @@ impl Kernel {
         }
         let value = *value;
         if delta != 0 {
-            self.update_queue(cpu, wq, zero_wq, value, wakes);
+            self.update_queue(cpu, id, wq, zero_wq, value, wakes);
         }
         Some(Outcome::Done(0))
     }
 
-    /// 2.4 `update_queue` after the value changed to `value`: the first decrement waiter
-    /// (it retries its operation itself), or every wait-for-zero waiter once it is 0.
-    fn update_queue(&mut self, cpu: CpuId, wq: WqId, zero_wq: WqId, value: u64, wakes: &mut Wakes) {
+    /// `update_queue` of SysV semaphore `id` (queues `wq`, `zero_wq`) after its value
+    /// changed to `value`. 2.4: the first decrement waiter (it retries its operation
+    /// itself), or every wait-for-zero waiter once it is 0. 6.x: [`Self::complete_semops`].
+    fn update_queue(
+        &mut self,
+        cpu: CpuId,
+        id: u32,
+        wq: WqId,
+        zero_wq: WqId,
+        value: u64,
+        wakes: &mut Wakes,
+    ) {
         if value > 0 && self.class.release().sem_completes_waiters() {
-            self.complete_sem_waiters(cpu, wq, zero_wq, wakes);
+            self.complete_semops(cpu, id, wq, zero_wq, wakes);
             return;
         }
         let list = if value > 0 {
@@ -327,72 +336,70 @@ impl Kernel {
         wakes.push((list, false));
     }
 
-    /// 6.x `update_queue` (ipc/sem.c) on a semaphore whose value rose: walk the decrement
-    /// waiters in queue order and complete, on each one's behalf, every operation the value
-    /// now allows (one that still cannot proceed is skipped, and the walk stops at 0), then
-    /// wake them all from this call (`wake_q`): a post of N releases N waiters at once,
-    /// where 2.4 woke one that woke the next. A completed waiter returns without retrying
-    /// (its frame's `generation` says so); the value reaching 0 wakes the wait-for-zero
+    /// 6.x `update_queue` (ipc/sem.c): walk the decrement waiters of semaphore `id` in
+    /// queue order and complete, on each one's behalf, every operation the value now
+    /// allows (one that still cannot proceed is skipped; the walk stops at 0), then wake
+    /// them all from this call (`wake_q`): a post of N releases N waiters at once, where
+    /// 2.4 woke one that woke the next. A completed waiter returns without retrying (its
+    /// frame's `generation` says so); the value reaching 0 wakes the wait-for-zero
     /// waiters too.
-    fn complete_sem_waiters(&mut self, cpu: CpuId, wq: WqId, zero_wq: WqId, wakes: &mut Wakes) {
-        let order: Vec<TaskId> = self.waitqs[wq as usize]
+    fn complete_semops(&mut self, cpu: CpuId, id: u32, wq: WqId, zero_wq: WqId, wakes: &mut Wakes) {
+        let State::SysvSem { mut value, .. } = self.usync[id as usize].state else {
+            unreachable!("update_queue runs on a SysV semaphore")
+        };
+        let sleepers: Vec<TaskId> = self.waitqs[wq as usize]
             .waiters
             .iter()
             .map(|w| w.task)
             .filter(|&t| self.tasks[t as usize].state.is_sleeping())
             .collect();
-        let mut done = Vec::new();
-        for t in order {
-            let Some((id, need)) = self.pending_semop(t) else {
-                continue;
-            };
-            let o = &mut self.usync[id as usize];
-            let State::SysvSem { value, .. } = &mut o.state else {
-                continue;
-            };
-            if *value == 0 {
+        let (mut walked, mut done) = (0u64, Vec::new());
+        for t in sleepers {
+            if value == 0 {
                 break;
             }
-            if need > *value {
-                continue;
+            walked += 1;
+            let need = self.pending_semop_need(t);
+            if need <= value {
+                value -= need;
+                self.mark_semop_done(t);
+                done.push(t);
             }
-            *value -= need;
-            self.mark_semop_done(t);
-            done.push(t);
         }
+        if let State::SysvSem { value: v, .. } = &mut self.usync[id as usize].state {
+            *v = value;
+        }
+        // The walk, charged per entry as `take_waiters` charges its own.
+        let ns = self.machine.costs().waitq_entry_ns * walked;
+        self.charge(cpu, ns, Acct::Running);
         if done.is_empty() {
             return;
         }
-        let q = &mut self.waitqs[wq as usize];
-        q.waiters.retain(|w| !done.contains(&w.task));
-        // The walk's cost is the queue's, as `take_waiters` charges a walk.
-        let ns = self.machine.costs().waitq_entry_ns * done.len() as u64;
-        self.charge(cpu, ns, Acct::Running);
-        let mut list = super::types::WakeList::new();
-        for &t in done.iter().rev() {
-            list.push(t);
-        }
-        wakes.push((list, false));
-        let id_value = self.pending_value_of(wq);
-        if id_value == Some(0) {
+        self.waitqs[wq as usize]
+            .waiters
+            .retain(|w| !done.contains(&w.task));
+        // A wake list is popped from its end: reversed, the waiters wake in queue order.
+        wakes.push((done.iter().rev().copied().collect(), false));
+        if value == 0 {
             let zero = self.take_waiters(cpu, zero_wq, 0);
             wakes.push((zero, false));
         }
     }
 
-    /// The SysV semaphore and the amount a task sleeping in `semop` waits to take.
-    fn pending_semop(&self, t: TaskId) -> Option<(u32, u64)> {
+    /// What a task sleeping in a decrementing `semop` waits to take.
+    fn pending_semop_need(&self, t: TaskId) -> u64 {
         self.tasks[t as usize]
             .kstack
             .iter()
             .rev()
             .find_map(|f| match f {
                 super::frame::Frame::Sys(Sys::Sync {
-                    op: SyncOp::SemOp { id, op },
+                    op: SyncOp::SemOp { op, .. },
                     ..
-                }) if *op < 0 => Some((*id, u64::from(op.unsigned_abs()))),
+                }) if *op < 0 => Some(u64::from(op.unsigned_abs())),
                 _ => None,
             })
+            .expect("a decrement waiter sleeps in semop")
     }
 
     /// Mark the sleeping `semop` of `t` as completed by its waker.
@@ -408,14 +415,6 @@ impl Kernel {
                 return;
             }
         }
-    }
-
-    /// The value of the SysV semaphore whose decrement queue is `wq`.
-    fn pending_value_of(&self, wq: WqId) -> Option<u64> {
-        self.usync.iter().find_map(|o| match o.state {
-            State::SysvSem { value, .. } if o.wq == wq => Some(value),
-            _ => None,
-        })
     }
 
     /// Take mutex `id` for `task` if it is free.
