@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::validate::TARGET;
+use crate::validate::{ratio_on_target, ratio_outside_2x, TARGET};
 
 /// At least this many rows.
 pub const MIN_ROWS: usize = 30;
@@ -49,10 +49,10 @@ impl Row {
         self.kind == "prediction"
     }
     fn within(&self) -> bool {
-        (self.ratio - 1.0).abs() <= TARGET
+        ratio_on_target(self.ratio)
     }
     fn outside_2x(&self) -> bool {
-        !(0.5..=2.0).contains(&self.ratio)
+        ratio_outside_2x(self.ratio)
     }
 }
 

@@ -223,6 +223,16 @@ pub fn median_is_pinned(v: &[f64]) -> bool {
 /// The target of issue 43: within 25 % of the native median.
 pub const TARGET: f64 = 0.25;
 
+/// A simulated / native ratio within [`TARGET`].
+pub fn ratio_on_target(ratio: f64) -> bool {
+    ((1.0 - TARGET)..=(1.0 + TARGET)).contains(&ratio)
+}
+
+/// A simulated / native ratio off by more than 2× either way.
+pub fn ratio_outside_2x(ratio: f64) -> bool {
+    !(0.5..=2.0).contains(&ratio)
+}
+
 /// The rows whose workload contains `only` (all when `None`); alternatives are separated
 /// by `|` (`--only 'lat_ctx|reflex'`). An unknown filter is an error listing the rows.
 pub fn select(only: Option<&str>) -> Result<Vec<RowSpec>, String> {
@@ -459,12 +469,12 @@ pub fn validate(
 impl Row {
     /// The simulated figure is within [`TARGET`] of the native median.
     pub fn on_target(&self) -> bool {
-        ((1.0 - TARGET)..=(1.0 + TARGET)).contains(&self.ratio)
+        ratio_on_target(self.ratio)
     }
 
     /// Off by more than 2× either way.
     pub fn outside_2x(&self) -> bool {
-        !(0.5..=2.0).contains(&self.ratio)
+        ratio_outside_2x(self.ratio)
     }
 
     /// Not one of the micro-benchmarks the costs came from.
