@@ -189,6 +189,31 @@ impl Fair {
         j.clamp(1, max)
     }
 
+    /// `update_newidle_stats` (NI_RANDOM): one more newly idle balance of `sd`, `success`
+    /// its weighted pull; every 1024 the ratio is taken and the counts halved.
+    pub(super) fn update_newidle_stats(&mut self, cpu: CpuId, sd: usize, success: u32) {
+        let d = &mut self.sd[cpu][sd];
+        d.newidle_call += 1;
+        d.newidle_success += success;
+        if d.newidle_call >= 1024 {
+            d.newidle_ratio = d.newidle_success;
+            d.newidle_call /= 2;
+            d.newidle_success /= 2;
+        }
+    }
+
+    /// NI_RANDOM's die for a newly idle balance of `sd`: `None` when it says skip (counted
+    /// as a failure), else the weight of a success, 1024 over the odds it ran with.
+    fn newidle_die(&mut self, ctx: &mut SchedCtx<'_>, cpu: CpuId, sd: usize) -> Option<u32> {
+        let d1k = ctx.rng().below(1024) as u32;
+        let weight = 1 + self.sd[cpu][sd].newidle_ratio;
+        if d1k > weight {
+            self.update_newidle_stats(cpu, sd, 0);
+            return None;
+        }
+        Some((1024 + weight / 2) / weight)
+    }
+
     /// `update_newidle_cost`; true when the cost decayed.
     fn update_newidle_cost(&mut self, cpu: CpuId, sd: usize, cost: u64, jiffies: u64) -> bool {
         let hz = self.t.hz as u64;
@@ -295,6 +320,15 @@ impl Fair {
                     break;
                 }
                 if self.sd[cpu][i].flags & SD_BALANCE_NEWIDLE != 0 {
+                    // NI_RANDOM: balance only with the odds of recent success.
+                    let weight = if self.t.ni_random {
+                        match self.newidle_die(ctx, cpu, i) {
+                            Some(w) => w,
+                            None => continue,
+                        }
+                    } else {
+                        1
+                    };
                     pulled = self.load_balance(
                         ctx,
                         cpu,
@@ -304,6 +338,10 @@ impl Fair {
                     );
                     let t1 = ctx.now();
                     let cost = t1 - t0;
+                    // update_newidle_cost counts a balance that ran (cost > 0 there).
+                    if self.t.ni_random {
+                        self.update_newidle_stats(cpu, i, weight * u32::from(pulled > 0));
+                    }
                     self.update_newidle_cost(cpu, i, cost, ctx.jiffies());
                     curr_cost += cost;
                     t0 = t1;

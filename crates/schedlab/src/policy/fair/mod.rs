@@ -198,6 +198,10 @@ crate::options! {
         sync_delayed: bool = flag("off")
             .help("a sync wake-up's 'the waker is alone on its CPU' test counts delayed-dequeue tasks out, as they are not runnable (v6.15, and 6.12.y stable since 6.12.37: Debian's 6.12.117 has it); off: vanilla 6.12.0's rq->nr_running == 1")
             .source("commit aa3ee4f0b754 'sched/fair: Fixup wake_up_sync() vs DELAYED_DEQUEUE'; fair.c 6.12.117 wake_affine_idle, cfs_h_nr_delayed");
+        /// NI_RANDOM: newly idle balancing in proportion to its success.
+        ni_random: bool = flag("off")
+            .help("a newly idle CPU balances a domain only with the odds of that domain's recent success (a 1024-sided die against newidle_ratio, 50 % at boot; v6.19, 6.18.5 and 6.12.66 stable); off: every newly idle CPU that passes the avg_idle test balances")
+            .source("commit 33cf66d88306 'sched/fair: Proportional newidle balance' (v6.19-rc1; 6.18.y, 6.12.y stable, Jan 2026); fair.c 6.12.117 sched_balance_newidle, update_newidle_stats; modern.md §6.9");
         /// `sysctl_sched_base_slice` before CPU scaling.
         base_slice_ns: u64 = int("750000", 100000, 100000000)
             .unit("ns")
@@ -270,6 +274,8 @@ pub struct Tunables {
     pub vprot: bool,
     /// v6.18 yield: an eligible yielder forfeits the rest of its request.
     pub forfeit_yield: bool,
+    /// NI_RANDOM (option `ni_random`).
+    pub ni_random: bool,
     /// `wake_affine_idle`'s sync test counts delayed tasks out (aa3ee4f0b754).
     pub sync_delayed: bool,
     /// `sysctl_sched_migration_cost`, ns (task_hot; 0.5 ms, both kernels).
@@ -499,6 +505,7 @@ impl Fair {
             delay_dequeue: true,
             vprot: false,
             forfeit_yield: false,
+            ni_random: false,
             sync_delayed: false,
             migration_cost: 500_000,
             nr_migrate: 32,
@@ -525,6 +532,7 @@ impl Fair {
                 t.delay_dequeue = o.delay_dequeue;
                 t.vprot = o.vprot;
                 t.forfeit_yield = o.forfeit_yield;
+                t.ni_random = o.ni_random;
                 t.sync_delayed = o.sync_delayed;
                 t.base_slice_normalized = o.base_slice_ns;
                 t.base_slice = o.base_slice_ns * factor;

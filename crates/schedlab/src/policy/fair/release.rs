@@ -1,16 +1,16 @@
 //! Which of the later EEVDF changes (modern.md's table of items beyond vanilla 6.12, each an
 //! `eevdf` option) a given kernel release has, so that a host is simulated under the
-//! scheduler it runs. Mainline versions come from the commits' first release; a 6.12.y
-//! stable release has a change from the stable update that took it, where one did.
+//! scheduler it runs. Mainline versions come from the commits' first release; a stable
+//! series (6.12.y, 6.18.y) has a change from the stable update that took it, where one did.
 //!
 //! Invariant: vanilla 6.12.0 (and anything older) gets no option: `eevdf`'s defaults.
 
-/// One later change: its option, the mainline release that first had it, and the 6.12.y
-/// stable sublevel from which that series has it (`None`: never back-ported).
+/// One later change: its option, the mainline release that first had it, and the stable
+/// series that took it, each with the sublevel from which it has it.
 struct Change {
     option: &'static str,
     mainline: (u32, u32),
-    stable_6_12: Option<u32>,
+    stable: &'static [((u32, u32), u32)],
 }
 
 /// The changes, as the sources in `eevdf`'s option help give them. Debian's 6.12.117
@@ -20,26 +20,35 @@ const CHANGES: &[Change] = &[
     Change {
         option: "sync_delayed=on",
         mainline: (6, 15),
-        stable_6_12: Some(37),
+        stable: &[((6, 12), 37)],
     },
     // sysctl_sched_base_slice 700 µs: v6.15; in Debian's 6.12.117.
     Change {
         option: "base_slice_ns=700000",
         mainline: (6, 15),
-        stable_6_12: Some(117),
+        stable: &[((6, 12), 117)],
     },
     // The protected slice (vprot): v6.17; not in 6.12.y.
     Change {
         option: "vprot=on",
         mainline: (6, 17),
-        stable_6_12: None,
+        stable: &[],
     },
     // 79104becf42b "sched/fair: Forfeit vruntime on yield": v6.18-rc1; 6.12.y since
     // December 2025 (in Debian's 6.12.117).
     Change {
         option: "forfeit_yield=on",
         mainline: (6, 18),
-        stable_6_12: Some(117),
+        stable: &[((6, 12), 117)],
+    },
+    // 33cf66d88306 "sched/fair: Proportional newidle balance" (NI_RANDOM): v6.19-rc1;
+    // stable in January 2026 with the revert of the max_newidle_lb_cost bump: 6.18.5
+    // (v6.18.4..v6.18.5), 6.12.66 (after the v6.12.65 tag in the 6.12 LTS log); Debian's
+    // 6.12.117 has it (features.h: NI_RANDOM true).
+    Change {
+        option: "ni_random=on",
+        mainline: (6, 19),
+        stable: &[((6, 12), 66), ((6, 18), 5)],
     },
 ];
 
@@ -63,7 +72,9 @@ pub fn eevdf_options_for_release(release: &str) -> Vec<&'static str> {
         .iter()
         .filter(|c| {
             (major, minor) >= c.mainline
-                || ((major, minor) == (6, 12) && c.stable_6_12.is_some_and(|s| sub >= s))
+                || c.stable
+                    .iter()
+                    .any(|&(series, from)| (major, minor) == series && sub >= from)
         })
         .map(|c| c.option)
         .collect()
@@ -105,6 +116,21 @@ mod tests {
             [
                 "sync_delayed=on",
                 "base_slice_ns=700000",
+                "forfeit_yield=on",
+                "ni_random=on"
+            ]
+        );
+        assert_eq!(
+            eevdf_options_for_release("6.12.65"),
+            ["sync_delayed=on"],
+            "NI_RANDOM came to 6.12.y in 6.12.66"
+        );
+        assert_eq!(
+            eevdf_options_for_release("6.18.4"),
+            [
+                "sync_delayed=on",
+                "base_slice_ns=700000",
+                "vprot=on",
                 "forfeit_yield=on"
             ]
         );
@@ -118,12 +144,13 @@ mod tests {
                 "sync_delayed=on",
                 "base_slice_ns=700000",
                 "vprot=on",
-                "forfeit_yield=on"
+                "forfeit_yield=on",
+                "ni_random=on"
             ]
         );
         // Each option is one `eevdf` accepts.
         let all = eevdf_options_for_release("7.0").join(",");
-        assert_eq!(all.split(',').count(), 4);
+        assert_eq!(all.split(',').count(), 5);
         assert!(crate::policy::build_named(&format!("eevdf:{all}"), "piii700-1m", 2).is_ok());
     }
 }

@@ -915,6 +915,78 @@ fn a_cpu_running_dry_pulls_one_task_by_newidle_balancing() {
     }
 }
 
+/// CPU 1 runs dry while CPU 0 has three cold hogs queued (the test above's state), with
+/// domain 0's NI_RANDOM ratio set to `ratio` and the run's random source seeded `seed`;
+/// returns the bed after CPU 1's pick.
+fn newidle_with_ratio(spec: &str, ratio: u32, seed: u64) -> Bed<Fair> {
+    let mut b = bed(spec, 2);
+    b.k.rng = crate::engine::SimRng::new(seed);
+    for c in 0..2 {
+        b.class.sd[c][0].newidle_ratio = ratio;
+    }
+    for i in 0..3 {
+        let p = b.task(0, 1 + i, 0);
+        b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::from_bits(1);
+        b.wake(0, p, false);
+        b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::FULL;
+    }
+    let q = b.task(1, 9, 0);
+    b.k.tasks[q as usize].cpus_allowed = crate::machine::CpuMask::from_bits(2);
+    b.wake(1, q, false);
+    assert_eq!(b.schedule(1), q);
+    b.at(10_000_000);
+    b.k.tasks[q as usize].state = TaskState::Interruptible;
+    b.schedule(1);
+    b.check().unwrap();
+    b
+}
+
+#[test]
+fn ni_random_balances_a_newly_idle_cpu_with_the_odds_of_recent_success() {
+    // NI_RANDOM (fair.c 6.12.117 sched_balance_newidle): a die of 1024 faces against
+    // 1 + newidle_ratio. At 1023 the balance always runs and pulls; a success counts
+    // 1024 / 1024 = 1 into newidle_success.
+    let b = newidle_with_ratio("eevdf:ni_random=on", 1023, 1);
+    assert_eq!(b.class.rqs[1].nr_running, 1);
+    assert_eq!(b.class.counters()["lb_newidle_calls"], 1.0);
+    let d = &b.class.sd[1][0];
+    assert_eq!((d.newidle_call, d.newidle_success), (513, 257));
+    // At ratio 0 only faces 0 and 1 let it run: over 40 seeds' dice nearly all skip, each
+    // counted as a call without success and no balance done.
+    let mut ran = 0;
+    for seed in 0..40 {
+        let b = newidle_with_ratio("eevdf:ni_random=on", 0, seed);
+        let d = &b.class.sd[1][0];
+        assert_eq!(d.newidle_call, 513);
+        if b.class.counters()["lb_newidle_calls"] > 0.0 {
+            ran += 1;
+            assert_eq!(
+                d.newidle_success,
+                256 + 1024,
+                "weight (1024 + 0) / 1 on a pull"
+            );
+        } else {
+            assert_eq!(d.newidle_success, 256);
+            assert_eq!(b.class.rqs[1].nr_running, 0, "skipped: nothing pulled");
+        }
+    }
+    assert!(ran <= 3, "{ran} of 40 ran at 2/1024 odds");
+    // Every 1024 calls the ratio becomes the weighted successes and both counts halve.
+    let mut b = bed("eevdf:ni_random=on", 2);
+    b.class.sd[1][0].newidle_call = 1023;
+    b.class.sd[1][0].newidle_success = 301;
+    b.class.update_newidle_stats(1, 0, 1);
+    let d = &b.class.sd[1][0];
+    assert_eq!(
+        (d.newidle_ratio, d.newidle_call, d.newidle_success),
+        (302, 512, 151)
+    );
+    // Without the feature the same state balances whatever the ratio, and counts nothing.
+    let b = newidle_with_ratio("eevdf", 0, 1);
+    assert_eq!(b.class.rqs[1].nr_running, 1);
+    assert_eq!(b.class.sd[1][0].newidle_call, 512);
+}
+
 // ---- properties ------------------------------------------------------------------------
 
 #[derive(Clone, Debug)]

@@ -235,6 +235,14 @@ pub struct Domain {
     pub max_newidle_lb_cost: u64,
     /// `last_decay_max_lb_cost`, ns of simulated time.
     pub last_decay_max_lb_cost: u64,
+    /// `newidle_call`: newly idle balances tried or skipped, halved at 1024 (NI_RANDOM).
+    pub newidle_call: u32,
+    /// `newidle_success`: of those, the ones that pulled, each weighted by the inverse of
+    /// the odds it ran with.
+    pub newidle_success: u32,
+    /// `newidle_ratio`: the success per 1024 at the last halving; the odds, in 1024ths,
+    /// that the next newly idle balance runs.
+    pub newidle_ratio: u32,
 }
 
 /// A domain's groups (`sched_group`s) in one array: the balancer reads every group of
@@ -465,6 +473,10 @@ pub fn build_domains(t: &Topology) -> Vec<Vec<Domain>> {
                     nr_balance_failed: 0,
                     max_newidle_lb_cost: 0,
                     last_decay_max_lb_cost: 0,
+                    // sd_init: "50% success rate".
+                    newidle_call: 512,
+                    newidle_success: 256,
+                    newidle_ratio: 512,
                 });
                 child_span = span;
                 child_level = Some(li);
