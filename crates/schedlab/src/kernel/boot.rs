@@ -16,6 +16,10 @@ use super::sched::SchedClass;
 use super::task::{SchedPolicy, Task, TaskState, TaskStats};
 use super::{Cpu, Event, Kernel, KernelStats};
 
+/// The ChaCha stream of a seed that the scheduler's draws come from (0: workloads, 1: the
+/// initial conditions).
+const SCHED_RNG_STREAM: u64 = 2;
+
 impl Kernel {
     /// Boot `machine` under `class`, with init running `root`; `seed` seeds the run's
     /// random source.
@@ -38,6 +42,7 @@ impl Kernel {
             tick_ns,
             queue: EventQueue::new(),
             rng: SimRng::new(seed),
+            sched_rng: SimRng::stream(seed, SCHED_RNG_STREAM),
             initial: super::initial::Initial::new(seed, costs),
             tasks: Vec::new(),
             cpus: Vec::with_capacity(n),

@@ -269,8 +269,11 @@ pub struct Kernel {
     /// Tick period.
     pub tick_ns: Time,
     pub(crate) queue: EventQueue<Event>,
-    /// The run's random source.
+    /// The run's random source (the workloads').
     pub rng: SimRng,
+    /// The scheduler's random source (`sched_rng()`, NI_RANDOM's die): stream 2 of the
+    /// seed, so that a policy's draws never shift a workload's.
+    pub sched_rng: SimRng,
     /// The seeded initial conditions (tick phases, task start offsets): a stream of the
     /// seed of its own.
     pub initial: initial::Initial,
@@ -526,7 +529,7 @@ impl Kernel {
             &mut self.ic,
             &mut self.queue,
             &mut self.stats,
-            &mut self.rng,
+            &mut self.sched_rng,
             &self.machine,
             self.tick_ns,
             cpu,

@@ -346,7 +346,7 @@ impl<'a> SchedCtx<'a> {
         self.task(p).cpus_allowed.test(cpu)
     }
 
-    /// The run's random source.
+    /// The scheduler's random source (`sched_rng()`): a stream of the seed of its own.
     pub fn rng(&mut self) -> &mut SimRng {
         self.rng
     }

@@ -228,6 +228,20 @@ fn build_eevdf(p: &Params, m: &Machine) -> Result<Box<dyn SchedClass>, crate::sp
     )))
 }
 
+/// `wakee_flips` of a workload's first task, inherited from the process that launched it
+/// (a shell, `schedlab native`'s supervisor), which has its own history: the tasks it
+/// woke and, since `record_wakee` charges `current`, those an interrupt woke while it ran
+/// (`rcu_preempt`, kworkers). Not zero, then, and it decides `wake_wide` for every child:
+/// a child's count is its parent's plus its own wakes. Observed on the host (a 6.18
+/// guest, tracefs): the hackbench herd — 40 workers, each having woken the leader once,
+/// woken in turn by the leader — had 5 wake-ups placed affine before the first `wake_wide`
+/// one in 5 of 6 traced runs, rt-tests' hackbench from bash and `schedlab native` alike,
+/// and `wake_wide`'s algebra (`min(flips) >= llc_size && max >= llc_size * min`, the
+/// leader one flip per wakee, a worker its parent's count plus one) gives 4 for that. An
+/// initial condition of the simulated process tree, as each CPU's tick phase is, the
+/// same for every machine and workload (docs/model.md).
+pub const LAUNCHER_WAKEE_FLIPS: u32 = 4;
+
 /// Which kernel's fair class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
@@ -1006,6 +1020,9 @@ impl SchedClass for Fair {
             let ps = &self.se[par as usize];
             (se.wakee_flips, se.wakee_flip_decay_ts, se.last_wakee) =
                 (ps.wakee_flips, ps.wakee_flip_decay_ts, ps.last_wakee);
+        } else if !is_idle {
+            // A workload's first task has a parent outside the simulation: its launcher.
+            se.wakee_flips = LAUNCHER_WAKEE_FLIPS;
         }
         self.se[p as usize] = se;
         if is_idle || self.variant == Variant::Eevdf {

@@ -458,6 +458,27 @@ fn a_forked_child_starts_with_its_parents_wakee_flips() {
 }
 
 #[test]
+fn a_workloads_first_task_inherits_its_launchers_wakee_flips() {
+    // The first task's parent is outside the simulation; its count is the launcher's, and
+    // its children start from it. Idle tasks have none.
+    for spec in ["cfs", "eevdf"] {
+        let mut b = bed(spec, 2);
+        let a = hogs(&mut b, &[0])[0];
+        assert_eq!(
+            b.class.se[a as usize].wakee_flips,
+            super::LAUNCHER_WAKEE_FLIPS
+        );
+        let child = fork_child(&mut b, a);
+        assert_eq!(
+            b.class.se[child as usize].wakee_flips,
+            super::LAUNCHER_WAKEE_FLIPS
+        );
+        let idle = b.k.cpus[1].idle;
+        assert_eq!(b.class.se[idle as usize].wakee_flips, 0, "{spec}");
+    }
+}
+
+#[test]
 fn a_yield_moves_the_eevdf_deadline_and_sets_the_cfs_skip_buddy() {
     let mut b = bed("eevdf", 2);
     let ps = hogs(&mut b, &[0, 0]);
@@ -920,7 +941,7 @@ fn a_cpu_running_dry_pulls_one_task_by_newidle_balancing() {
 /// returns the bed after CPU 1's pick.
 fn newidle_with_ratio(spec: &str, ratio: u32, seed: u64) -> Bed<Fair> {
     let mut b = bed(spec, 2);
-    b.k.rng = crate::engine::SimRng::new(seed);
+    b.k.sched_rng = crate::engine::SimRng::new(seed);
     for c in 0..2 {
         b.class.sd[c][0].newidle_ratio = ratio;
     }
