@@ -47,8 +47,9 @@ fn median_per_call(n: u64, mut body: impl FnMut() -> Res<()>) -> Res<f64> {
     Ok(crate::median(&per))
 }
 
-/// lmbench's "touch the working set": sum every word.
-fn sum(data: &[u32]) -> u32 {
+/// lmbench's "touch the working set": sum every word. The micro-benchmarks that price a
+/// refilled line (`measure`'s streams) run this same loop.
+pub(crate) fn sum(data: &[u32]) -> u32 {
     data.iter().fold(0u32, |a, &x| a.wrapping_add(x))
 }
 
