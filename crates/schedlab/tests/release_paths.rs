@@ -48,7 +48,9 @@ fn wakeups(v: &serde_json::Value) -> u64 {
 fn a_6x_readers_wakeup_is_synchronous_and_a_2_4_one_is_not() {
     for w in [
         "lat_pipe:pin=split,rounds=200",
-        "hackbench:groups=1,loops=20,fds=4",
+        // Enough messages that their wake-ups outnumber the barrier's and the exits'
+        // (at 20 loops the herd, placed wide, ran its pairs side by side: 14 of 21).
+        "hackbench:groups=1,loops=100,fds=4",
         "chat:rooms=1,messages=20,nodelay=on",
     ] {
         let six = report("eevdf", w);
@@ -86,9 +88,10 @@ fn a_6x_switch_between_threads_of_one_mm_writes_no_cpu_vm_mask() {
 
 #[test]
 fn a_6x_fget_takes_no_line_for_a_process_and_the_files_own_for_threads() {
-    // Two groups, so that a group's senders end up on both CPUs.
-    let procs = "hackbench:groups=2,loops=50,fds=10,pipe=on";
-    let threads = "hackbench:groups=2,loops=50,fds=10,pipe=on,threads=on";
+    // Two groups, so that a group's senders end up on both CPUs; 200 loops, so that the
+    // messages, not the start and the exits, make the count.
+    let procs = "hackbench:groups=2,loops=200,fds=10,pipe=on";
+    let threads = "hackbench:groups=2,loops=200,fds=10,pipe=on,threads=on";
     // A process's own table: 6.x borrows the file; nothing moves.
     assert_eq!(counter(&report("eevdf", procs), "files_line_transfers"), 0);
     // Threads share the table: the senders of a group write to the same receiver's

@@ -81,7 +81,17 @@ fn schedstats_add_up_and_agree_with_the_run_counters_under_every_policy() {
 #[test]
 fn the_fair_class_s_own_counters_are_the_tasks_sums() {
     for p in ["cfs", "eevdf"] {
-        let r = report(p, "hackbench:groups=2,loops=10,fds=5");
+        // A shared LLC, where wake_affine is tried: on a machine whose LLC is each CPU's
+        // own, wake_wide is true for any pair of tasks with a flip each (the launcher
+        // gives every task some).
+        let r = run(RunConfig {
+            machine: "haswell-4c".into(),
+            cpus: Some(4),
+            policy: p.into(),
+            workload: "hackbench:groups=2,loops=10,fds=5".into(),
+            seed: 1,
+        })
+        .unwrap();
         let g = groups(&r);
         let policy = &r.counters.policy;
         assert_eq!(
