@@ -914,31 +914,17 @@ fn a_cpu_running_dry_pulls_one_task_by_newidle_balancing() {
     // §6.9: CPU 1's only task sleeps; the pick finds nothing and sched_balance_newidle
     // pulls from CPU 0 (three cold hogs queued) — one task (CONFIG_PREEMPTION).
     for spec in ["cfs", "eevdf"] {
-        let mut b = bed(spec, 2);
-        for i in 0..3 {
-            let p = b.task(0, 1 + i, 0);
-            b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::from_bits(1);
-            b.wake(0, p, false);
-            b.k.tasks[p as usize].cpus_allowed = crate::machine::CpuMask::FULL;
-        }
-        let q = b.task(1, 9, 0);
-        b.k.tasks[q as usize].cpus_allowed = crate::machine::CpuMask::from_bits(2);
-        b.wake(1, q, false);
-        assert_eq!(b.schedule(1), q);
-        b.at(10_000_000);
-        b.k.tasks[q as usize].state = TaskState::Interruptible;
-        let next = b.schedule(1);
-        assert_ne!(next, b.k.cpus[1].idle, "{spec}: pulled nothing");
+        let b = newidle_with_ratio(spec, 512, 1);
+        assert_ne!(b.curr(1), b.k.cpus[1].idle, "{spec}: pulled nothing");
         assert_eq!(b.class.rqs[1].nr_running, 1, "{spec}");
         assert_eq!(b.class.rqs[0].nr_running, 2, "{spec}");
         assert_eq!(b.class.counters()["lb_newidle_calls"], 1.0, "{spec}");
-        b.check().unwrap();
     }
 }
 
-/// CPU 1 runs dry while CPU 0 has three cold hogs queued (the test above's state), with
-/// domain 0's NI_RANDOM ratio set to `ratio` and the run's random source seeded `seed`;
-/// returns the bed after CPU 1's pick.
+/// CPU 1's only task sleeps while CPU 0 has three cold hogs queued, with domain 0's
+/// NI_RANDOM ratio set to `ratio` (512 is boot's; without the feature it is not read) and
+/// the scheduler's random source seeded `seed`; returns the bed after CPU 1's pick.
 fn newidle_with_ratio(spec: &str, ratio: u32, seed: u64) -> Bed<Fair> {
     let mut b = bed(spec, 2);
     b.k.sched_rng = crate::engine::SimRng::new(seed);
