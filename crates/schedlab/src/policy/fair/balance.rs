@@ -240,7 +240,10 @@ impl Fair {
         let l = self.rqs[cpu].lock;
         ctx.lock(l);
         let now = ctx.now();
-        self.update_cfs_rq_load_avg(now, cpu);
+        let decayed = self.update_cfs_rq_load_avg(now, cpu);
+        if self.t.autogroup {
+            self.update_group_se(now, cpu, decayed);
+        }
         ctx.unlock(l);
         let hz = self.t.hz as u64;
         let mut idle_type = if idle && self.rqs[cpu].nr_running == 0 {
@@ -483,7 +486,7 @@ impl Fair {
                 continue;
             }
             let rq = &self.rqs[i];
-            s.group_load += rq.avg.load_avg;
+            s.group_load += self.cpu_load(i);
             s.group_util += self.cpu_util(i);
             s.group_runnable += rq.avg.runnable_avg;
             let (nr, curr) = if i == me {

@@ -32,23 +32,33 @@ impl Fair {
                 }
             }
         }
-        self.update_cfs_rq_load_avg(now, cpu);
+        let mut changed = self.update_cfs_rq_load_avg(now, cpu);
         if let Some(p) = p {
             let se = &mut self.se[p as usize];
             if se.avg.last_update_time == 0 {
                 let w = se.load.weight;
                 self.rqs[cpu].avg.attach(&mut se.avg, w);
+                let sum = se.avg.load_sum as i64;
+                if self.t.autogroup {
+                    self.propagate_group_load(cpu, sum);
+                }
+                changed = true;
             }
+        }
+        if self.t.autogroup {
+            self.update_group_se(now, cpu, changed);
         }
     }
 
-    /// `update_cfs_rq_load_avg`.
-    pub(super) fn update_cfs_rq_load_avg(&mut self, now: u64, cpu: CpuId) {
+    /// `update_cfs_rq_load_avg`; true when a period ended (the averages moved).
+    pub(super) fn update_cfs_rq_load_avg(&mut self, now: u64, cpu: CpuId) -> bool {
         let rq = &mut self.rqs[cpu];
         let runnable = rq.nr_running as u64;
-        if rq.avg.update_sum(now, rq.load, runnable, rq.curr.is_some()) {
+        let crossed = rq.avg.update_sum(now, rq.load, runnable, rq.curr.is_some());
+        if crossed {
             rq.avg.update_avg(1);
         }
+        crossed
     }
 
     /// Take `p`'s PELT contribution off its queue (migration, exit:
@@ -58,14 +68,22 @@ impl Fair {
         if se.avg.last_update_time != 0 {
             let w = se.load.weight;
             let snapshot = se.avg;
-            self.rqs[se.cpu].avg.detach(&snapshot, w);
+            let cpu = se.cpu;
+            self.rqs[cpu].avg.detach(&snapshot, w);
+            if self.t.autogroup {
+                self.rqs[cpu].gse.prop_runnable_sum -= snapshot.load_sum as i64;
+            }
         }
         se.avg.last_update_time = 0;
     }
 
-    /// `cpu_load(rq)`: the queue's PELT load.
+    /// `cpu_load(rq)`: the root queue's PELT load (with `autogroup`, the group entity's).
     pub fn cpu_load(&self, cpu: CpuId) -> u64 {
-        self.rqs[cpu].avg.load_avg
+        if self.t.autogroup {
+            self.rqs[cpu].gse.avg.load_avg
+        } else {
+            self.rqs[cpu].avg.load_avg
+        }
     }
 
     /// `cpu_util_cfs(cpu)`: `max(util_avg, util_est)` capped at the capacity.
@@ -114,10 +132,14 @@ impl Fair {
         se.util_est_unchanged = true;
     }
 
-    /// `task_h_load(p)` with FAIR_GROUP_SCHED on the root queue: `load_avg·L/(L+1)`.
+    /// `task_h_load(p)` with FAIR_GROUP_SCHED: on the root queue `load_avg·L/(L+1)`; with
+    /// `autogroup`, scaled by the group queue's `h_load` over its load.
     pub fn task_h_load(&self, p: TaskId) -> u64 {
         let se = &self.se[p as usize];
         let l = self.rqs[se.cpu].avg.load_avg;
+        if self.t.autogroup {
+            return se.avg.load_avg * self.group_h_load(se.cpu) / (l + 1);
+        }
         se.avg.load_avg * l / (l + 1)
     }
 }

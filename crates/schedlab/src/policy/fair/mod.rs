@@ -90,6 +90,7 @@ pub mod cfs;
 mod check;
 pub mod eevdf;
 pub mod entity;
+pub mod group;
 mod load;
 pub mod pelt;
 pub mod release;
@@ -202,6 +203,15 @@ crate::options! {
         ni_random: bool = flag("off")
             .help("a newly idle CPU balances a domain only with the odds of that domain's recent success (a 1024-sided die against newidle_ratio, 50 % at boot; v6.19, 6.18.5 and 6.12.66 stable); off: every newly idle CPU that passes the avg_idle test balances")
             .source("commit 33cf66d88306 'sched/fair: Proportional newidle balance' (v6.19-rc1; 6.18.y, 6.12.y stable, Jan 2026); fair.c 6.12.117 sched_balance_newidle, update_newidle_stats; modern.md §6.9");
+        /// Every task in one autogroup (FAIR_GROUP_SCHED, sched_autogroup_enabled=1).
+        autogroup: bool = flag("off")
+            .help("the run's tasks are one task group, as a benchmark started from a shell is with sched_autogroup_enabled=1 (distribution kernels' default): a CPU's load is the group entity's (the group's 1024 shares split by the CPUs' loads, rate-limited to once a ms) and a task's load is scaled by it; off: one root queue, as in a kernel without group scheduling")
+            .source("fair.c 6.12: calc_group_shares, update_cfs_group, update_tg_load_avg, update_tg_cfs_load, cfs_rq_h_load; autogroup.c; modern.md §5.6");
+        /// A guest kernel's fork packing (`sched_vcpu_pack=`, not mainline).
+        vcpu_pack: u64 = int("0", 0, 100)
+            .unit("%")
+            .help("fork packing of a guest kernel with sched_vcpu_pack= (not mainline): a forked child stays on its parent's CPU while that CPU's utilisation is at most this percentage of its capacity; 0: off, as mainline")
+            .source("observed on Linux 6.18.44-fc guests (docs/calibration.md, 'The guest packs its forks'); no public source");
         /// `sysctl_sched_base_slice` before CPU scaling.
         base_slice_ns: u64 = int("750000", 100000, 100000000)
             .unit("ns")
@@ -292,6 +302,10 @@ pub struct Tunables {
     pub ni_random: bool,
     /// `wake_affine_idle`'s sync test counts delayed tasks out (aa3ee4f0b754).
     pub sync_delayed: bool,
+    /// Fork packing threshold, percent of capacity (option `vcpu_pack`; 0: off).
+    pub vcpu_pack: u64,
+    /// Every task in one task group (option `autogroup`, [`group`]).
+    pub autogroup: bool,
     /// `sysctl_sched_migration_cost`, ns (task_hot; 0.5 ms, both kernels).
     pub migration_cost: u64,
     /// `sysctl_sched_nr_migrate` (32).
@@ -427,6 +441,8 @@ pub struct Rq {
     pub avg: SchedAvg,
     /// `cfs_rq->avg.util_est`: Σ of the enqueued tasks' `util_est`.
     pub util_est: u64,
+    /// With `autogroup`: the group's entity on this CPU's root queue.
+    pub gse: group::GroupSe,
     /// `rq->cfs_tasks`, most recently used at the front.
     pub cfs_tasks: VecDeque<TaskId>,
     /// `rq->idle_stamp`, ns (0: not idle since the last wake-up).
@@ -491,6 +507,8 @@ pub struct Fair {
     pub rd_overloaded: bool,
     /// The root domain's line.
     rd_line: LineId,
+    /// With `autogroup`: the group's `tg->load_avg`.
+    tg_load_avg: u64,
     stats: Stats,
 }
 
@@ -521,6 +539,8 @@ impl Fair {
             forfeit_yield: false,
             ni_random: false,
             sync_delayed: false,
+            vcpu_pack: 0,
+            autogroup: false,
             migration_cost: 500_000,
             nr_migrate: 32,
         };
@@ -548,6 +568,8 @@ impl Fair {
                 t.forfeit_yield = o.forfeit_yield;
                 t.ni_random = o.ni_random;
                 t.sync_delayed = o.sync_delayed;
+                t.vcpu_pack = o.vcpu_pack;
+                t.autogroup = o.autogroup;
                 t.base_slice_normalized = o.base_slice_ns;
                 t.base_slice = o.base_slice_ns * factor;
             }
@@ -567,6 +589,7 @@ impl Fair {
             sd_llc,
             rd_overloaded: false,
             rd_line: 0,
+            tg_load_avg: 0,
             stats: Stats::default(),
         }
     }
@@ -979,6 +1002,7 @@ impl SchedClass for Fair {
                 skip: None,
                 avg: SchedAvg::default(),
                 util_est: 0,
+                gse: group::GroupSe::default(),
                 cfs_tasks: VecDeque::new(),
                 idle_stamp: 0,
                 avg_idle: 2 * self.t.migration_cost,

@@ -148,8 +148,12 @@ impl SchedAvg {
 
     /// `attach_entity_load_avg` + `enqueue_load_avg`: `se` joins this cfs_rq's sums,
     /// aligned to its period.
+    ///
+    /// An entity's `last_update_time` of 0 means "not attached" (the kernel's clock is
+    /// never 0 by then; the simulator's is at boot): one attached at time 0 is stamped
+    /// 1 ns, so that it is not attached a second time at its next update.
     pub fn attach(&mut self, se: &mut SchedAvg, weight: u64) {
-        se.last_update_time = self.last_update_time;
+        se.last_update_time = self.last_update_time.max(1);
         se.period_contrib = self.period_contrib;
         let divider = self.divider();
         se.util_sum = se.util_avg * divider;

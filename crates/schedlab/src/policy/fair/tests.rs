@@ -639,6 +639,79 @@ fn pelt_matches_section_10_7() {
     );
 }
 
+#[test]
+fn a_task_attached_at_time_0_is_counted_once() {
+    // The simulator's clock is 0 at boot, which PELT reads as "not attached": the first
+    // task used to be attached twice, its CPU showing twice its load and utilisation.
+    let mut b = bed("eevdf", 1);
+    let p = hogs(&mut b, &[0])[0];
+    run_ticks(&mut b, 20_000_000, |_| {});
+    let (q, t) = (b.class.rqs[0].avg, b.class.se[p as usize].avg);
+    assert!(t.util_avg > 600, "{t:?}");
+    assert!(q.util_avg.abs_diff(t.util_avg) <= 2, "queue {q:?} task {t:?}");
+    assert!(q.load_avg.abs_diff(t.load_avg) <= 2, "queue {q:?} task {t:?}");
+}
+
+#[test]
+fn group_shares_split_by_the_cpus_loads_within_their_bounds() {
+    use super::group::*;
+    // CPU A 3 000 of a group's 4 000: three quarters of the shares; B a quarter of 4 096.
+    assert_eq!(calc_group_shares(2048, 3000, 4000, 3000), 768);
+    assert_eq!(calc_group_shares(1024, 1024, 4096, 1024), 256);
+    // A fresh contribution replaces the stale one: A's load rose to 5 000 unreported.
+    assert_eq!(calc_group_shares(2048, 5000, 4000, 3000), 853);
+    // Alone in its group, a queue takes all the shares; an empty one the floor.
+    assert_eq!(calc_group_shares(1024, 900, 900, 900), GROUP_SHARES);
+    assert_eq!(calc_group_shares(0, 0, 4000, 0), MIN_SHARES);
+    // Propagation: tasks joining add their sums up to a full divider; leaving bounds the
+    // entity by the queue's per-weight sum; never below the running sum.
+    assert_eq!(propagated_load_sum(10_000, 20_000, 0, 0, 0, 47_000), 30_000);
+    assert_eq!(propagated_load_sum(40_000, 20_000, 0, 0, 0, 47_000), 47_000);
+    assert_eq!(propagated_load_sum(-10_000, 20_000, 0, 15_000 * 1024, 1024, 47_000), 15_000);
+    assert_eq!(propagated_load_sum(-10_000, 20_000, 18_000 << 10, 15_000 * 1024, 1024, 47_000), 18_000);
+}
+
+#[test]
+fn autogroup_cpu_load_is_the_group_entitys_and_task_loads_its_share() {
+    let mut g = bed("eevdf:autogroup=on", 2);
+    let ps = hogs(&mut g, &[0, 0]);
+    run_ticks(&mut g, 400_000_000, |_| {});
+    // Both hogs on CPU 0: the group's 1 024 shares all there, runnable all the time.
+    let l = g.class.cpu_load(0);
+    assert!((1000..=1024).contains(&l), "cpu_load {l}");
+    for &p in &ps {
+        let h = g.class.task_h_load(p);
+        assert!((490..=512).contains(&h), "task_h_load {h}");
+    }
+    assert_eq!(g.class.cpu_load(1), 0);
+    // Without the option, the queue's own load: two tasks of 1 024.
+    let mut f = bed("eevdf", 2);
+    let ps = hogs(&mut f, &[0, 0]);
+    run_ticks(&mut f, 400_000_000, |_| {});
+    let l = f.class.cpu_load(0);
+    assert!((2000..=2048).contains(&l), "cpu_load {l}");
+    assert!(f.class.task_h_load(ps[0]) > 1000);
+}
+
+#[test]
+fn the_group_load_is_reported_at_most_once_a_millisecond() {
+    let mut g = bed("eevdf:autogroup=on", 2);
+    let _ = hogs(&mut g, &[0]);
+    g.schedule(0);
+    let t0 = g.class.rqs[0].gse.tg_stamp;
+    assert!(t0 > 0, "the first task's attach reports its load");
+    let before = g.class.tg_load_avg;
+    // Another task joins 0.5 ms later: its load is in the queue, not yet in the group's.
+    g.at(t0 + 500_000);
+    let _ = hogs(&mut g, &[0]);
+    assert_eq!(g.class.tg_load_avg, before);
+    assert!(g.class.rqs[0].avg.load_avg > before);
+    // After the millisecond, the next update reports it.
+    g.at(t0 + 1_100_000);
+    g.tick(0, true);
+    assert!(g.class.tg_load_avg > before, "{} vs {before}", g.class.tg_load_avg);
+}
+
 // ---- §6: domains and the balancer -------------------------------------------------------
 
 #[test]
