@@ -388,8 +388,7 @@ pub fn validate(
 ) -> Result<Report, String> {
     let host = schedlab::machine::host::file()?;
     // The host's own scheduler: its HZ, and the later EEVDF changes its release has.
-    let policy =
-        schedlab::policy::fair::release::host_policy(host.measured.hz, &host.measured.kernel);
+    let policy = host.measured.host_policy();
     let machine = if model.is_empty() {
         schedlab::machine::host::NAME.to_string()
     } else {

@@ -223,7 +223,7 @@ fn fit_wakeup_latency(file: &HostFile, what: Fitted, target_us: f64) -> Result<(
         let cfg = schedlab::RunConfig {
             machine: "host".into(),
             cpus: None,
-            policy: schedlab::policy::fair::release::host_policy(f.measured.hz, &f.measured.kernel),
+            policy: f.measured.host_policy(),
             workload: "lat_pipe:pin=split,rounds=2000,warmup=50".into(),
             seed: 1,
         };
@@ -298,6 +298,7 @@ pub fn measure(o: &MeasureOptions, progress: Progress<'_>) -> Result<HostFile, S
             preempt,
             virtualized,
             foreign_load_pct: foreign_load_pct.map(|p| (p * 10.0).round() / 10.0),
+            task_group: task_group(),
         },
         cpus,
         topology: topology(cpus),

@@ -28,6 +28,56 @@ pub(super) fn config_value<'a>(config: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
 }
 
+/// The task group this process's CPU time goes to (`Measured::task_group`): a `cpu`
+/// cgroup other than the root (v1's `cpu` hierarchy, or v2's when it has the `cpu`
+/// controller), else the session's autogroup when `sched_autogroup_enabled` is 1, else
+/// empty (the root group). Children inherit it, so the native rows run in it too.
+pub(super) fn task_group() -> String {
+    let cgroups = read("/proc/self/cgroup").unwrap_or_default();
+    let v2_cpu = read("/sys/fs/cgroup/cgroup.controllers")
+        .is_some_and(|c| c.split_whitespace().any(|w| w == "cpu"));
+    task_group_of(
+        &cgroups,
+        v2_cpu,
+        read("/proc/sys/kernel/sched_autogroup_enabled").as_deref() == Some("1"),
+        read("/proc/self/autogroup").as_deref(),
+    )
+}
+
+/// [`task_group`] from `/proc/self/cgroup`, whether the v2 hierarchy has the `cpu`
+/// controller, `sched_autogroup_enabled` and `/proc/self/autogroup`.
+pub(super) fn task_group_of(
+    cgroups: &str,
+    v2_cpu: bool,
+    autogroup_enabled: bool,
+    autogroup: Option<&str>,
+) -> String {
+    let path_of = |l: &str| -> Option<(String, String)> {
+        let mut f = l.splitn(3, ':');
+        let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
+        Some((ctl.to_string(), path.to_string()))
+    };
+    let lines: Vec<(String, String)> = cgroups.lines().filter_map(path_of).collect();
+    let cpu_path = lines
+        .iter()
+        .find(|(ctl, _)| ctl.split(',').any(|c| c == "cpu"))
+        .map(|(_, p)| p.clone())
+        .or_else(|| {
+            lines
+                .iter()
+                .find(|(ctl, _)| ctl.is_empty() && v2_cpu)
+                .map(|(_, p)| p.clone())
+        });
+    match cpu_path {
+        Some(p) if p != "/" => format!("cgroup {p}"),
+        _ if autogroup_enabled => autogroup
+            .and_then(|a| a.split_whitespace().next())
+            .map(|a| a.trim_start_matches('/').to_string())
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
 /// HZ and the preemption model.
 pub(super) fn kernel_facts(config: &str) -> (u32, String, &'static str) {
     let (hz, hz_src) = match config_value(config, "CONFIG_HZ").and_then(|v| v.parse().ok()) {
@@ -199,5 +249,27 @@ mod tests {
         let (hz, _, src) = kernel_facts("");
         assert_eq!(hz, 250);
         assert!(src.starts_with("not found"));
+    }
+
+    #[test]
+    fn the_task_group_is_a_cpu_cgroup_else_the_autogroup_else_the_root() {
+        // This host: v1 hierarchies, `cpu` at the root, autogroup on.
+        let v1_root = "9:name=systemd:/\n4:memory:/process_api/6f4c\n1:cpu:/\n0::/\n";
+        assert_eq!(
+            task_group_of(v1_root, false, true, Some("/autogroup-399 nice 0")),
+            "autogroup-399"
+        );
+        assert_eq!(task_group_of(v1_root, false, false, Some("/autogroup-399 nice 0")), "");
+        // A v1 `cpu` cgroup (here with cpuacct) takes precedence over the autogroup.
+        let v1 = "3:cpu,cpuacct:/user.slice\n0::/\n";
+        assert_eq!(task_group_of(v1, false, true, Some("/autogroup-1 nice 0")), "cgroup /user.slice");
+        // v2: the unified line counts only when its hierarchy has the cpu controller.
+        let v2 = "0::/user.slice/user-1000.slice/session-2.scope\n";
+        assert_eq!(
+            task_group_of(v2, true, true, None),
+            "cgroup /user.slice/user-1000.slice/session-2.scope"
+        );
+        assert_eq!(task_group_of(v2, false, false, None), "");
+        assert_eq!(task_group_of("0::/\n", true, false, None), "");
     }
 }

@@ -49,9 +49,26 @@ pub struct Measured {
     /// recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub foreign_load_pct: Option<f64>,
+    /// The task group the measuring session's tasks were in, as the fair class accounts
+    /// them: `autogroup-N` (`sched_autogroup_enabled=1`, root `cpu` cgroup) or `cgroup
+    /// PATH`; empty (or absent, in older files) for the root task group. The host's rows
+    /// are simulated with `eevdf:autogroup=on` when it is not empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub task_group: String,
 }
 
+
 impl Measured {
+    /// The `eevdf` spec that simulates this host: its HZ, its release's later changes,
+    /// and one task group when its tasks ran in one.
+    pub fn host_policy(&self) -> String {
+        let mut spec = crate::policy::fair::release::host_policy(self.hz, &self.kernel);
+        if !self.task_group.is_empty() {
+            spec.push_str(",autogroup=on");
+        }
+        spec
+    }
+
     /// What to say of a measurement during which other work took more than
     /// [`BUSY_PCT`] of the CPUs (`None`: it was quiet, or not recorded).
     pub fn busy_warning(&self) -> Option<String> {
@@ -257,6 +274,22 @@ mod tests {
             None,
             "at the threshold: quiet"
         );
+    }
+
+    #[test]
+    fn a_host_whose_tasks_ran_in_a_task_group_is_simulated_with_one() {
+        let mut h = HostFile::parse(SHIPPED, "shipped").unwrap();
+        h.measured.kernel = "6.18.44-fc".into();
+        h.measured.hz = 250;
+        h.measured.task_group = String::new();
+        assert!(!h.measured.host_policy().contains("autogroup"));
+        assert!(!serde_json::to_string(&h).unwrap().contains("task_group"));
+        h.measured.task_group = "autogroup-399".into();
+        let spec = h.measured.host_policy();
+        assert!(spec.starts_with("eevdf:hz=250,"), "{spec}");
+        assert!(spec.ends_with(",autogroup=on"), "{spec}");
+        let text = serde_json::to_string_pretty(&h).unwrap();
+        assert_eq!(HostFile::parse(&text, "again").unwrap(), h);
     }
 
     #[test]

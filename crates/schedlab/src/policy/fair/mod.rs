@@ -207,11 +207,6 @@ crate::options! {
         autogroup: bool = flag("off")
             .help("the run's tasks are one task group, as a benchmark started from a shell is with sched_autogroup_enabled=1 (distribution kernels' default): a CPU's load is the group entity's (the group's 1024 shares split by the CPUs' loads, rate-limited to once a ms) and a task's load is scaled by it; off: one root queue, as in a kernel without group scheduling")
             .source("fair.c 6.12: calc_group_shares, update_cfs_group, update_tg_load_avg, update_tg_cfs_load, cfs_rq_h_load; autogroup.c; modern.md §5.6");
-        /// A guest kernel's fork packing (`sched_vcpu_pack=`, not mainline).
-        vcpu_pack: u64 = int("0", 0, 100)
-            .unit("%")
-            .help("fork packing of a guest kernel with sched_vcpu_pack= (not mainline): a forked child stays on its parent's CPU while that CPU's utilisation is at most this percentage of its capacity; 0: off, as mainline")
-            .source("observed on Linux 6.18.44-fc guests (docs/calibration.md, 'The guest packs its forks'); no public source");
         /// `sysctl_sched_base_slice` before CPU scaling.
         base_slice_ns: u64 = int("750000", 100000, 100000000)
             .unit("ns")
@@ -302,8 +297,6 @@ pub struct Tunables {
     pub ni_random: bool,
     /// `wake_affine_idle`'s sync test counts delayed tasks out (aa3ee4f0b754).
     pub sync_delayed: bool,
-    /// Fork packing threshold, percent of capacity (option `vcpu_pack`; 0: off).
-    pub vcpu_pack: u64,
     /// Every task in one task group (option `autogroup`, [`group`]).
     pub autogroup: bool,
     /// `sysctl_sched_migration_cost`, ns (task_hot; 0.5 ms, both kernels).
@@ -539,7 +532,6 @@ impl Fair {
             forfeit_yield: false,
             ni_random: false,
             sync_delayed: false,
-            vcpu_pack: 0,
             autogroup: false,
             migration_cost: 500_000,
             nr_migrate: 32,
@@ -568,7 +560,6 @@ impl Fair {
                 t.forfeit_yield = o.forfeit_yield;
                 t.ni_random = o.ni_random;
                 t.sync_delayed = o.sync_delayed;
-                t.vcpu_pack = o.vcpu_pack;
                 t.autogroup = o.autogroup;
                 t.base_slice_normalized = o.base_slice_ns;
                 t.base_slice = o.base_slice_ns * factor;

@@ -104,9 +104,6 @@ impl Fair {
             self.record_wakee(ctx, p);
             want_affine = !self.wake_wide(ctx, p) && ctx.allowed(p, cpu);
         }
-        if wake.fork && self.packs_fork(ctx, p, cpu) {
-            return cpu;
-        }
         let mut sd: Option<usize> = None;
         for i in 0..self.sd[cpu].len() {
             let d = &self.sd[cpu][i];
@@ -138,15 +135,6 @@ impl Fair {
         } else {
             new_cpu
         }
-    }
-
-    /// A guest kernel's fork packing (`vcpu_pack`): the child stays on the parent's CPU
-    /// while that CPU's utilisation (`cpu_util`, the parent's included) is within the
-    /// threshold. Observed, not read: see the option's source.
-    fn packs_fork(&self, ctx: &SchedCtx<'_>, p: TaskId, cpu: CpuId) -> bool {
-        self.t.vcpu_pack > 0
-            && ctx.allowed(p, cpu)
-            && self.cpu_util(cpu) * 100 <= self.t.vcpu_pack * SCHED_CAPACITY_SCALE
     }
 
     /// `wake_affine` (§7.3): `this` or `prev`.
