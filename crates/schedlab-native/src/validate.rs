@@ -124,7 +124,9 @@ pub const ROWS: &[RowSpec] = &[
     row("lat_proc:op=exec,n=200"),
     row("rtapp:file=@periodic"),
     row("mix:lat_pipe:rounds=20000+loop_yield:instances=2,duration_ms=5000"),
-    row("mix:lat_ctx:procs=8,rounds=1000+loop_yield:instances=2,duration_ms=5000"),
+    // 1 000 untimed trips first: the placement of the ring and the yield loops settles
+    // within them (docs/calibration.md, 'One task group'), as lmbench's warm-up intends.
+    row("mix:lat_ctx:procs=8,rounds=2000,warmup=1000+loop_yield:instances=2,duration_ms=5000"),
     row("mix:hackbench:groups=2,loops=200+loop_yield:instances=4,duration_ms=5000"),
 ];
 

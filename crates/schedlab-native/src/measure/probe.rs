@@ -259,10 +259,16 @@ mod tests {
             task_group_of(v1_root, false, true, Some("/autogroup-399 nice 0")),
             "autogroup-399"
         );
-        assert_eq!(task_group_of(v1_root, false, false, Some("/autogroup-399 nice 0")), "");
+        assert_eq!(
+            task_group_of(v1_root, false, false, Some("/autogroup-399 nice 0")),
+            ""
+        );
         // A v1 `cpu` cgroup (here with cpuacct) takes precedence over the autogroup.
         let v1 = "3:cpu,cpuacct:/user.slice\n0::/\n";
-        assert_eq!(task_group_of(v1, false, true, Some("/autogroup-1 nice 0")), "cgroup /user.slice");
+        assert_eq!(
+            task_group_of(v1, false, true, Some("/autogroup-1 nice 0")),
+            "cgroup /user.slice"
+        );
         // v2: the unified line counts only when its hierarchy has the cpu controller.
         let v2 = "0::/user.slice/user-1000.slice/session-2.scope\n";
         assert_eq!(

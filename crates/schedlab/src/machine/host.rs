@@ -57,7 +57,6 @@ pub struct Measured {
     pub task_group: String,
 }
 
-
 impl Measured {
     /// The `eevdf` spec that simulates this host: its HZ, its release's later changes,
     /// and one task group when its tasks ran in one.

@@ -71,7 +71,12 @@ impl Default for GroupSe {
 
 /// `calc_group_shares`: the group's shares in proportion to this CPU's queue load
 /// against the group's, with this CPU's contribution taken fresh.
-pub fn calc_group_shares(queue_weight: u64, queue_load_avg: u64, tg_load_avg: u64, contrib: u64) -> u64 {
+pub fn calc_group_shares(
+    queue_weight: u64,
+    queue_load_avg: u64,
+    tg_load_avg: u64,
+    contrib: u64,
+) -> u64 {
     let load = queue_weight.max(queue_load_avg);
     let tg_weight = (tg_load_avg + load).saturating_sub(contrib);
     let shares = if tg_weight > 0 {
@@ -142,7 +147,8 @@ impl Fair {
             g.avg.load_avg = g.weight * sum / divider;
         }
         if rq.load > 0 {
-            let shares = calc_group_shares(rq.load, rq.avg.load_avg, self.tg_load_avg, g.tg_contrib);
+            let shares =
+                calc_group_shares(rq.load, rq.avg.load_avg, self.tg_load_avg, g.tg_contrib);
             if shares != g.weight {
                 // reweight_entity: the average follows the new weight at once.
                 g.weight = shares;
@@ -171,6 +177,34 @@ impl Fair {
     /// (`add_tg_cfs_propagate`).
     pub(super) fn propagate_group_load(&mut self, cpu: CpuId, sum: i64) {
         self.rqs[cpu].gse.prop_runnable_sum += sum;
+    }
+
+    /// The group's invariants (module doc): its total is the CPUs' contributions, each
+    /// entity's weight within its bounds.
+    pub(super) fn check_group(&self) -> Result<(), String> {
+        if !self.t.autogroup {
+            return Ok(());
+        }
+        let sum: u64 = self.rqs.iter().map(|q| q.gse.tg_contrib).sum();
+        if sum != self.tg_load_avg {
+            return Err(format!(
+                "{}: the group's load_avg {} but its CPUs' contributions sum to {sum}",
+                self.name_str(),
+                self.tg_load_avg
+            ));
+        }
+        match self
+            .rqs
+            .iter()
+            .position(|q| !(MIN_SHARES..=GROUP_SHARES).contains(&q.gse.weight))
+        {
+            Some(c) => Err(format!(
+                "{}: cpu {c}'s group entity weighs {}, outside [{MIN_SHARES}, {GROUP_SHARES}]",
+                self.name_str(),
+                self.rqs[c].gse.weight
+            )),
+            None => Ok(()),
+        }
     }
 
     /// `cfs_rq_h_load` of `cpu`'s group queue: the root's load, scaled by the group

@@ -66,8 +66,10 @@
 //!
 //! # Simplified / not modelled (said again at the code)
 //!
-//! * One root cfs_rq per CPU (no cgroups, autogroup or group scheduling);
-//!   `task_h_load` is FAIR_GROUP_SCHED's root form `load_avg·L/(L+1)` (Debian config).
+//! * One root cfs_rq per CPU; `task_h_load` is FAIR_GROUP_SCHED's root form
+//!   `load_avg·L/(L+1)` (Debian config). With `autogroup=on` every task is in one task
+//!   group whose entity is the root queue's only one: the pick is unchanged, the loads
+//!   read by the balancer and `wake_affine` are the group's ([`group`]). No nested groups.
 //! * Every task is SCHED_NORMAL: SCHED_FIFO/RR tasks (which no workload creates) are
 //!   scheduled as fair tasks; no SCHED_IDLE/BATCH, no custom slices (PREEMPT_SHORT is
 //!   therefore inert except through a lost protection marker), no uclamp, EAS, misfit,
@@ -1349,6 +1351,7 @@ impl SchedClass for Fair {
         for c in 0..self.rqs.len() {
             self.check_rq(k, c, &mut seen)?;
         }
+        self.check_group()?;
         for (id, t) in k.tasks.iter().enumerate() {
             if t.is_idle || id >= self.se.len() {
                 continue;

@@ -648,8 +648,14 @@ fn a_task_attached_at_time_0_is_counted_once() {
     run_ticks(&mut b, 20_000_000, |_| {});
     let (q, t) = (b.class.rqs[0].avg, b.class.se[p as usize].avg);
     assert!(t.util_avg > 600, "{t:?}");
-    assert!(q.util_avg.abs_diff(t.util_avg) <= 2, "queue {q:?} task {t:?}");
-    assert!(q.load_avg.abs_diff(t.load_avg) <= 2, "queue {q:?} task {t:?}");
+    assert!(
+        q.util_avg.abs_diff(t.util_avg) <= 2,
+        "queue {q:?} task {t:?}"
+    );
+    assert!(
+        q.load_avg.abs_diff(t.load_avg) <= 2,
+        "queue {q:?} task {t:?}"
+    );
 }
 
 #[test]
@@ -667,8 +673,14 @@ fn group_shares_split_by_the_cpus_loads_within_their_bounds() {
     // entity by the queue's per-weight sum; never below the running sum.
     assert_eq!(propagated_load_sum(10_000, 20_000, 0, 0, 0, 47_000), 30_000);
     assert_eq!(propagated_load_sum(40_000, 20_000, 0, 0, 0, 47_000), 47_000);
-    assert_eq!(propagated_load_sum(-10_000, 20_000, 0, 15_000 * 1024, 1024, 47_000), 15_000);
-    assert_eq!(propagated_load_sum(-10_000, 20_000, 18_000 << 10, 15_000 * 1024, 1024, 47_000), 18_000);
+    assert_eq!(
+        propagated_load_sum(-10_000, 20_000, 0, 15_000 * 1024, 1024, 47_000),
+        15_000
+    );
+    assert_eq!(
+        propagated_load_sum(-10_000, 20_000, 18_000 << 10, 15_000 * 1024, 1024, 47_000),
+        18_000
+    );
 }
 
 #[test]
@@ -709,7 +721,11 @@ fn the_group_load_is_reported_at_most_once_a_millisecond() {
     // After the millisecond, the next update reports it.
     g.at(t0 + 1_100_000);
     g.tick(0, true);
-    assert!(g.class.tg_load_avg > before, "{} vs {before}", g.class.tg_load_avg);
+    assert!(
+        g.class.tg_load_avg > before,
+        "{} vs {before}",
+        g.class.tg_load_avg
+    );
 }
 
 // ---- §6: domains and the balancer -------------------------------------------------------
@@ -1164,8 +1180,8 @@ proptest! {
     fn queues_keep_the_invariants_and_eevdf_picks_only_eligible_tasks(
         n in 2usize..6,
         acts in prop::collection::vec(act(), 1..80),
-        eevdf in any::<bool>(),
+        policy in prop_oneof![Just("cfs"), Just("eevdf"), Just("eevdf:autogroup=on")],
     ) {
-        drive(if eevdf { "eevdf" } else { "cfs" }, n, &acts)?;
+        drive(policy, n, &acts)?;
     }
 }
