@@ -79,11 +79,9 @@ pub fn calc_group_shares(
 ) -> u64 {
     let load = queue_weight.max(queue_load_avg);
     let tg_weight = (tg_load_avg + load).saturating_sub(contrib);
-    let shares = if tg_weight > 0 {
-        GROUP_SHARES * load / tg_weight
-    } else {
-        GROUP_SHARES * load
-    };
+    let shares = (GROUP_SHARES * load)
+        .checked_div(tg_weight)
+        .unwrap_or(GROUP_SHARES * load);
     shares.clamp(MIN_SHARES, GROUP_SHARES)
 }
 
@@ -101,11 +99,7 @@ pub fn propagated_load_sum(
     let runnable = if prop >= 0 {
         (prop as u64 + se_load_sum).min(divider)
     } else {
-        let per_weight = if queue_weight > 0 {
-            queue_load_sum / queue_weight
-        } else {
-            0
-        };
+        let per_weight = queue_load_sum.checked_div(queue_weight).unwrap_or(0);
         se_load_sum.min(per_weight)
     };
     runnable.max(se_util_sum >> pelt::SCHED_CAPACITY_SHIFT)
