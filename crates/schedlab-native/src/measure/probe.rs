@@ -29,13 +29,21 @@ pub(super) fn config_value<'a>(config: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// The task group this process's CPU time goes to (`Measured::task_group`): a `cpu`
-/// cgroup other than the root (v1's `cpu` hierarchy, or v2's when it has the `cpu`
-/// controller), else the session's autogroup when `sched_autogroup_enabled` is 1, else
+/// cgroup other than the root (v1's `cpu` hierarchy, or a v2 cgroup the `cpu`
+/// controller governs), else the session's autogroup when `sched_autogroup_enabled` is 1, else
 /// empty (the root group). Children inherit it, so the native rows run in it too.
 pub(super) fn task_group() -> String {
     let cgroups = read("/proc/self/cgroup").unwrap_or_default();
-    let v2_cpu = read("/sys/fs/cgroup/cgroup.controllers")
-        .is_some_and(|c| c.split_whitespace().any(|w| w == "cpu"));
+    // v2: the `cpu` controller governs this cgroup when the cgroup has its files (a
+    // parent that does not enable it in `subtree_control` leaves the task in the root
+    // group, where the autogroup applies).
+    let v2_cpu = cgroups
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .is_some_and(|path| {
+            let dir = format!("/sys/fs/cgroup{}", path.trim_end_matches('/'));
+            path != "/" && std::path::Path::new(&format!("{dir}/cpu.weight")).exists()
+        });
     task_group_of(
         &cgroups,
         v2_cpu,
@@ -44,8 +52,8 @@ pub(super) fn task_group() -> String {
     )
 }
 
-/// [`task_group`] from `/proc/self/cgroup`, whether the v2 hierarchy has the `cpu`
-/// controller, `sched_autogroup_enabled` and `/proc/self/autogroup`.
+/// [`task_group`] from `/proc/self/cgroup`, whether the `cpu` controller governs the
+/// process's v2 cgroup, `sched_autogroup_enabled` and `/proc/self/autogroup`.
 pub(super) fn task_group_of(
     cgroups: &str,
     v2_cpu: bool,
