@@ -115,16 +115,14 @@ impl Fair {
         }
         let rq = &mut self.rqs[cpu];
         let queued = rq.nr_running > 0;
-        let runnable = rq
-            .cfs_tasks
-            .iter()
-            .any(|&t| !self.se[t as usize].sched_delayed);
         let running = rq.curr.is_some();
         let g = &mut rq.gse;
         if g.avg.last_update_time == 0 {
             g.avg.last_update_time = now.max(1);
         } else {
-            g.avg.update(now, g.weight, queued, runnable, running);
+            // The entity's runnable average is never read (the root's is the group
+            // queue's, module doc): `queued` stands in for it.
+            g.avg.update(now, g.weight, queued, queued, running);
         }
         if g.prop_runnable_sum != 0 {
             let divider = g.avg.divider();
@@ -165,12 +163,6 @@ impl Fair {
             g.tg_contrib = load;
             g.tg_stamp = now.max(1);
         }
-    }
-
-    /// A task's load sum joined (`sum` > 0) or left `cpu`'s group queue
-    /// (`add_tg_cfs_propagate`).
-    pub(super) fn propagate_group_load(&mut self, cpu: CpuId, sum: i64) {
-        self.rqs[cpu].gse.prop_runnable_sum += sum;
     }
 
     /// The group's invariants (module doc): its total is the CPUs' contributions, each

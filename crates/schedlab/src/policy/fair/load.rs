@@ -38,9 +38,9 @@ impl Fair {
             if se.avg.last_update_time == 0 {
                 let w = se.load.weight;
                 self.rqs[cpu].avg.attach(&mut se.avg, w);
-                let sum = se.avg.load_sum as i64;
                 if self.t.autogroup {
-                    self.propagate_group_load(cpu, sum);
+                    // add_tg_cfs_propagate: the task's sum joins the group entity's.
+                    self.rqs[cpu].gse.prop_runnable_sum += se.avg.load_sum as i64;
                 }
                 changed = true;
             }
